@@ -1,0 +1,20 @@
+// Host lists: -H "a:2,user@b,[fe80::1]:4" and host files (`host slots=N`, `host:N`, bare
+// `host`, `max_slots=` ignored with a note, blank lines and # comments). Errors name the
+// entry, or file:line.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "job_spec.h"
+
+namespace hvdrun::launcher {
+
+std::vector<HostSpec> parse_hosts_flag(std::string_view text);
+// `notes` receives non-fatal remarks (e.g. "hosts.txt:3: max_slots ignored").
+std::vector<HostSpec> parse_hostfile(const std::string& path, std::vector<std::string>& notes);
+std::vector<HostSpec> parse_hostfile_text(std::string_view text, const std::string& path,
+                                          std::vector<std::string>& notes);
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,28 @@
+// Slot -> rank placement, the horovodrun rule: fill each host's slots in the order given;
+// local_rank = slot index on its host; cross_rank = number of earlier hosts that also have
+// this local_rank; cross_size = number of hosts having this local_rank. Exactly num_proc
+// slots are used (UsageError if the hosts have fewer slots).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "job_spec.h"
+
+namespace hvdrun::launcher {
+
+struct Slot {
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 0;
+  int cross_rank = 0;
+  int cross_size = 0;
+  std::size_t host_index = 0;  // into JobSpec::hosts
+  std::string host;            // HostSpec::name
+  bool operator==(const Slot&) const = default;
+};
+
+std::vector<Slot> place(const std::vector<HostSpec>& hosts, int num_proc);
+
+}  // namespace hvdrun::launcher

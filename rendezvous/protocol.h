@@ -1,0 +1,125 @@
+// Wire protocol of the hvdrun rendezvous: message types and the one codec.
+// encode() and decode() are pure functions over bytes (no sockets), bounds-checked,
+// callable by a fuzzer.
+//
+// Frame = 20-byte header + body, all integers little-endian:
+//   u32 magic "HVDR" | u16 version | u16 type | u32 generation | u32 body length | u32 reserved(0)
+// Body fields: u8/u16/u32/i32 little-endian; strings and blobs are u32 length + bytes.
+// Limits: body <= kMaxBody, string <= kMaxString, blob <= kMaxBlob, peers <= kMaxPeers.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace hvdrun::rdzv {
+
+inline constexpr std::uint32_t kMagic = 0x52445648;  // bytes 'H','V','D','R'
+inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::size_t kHeaderSize = 20;
+inline constexpr std::uint32_t kMaxBody = 16u << 20;
+inline constexpr std::uint32_t kMaxString = 4096;
+inline constexpr std::uint32_t kMaxBlob = 1u << 20;
+inline constexpr std::uint32_t kMaxPeers = 65536;
+inline constexpr std::size_t kNonceSize = 32;
+inline constexpr std::size_t kMacSize = 32;
+
+enum class MsgType : std::uint16_t {
+  kChallenge = 1,  // server -> client, first message on a connection
+  kAuth = 2,       // client -> server, HMAC of the nonce
+  kAuthOk = 3,     // server -> client
+  kJoin = 4,       // client -> server
+  kAssign = 5,     // server -> client, when the generation is complete
+  kKvSet = 6,      // client -> server, answered by kKvValue echoing the key
+  kKvGet = 7,      // client -> server, held until the key exists or timeout
+  kKvValue = 8,    // server -> client
+  kBarrier = 9,    // client -> server, held until every rank of the generation entered
+  kBarrierDone = 10,
+  kError = 11,     // either way; the sender then closes the connection
+};
+
+struct Challenge {
+  std::array<std::uint8_t, kNonceSize> nonce{};
+};
+struct Auth {
+  std::array<std::uint8_t, kMacSize> mac{};
+};
+struct AuthOk {};
+struct Join {
+  std::uint32_t slot = 0;   // launcher slot index (HVDRUN_SLOT)
+  std::uint32_t pid = 0;
+  std::string host;         // worker's hostname, for messages
+  std::string data_addr;    // address other ranks use to reach this worker's data socket
+  std::uint16_t data_port = 0;
+};
+struct PeerAddr {
+  std::string addr;
+  std::uint16_t port = 0;
+  bool operator==(const PeerAddr&) const = default;
+};
+struct Assign {
+  std::int32_t rank = 0, size = 0, local_rank = 0, local_size = 0, cross_rank = 0, cross_size = 0;
+  std::vector<PeerAddr> peers;  // indexed by rank
+};
+struct KvSet {
+  std::string key;
+  std::string value;  // opaque blob
+};
+struct KvGet {
+  std::string key;
+  std::uint32_t timeout_ms = 0;
+};
+struct KvValue {
+  std::string key;
+  std::string value;
+};
+struct Barrier {
+  std::string name;
+};
+struct BarrierDone {
+  std::string name;
+};
+enum class ErrorCode : std::uint16_t {
+  kAuthFailed = 1,
+  kBadRequest = 2,
+  kTimeout = 3,
+  kStaleGeneration = 4,
+  kDuplicateSlot = 5,
+  kJobFailed = 6,
+};
+struct ErrorMsg {
+  ErrorCode code = ErrorCode::kBadRequest;
+  std::string text;
+};
+
+using Body = std::variant<Challenge, Auth, AuthOk, Join, Assign, KvSet, KvGet, KvValue, Barrier,
+                          BarrierDone, ErrorMsg>;
+
+struct Message {
+  std::uint32_t generation = 0;
+  Body body;
+};
+
+struct Header {
+  MsgType type{};
+  std::uint32_t generation = 0;
+  std::uint32_t length = 0;  // body length, already checked against kMaxBody
+};
+
+// Why a frame was refused; text names the field and both values where there are two.
+struct DecodeError {
+  std::string text;
+};
+
+MsgType type_of(const Body& body) noexcept;
+std::vector<std::uint8_t> encode(const Message& message);
+// Header only (exactly kHeaderSize bytes): checks magic, version, type and length.
+std::variant<Header, DecodeError> decode_header(std::span<const std::uint8_t> bytes);
+// A whole frame (header + body); trailing or missing bytes are errors.
+std::variant<Message, DecodeError> decode(std::span<const std::uint8_t> frame);
+
+}  // namespace hvdrun::rdzv

@@ -1,0 +1,70 @@
+// Rendezvous server run inside the launcher on its one io_context thread (no locks).
+// Authenticates each connection (HMAC challenge), gathers JOINs of the expected slots,
+// answers each with ASSIGN when the generation is complete, serves the generation-scoped
+// key-value store (blocking get with timeout), barriers and the NCCL unique-id relay
+// (rank 0 sets a key, the others get it). Lifetime: the Server must outlive nothing but
+// its io_context's run(); close() (or the destructor) closes every session.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace hvdrun::rdzv {
+
+// What the launcher's placement decided for one slot (index = slot number).
+struct SlotInfo {
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::string host;  // as the user wrote it, for messages
+};
+
+struct ServerOptions {
+  std::string secret;                 // job secret; never logged
+  std::vector<SlotInfo> slots;        // expected members of generation 0
+  std::string bind_address = "127.0.0.1";
+  std::uint16_t port = 0;             // 0 = ephemeral
+  // Counted from the first JOIN: if not every slot joined by then, on_error is called with
+  // a message naming the missing ranks and hosts, and joined workers receive kError.
+  std::chrono::milliseconds start_timeout{30000};
+  // A connection that has not authenticated within this time is closed.
+  std::chrono::milliseconds auth_timeout{10000};
+};
+
+struct ServerCallbacks {
+  // A job-level failure the launcher must act on (start timeout). Called on the io thread.
+  std::function<void(const std::string& message)> on_error;
+  // Every expected slot has joined and received ASSIGN.
+  std::function<void()> on_complete;
+};
+
+class Server {
+ public:
+  // Binds and starts accepting immediately; throws NetworkError naming address:port.
+  Server(boost::asio::io_context& io, ServerOptions options, ServerCallbacks callbacks = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  std::uint16_t port() const noexcept;
+  // Number of slots that have joined the current generation.
+  std::size_t joined() const noexcept;
+  // Stop accepting and close every session (pending waits get kError kJobFailed first).
+  void close();
+
+ private:
+  class Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace hvdrun::rdzv

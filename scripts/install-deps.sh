@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs hvdrun's build and test dependencies from Debian 12's repositories (needs root
+# or sudo). Skips apt-get entirely when everything is already installed.
+set -euo pipefail
+packages=(
+  cmake ninja-build g++ pkg-config
+  libboost1.81-dev libboost-program-options1.81-dev
+  libspdlog-dev libssl-dev libssh2-1-dev
+  libgtest-dev libgmock-dev
+  python3 procps iproute2 openssh-server openssh-client
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
