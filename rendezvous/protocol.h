@@ -79,6 +79,8 @@ struct KvValue {
 };
 struct Barrier {
   std::string name;
+  // Server-side deadline: 0 = none; else kError kTimeout naming the missing ranks.
+  std::uint32_t timeout_ms = 0;
 };
 struct BarrierDone {
   std::string name;
@@ -116,8 +118,13 @@ struct DecodeError {
 };
 
 MsgType type_of(const Body& body) noexcept;
+// "Join", "KvGet", ... for logs and error messages; "type 99" style text for unknown values.
+std::string type_name(MsgType type);
+// Throws ProtocolError naming the field if a string, blob, peer count or the body exceeds
+// its limit (so a sender learns it before the peer refuses the frame).
 std::vector<std::uint8_t> encode(const Message& message);
-// Header only (exactly kHeaderSize bytes): checks magic, version, type and length.
+// Header only (the first kHeaderSize bytes; fewer is an error): checks magic, version, type,
+// length and reserved.
 std::variant<Header, DecodeError> decode_header(std::span<const std::uint8_t> bytes);
 // A whole frame (header + body); trailing or missing bytes are errors.
 std::variant<Message, DecodeError> decode(std::span<const std::uint8_t> frame);

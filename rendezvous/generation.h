@@ -1,0 +1,67 @@
+// Membership of the current generation: which slots joined (with their data addresses),
+// whether it is forming, active or failed, and the ASSIGN messages once it is complete.
+// Pure state (no I/O); ServerCore sends. Thread: the server's io_context thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol.h"
+#include "server.h"
+
+namespace hvdrun::rdzv {
+
+class Session;
+
+// "rank 2 (host a), rank 5 (host b) and 3 more": the slots not marked in `present`, by rank.
+std::string describe_missing(const std::vector<SlotInfo>& slots, const std::vector<bool>& present);
+// "30 s" for whole seconds, else "250 ms".
+std::string describe_duration(std::chrono::milliseconds d);
+
+class Generation {
+ public:
+  enum class Phase { kForming, kActive, kFailed };
+
+  explicit Generation(std::vector<SlotInfo> slots);
+
+  std::uint32_t number() const noexcept { return number_; }
+  Phase phase() const noexcept { return phase_; }
+  std::size_t size() const noexcept { return slots_.size(); }
+  std::size_t joined() const noexcept { return joined_; }
+  bool complete() const noexcept { return phase_ == Phase::kForming && joined_ == slots_.size(); }
+  const std::vector<SlotInfo>& slots() const noexcept { return slots_; }
+
+  // Records the join or says why it is refused. `observed_ip` replaces an empty data_addr.
+  std::optional<ErrorMsg> join(std::uint32_t msg_generation, const Join& join,
+                               std::weak_ptr<Session> session, const std::string& observed_ip);
+  // A slot whose connection dropped; ignored once the generation is active or failed.
+  void leave(std::uint32_t slot);
+  // Marks the generation active and calls send(session, frame) with each member's ASSIGN.
+  void activate(const std::function<void(Session&, std::vector<std::uint8_t>)>& send);
+  // Marks it failed with `text` (later joins are refused with it); returns the members.
+  std::vector<std::shared_ptr<Session>> fail(std::string text);
+  // "3/4 ranks joined; missing: rank 2 (host localhost)"
+  std::string join_status() const;
+  bool has_member(std::uint32_t slot) const;
+
+ private:
+  struct Member {
+    std::weak_ptr<Session> session;
+    Join join;
+    bool present = false;
+  };
+
+  std::vector<SlotInfo> slots_;
+  std::vector<Member> members_;  // by slot
+  std::uint32_t number_ = 0;
+  Phase phase_ = Phase::kForming;
+  std::size_t joined_ = 0;
+  std::string failure_;
+};
+
+}  // namespace hvdrun::rdzv

@@ -1,0 +1,42 @@
+// Generation-scoped key-value store and its pending gets.
+#include "kv_store.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace hvdrun::rdzv {
+
+std::size_t KvStore::KeyHash::operator()(const Key& k) const noexcept {
+  return std::hash<std::string>{}(k.name) ^ (std::hash<std::uint32_t>{}(k.generation) * 31);
+}
+
+std::vector<std::shared_ptr<Wait>> KvStore::set(std::uint32_t generation, const std::string& key,
+                                                std::string value) {
+  Key k{generation, key};
+  values_.insert_or_assign(k, std::move(value));
+  std::vector<std::shared_ptr<Wait>> woken;
+  if (auto it = waiters_.find(k); it != waiters_.end()) {
+    woken = std::move(it->second);
+    waiters_.erase(it);
+  }
+  return woken;
+}
+
+const std::string* KvStore::find(std::uint32_t generation, const std::string& key) const {
+  auto it = values_.find(Key{generation, key});
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+void KvStore::add_waiter(std::shared_ptr<Wait> wait) {
+  Key k{wait->generation, wait->key};
+  waiters_[std::move(k)].push_back(std::move(wait));
+}
+
+void KvStore::remove_waiter(const Wait& wait) {
+  auto it = waiters_.find(Key{wait.generation, wait.key});
+  if (it == waiters_.end()) return;
+  std::erase_if(it->second, [&wait](const auto& w) { return w.get() == &wait; });
+  if (it->second.empty()) waiters_.erase(it);
+}
+
+}  // namespace hvdrun::rdzv

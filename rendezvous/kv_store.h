@@ -1,0 +1,40 @@
+// Generation-scoped key-value store of the rendezvous and its pending blocking gets.
+// Pure state (no I/O); ServerCore answers the waiters. Thread: the io_context thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "wait.h"
+
+namespace hvdrun::rdzv {
+
+class KvStore {
+ public:
+  // Stores the value and returns the gets waiting for this key (no longer held here).
+  std::vector<std::shared_ptr<Wait>> set(std::uint32_t generation, const std::string& key,
+                                         std::string value);
+  // Null if the key is not set in that generation.
+  const std::string* find(std::uint32_t generation, const std::string& key) const;
+  void add_waiter(std::shared_ptr<Wait> wait);
+  void remove_waiter(const Wait& wait);
+  std::size_t size() const noexcept { return values_.size(); }
+
+ private:
+  struct Key {
+    std::uint32_t generation;
+    std::string name;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const noexcept;
+  };
+
+  std::unordered_map<Key, std::string, KeyHash> values_;
+  std::unordered_map<Key, std::vector<std::shared_ptr<Wait>>, KeyHash> waiters_;
+};
+
+}  // namespace hvdrun::rdzv

@@ -1,0 +1,207 @@
+// Rendezvous server core: binding, the accept loop, dispatch of messages, authentication,
+// close() and the cleanup when a session goes away. Requests are in server_requests.cpp.
+#include "server_core.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "auth.h"
+#include "hvdrun/error.h"
+#include "log.h"
+#include "session.h"
+
+namespace hvdrun::rdzv {
+namespace asio = boost::asio;
+namespace {
+
+constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::string_view kAuthContext = "rdzv";
+
+void validate_slots(const std::vector<SlotInfo>& slots) {
+  if (slots.size() > kMaxPeers) {
+    throw UsageError("rendezvous: " + std::to_string(slots.size()) + " slots exceed the limit of " +
+                     std::to_string(kMaxPeers));
+  }
+  std::vector<bool> seen(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const int rank = slots[i].rank;
+    if (rank < 0 || static_cast<std::size_t>(rank) >= slots.size() || seen[rank]) {
+      throw UsageError("rendezvous: slot " + std::to_string(i) + " has rank " +
+                       std::to_string(rank) + ", not a unique rank in 0.." +
+                       std::to_string(slots.size() - 1));
+    }
+    seen[rank] = true;
+  }
+}
+
+asio::ip::tcp::acceptor listen_on(asio::io_context& io, const ServerOptions& o) {
+  const std::string where = o.bind_address + ":" + std::to_string(o.port);
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(o.bind_address, ec);
+  if (ec) throw NetworkError("rendezvous cannot listen on " + where + ": bad address");
+  asio::ip::tcp::endpoint endpoint(address, o.port);
+  asio::ip::tcp::acceptor acceptor(io);
+  auto check = [&where](const boost::system::error_code& error, const char* call) {
+    if (error) {
+      throw NetworkError("rendezvous cannot listen on " + where + ": " + call + ": " +
+                         error.message());
+    }
+  };
+  acceptor.open(endpoint.protocol(), ec);
+  check(ec, "socket");
+  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  check(ec, "setsockopt");
+  acceptor.bind(endpoint, ec);
+  check(ec, "bind");
+  acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  check(ec, "listen");
+  return acceptor;
+}
+
+}  // namespace
+
+ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallbacks callbacks)
+    : io_(io),
+      options_(std::move(options)),
+      callbacks_(std::move(callbacks)),
+      acceptor_((validate_slots(options_.slots), listen_on(io, options_))),
+      generation_(options_.slots),
+      start_timer_(io) {
+  port_ = acceptor_.local_endpoint().port();
+  logger()->debug("listening on {}:{} for {} slots", options_.bind_address, port_,
+                  options_.slots.size());
+}
+
+void ServerCore::start() {
+  asio::co_spawn(io_, accept_loop(), asio::detached);
+}
+
+asio::awaitable<void> ServerCore::accept_loop() {
+  auto self = shared_from_this();
+  asio::steady_timer backoff(io_);
+  while (!closed_) {
+    auto [ec, socket] = co_await acceptor_.async_accept(kUseTuple);
+    if (closed_ || ec == asio::error::operation_aborted) break;
+    if (ec) {  // e.g. out of file descriptors: recover after a pause
+      logger()->warn("accept on port {} failed: {}; retrying in 100 ms", port_, ec.message());
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(kUseTuple);
+      continue;
+    }
+    boost::system::error_code ignored;
+    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
+    auto session = std::make_shared<Session>(std::move(socket), self, next_session_id_++,
+                                             options_.auth_timeout);
+    sessions_.emplace(session->id(), session);
+    logger()->trace("accepted {}", session->peer());
+    session->start();
+  }
+}
+
+void ServerCore::close() {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  start_timer_.cancel();
+  std::vector<std::shared_ptr<Session>> open;
+  for (auto& [id, weak] : sessions_) {
+    if (auto s = weak.lock()) open.push_back(std::move(s));
+  }
+  for (auto& s : open) {
+    const bool joining = s->slot && generation_.phase() == Generation::Phase::kForming;
+    const bool waiting =
+        std::any_of(s->waits.begin(), s->waits.end(), [](const auto& w) { return !w->done; });
+    if (joining || waiting) {
+      s->fail(ErrorCode::kJobFailed, "rendezvous closed");
+    } else {
+      s->close();
+    }
+  }
+  callbacks_ = {};
+  logger()->debug("closed port {}", port_);
+}
+
+void ServerCore::on_message(const std::shared_ptr<Session>& session, Message message) {
+  if (closed_ || !session->is_open()) return;
+  const MsgType type = type_of(message.body);
+  logger()->trace("<- {} {} gen {}", session->peer(), type_name(type), message.generation);
+  if (session->state() == Session::State::kChallenged) {
+    if (auto* auth = std::get_if<Auth>(&message.body)) {
+      on_auth(*session, *auth);
+    } else {
+      refuse(*session, "expected Auth, got " + type_name(type));
+    }
+    return;
+  }
+  switch (type) {
+    case MsgType::kJoin:
+      return on_join(session, message.generation, std::get<Join>(message.body));
+    case MsgType::kKvSet:
+      return on_kv_set(*session, message.generation, std::move(std::get<KvSet>(message.body)));
+    case MsgType::kKvGet:
+      return on_kv_get(session, message.generation, std::get<KvGet>(message.body));
+    case MsgType::kBarrier:
+      return on_barrier(session, message.generation, std::get<Barrier>(message.body));
+    case MsgType::kError: {
+      const auto& e = std::get<ErrorMsg>(message.body);
+      logger()->warn("{} reports error {}: {}", session->peer(), static_cast<int>(e.code), e.text);
+      return session->close();
+    }
+    default:
+      return refuse(*session, "unexpected " + type_name(type) + " from a client");
+  }
+}
+
+void ServerCore::on_auth(Session& session, const Auth& auth) {
+  std::array<std::uint8_t, kMacSize> expected{};
+  try {
+    expected = compute_mac(options_.secret, kAuthContext, session.nonce());
+  } catch (const std::exception& e) {
+    logger()->error("cannot check authentication of {}: {}", session.peer(), e.what());
+    return session.fail(ErrorCode::kAuthFailed, "authentication failed");
+  }
+  if (!mac_equal(expected, auth.mac)) {
+    logger()->warn("closing {}: authentication failed (wrong secret)", session.peer());
+    return session.fail(ErrorCode::kAuthFailed, "authentication failed");
+  }
+  session.authenticated();
+  logger()->debug("{} authenticated", session.peer());
+  session.send(Message{generation_.number(), AuthOk{}});
+}
+
+void ServerCore::refuse(Session& session, const std::string& why) {
+  logger()->warn("closing {}: {}", session.peer(), why);
+  session.fail(ErrorCode::kBadRequest, why);
+}
+
+void ServerCore::session_gone(Session& session) {
+  sessions_.erase(session.id());
+  for (auto& wait : session.waits) {
+    if (!wait->done) finish(*wait);
+  }
+  session.waits.clear();
+  if (session.slot && generation_.phase() == Generation::Phase::kForming) {
+    generation_.leave(*session.slot);
+    logger()->debug("slot {} (pid {}) left before generation {} was complete: {}/{} joined",
+                    *session.slot, session.pid, generation_.number(), generation_.joined(),
+                    generation_.size());
+  }
+}
+
+void ServerCore::finish(Wait& wait) {
+  wait.done = true;
+  wait.timer.cancel();
+  if (wait.kind == Wait::Kind::kGet) {
+    kv_.remove_waiter(wait);
+  } else {
+    barriers_.remove(wait);
+  }
+}
+
+}  // namespace hvdrun::rdzv

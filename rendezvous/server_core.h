@@ -1,0 +1,84 @@
+// The rendezvous server's state and message handling: accept loop, authentication, the
+// generation, the key-value store and barriers. Server::Impl is this class.
+// Thread: the io_context thread only (no locks). Lifetime: shared; sessions and timers hold
+// it, so it outlives the Server object until they have unwound; after close() it calls no
+// callback and touches no launcher state.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "barrier_set.h"
+#include "generation.h"
+#include "kv_store.h"
+#include "protocol.h"
+#include "server.h"
+
+namespace hvdrun::rdzv {
+
+class Session;
+
+class ServerCore : public std::enable_shared_from_this<ServerCore> {
+ public:
+  // Validates the slots and binds; throws UsageError / NetworkError.
+  ServerCore(boost::asio::io_context& io, ServerOptions options, ServerCallbacks callbacks);
+  virtual ~ServerCore() = default;
+  ServerCore(const ServerCore&) = delete;
+  ServerCore& operator=(const ServerCore&) = delete;
+
+  // Starts the accept loop (needs shared_from_this, so not in the constructor).
+  void start();
+  void close();
+
+  std::uint16_t port() const noexcept { return port_; }
+  std::size_t joined() const noexcept { return generation_.joined(); }
+  std::uint32_t generation() const noexcept { return generation_.number(); }
+  const ServerOptions& options() const noexcept { return options_; }
+
+  // Called by sessions.
+  void on_message(const std::shared_ptr<Session>& session, Message message);
+  // A protocol violation: warn with the peer, answer kBadRequest, close that session.
+  void refuse(Session& session, const std::string& why);
+  // The session is closing: cancel its waits, leave a forming generation.
+  void session_gone(Session& session);
+
+ private:
+  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> start_timer();
+  boost::asio::awaitable<void> wait_timer(std::shared_ptr<Wait> wait);
+
+  void on_auth(Session& session, const Auth& auth);
+  void on_join(const std::shared_ptr<Session>& session, std::uint32_t gen, const Join& join);
+  void on_kv_set(Session& session, std::uint32_t gen, KvSet set);
+  void on_kv_get(const std::shared_ptr<Session>& session, std::uint32_t gen, const KvGet& get);
+  void on_barrier(const std::shared_ptr<Session>& session, std::uint32_t gen, const Barrier& b);
+  bool check_generation(Session& session, std::uint32_t gen, MsgType type);
+  void complete_generation();
+  void start_timed_out();
+  void wait_expired(Wait& wait);
+  void finish(Wait& wait);
+  void add_wait(Session& session, const std::shared_ptr<Wait>& wait);
+
+  boost::asio::io_context& io_;
+  ServerOptions options_;
+  ServerCallbacks callbacks_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  bool closed_ = false;
+  std::uint64_t next_session_id_ = 1;
+  std::unordered_map<std::uint64_t, std::weak_ptr<Session>> sessions_;
+  Generation generation_;
+  boost::asio::steady_timer start_timer_;
+  std::chrono::steady_clock::time_point first_join_{};
+  KvStore kv_;
+  BarrierSet barriers_;
+};
+
+}  // namespace hvdrun::rdzv

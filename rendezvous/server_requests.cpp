@@ -1,0 +1,173 @@
+// Rendezvous requests of authenticated sessions: Join (and the generation's completion or
+// start timeout), KvSet / KvGet with deadlines, and barriers.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "log.h"
+#include "server_core.h"
+#include "session.h"
+
+namespace hvdrun::rdzv {
+namespace asio = boost::asio;
+namespace {
+
+constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
+
+}  // namespace
+
+bool ServerCore::check_generation(Session& session, std::uint32_t gen, MsgType type) {
+  if (gen == generation_.number()) return true;
+  const std::string text = type_name(type) + " for generation " + std::to_string(gen) +
+                           " refused: current generation is " +
+                           std::to_string(generation_.number());
+  logger()->warn("closing {}: {}", session.peer(), text);
+  session.fail(ErrorCode::kStaleGeneration, text);
+  return false;
+}
+
+void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t gen,
+                         const Join& join) {
+  if (session->slot) {
+    return refuse(*session, "second Join on one connection (already slot " +
+                                std::to_string(*session->slot) + ")");
+  }
+  if (auto error = generation_.join(gen, join, session, session->peer_ip())) {
+    logger()->warn("closing {}: {}", session->peer(), error->text);
+    return session->fail(error->code, std::move(error->text));
+  }
+  session->slot = join.slot;
+  session->pid = join.pid;
+  logger()->debug("slot {} joined from {} (pid {}, host {}): {}/{}", join.slot, session->peer(),
+                  join.pid, join.host, generation_.joined(), generation_.size());
+  if (generation_.joined() == 1 && first_join_ == std::chrono::steady_clock::time_point{}) {
+    first_join_ = std::chrono::steady_clock::now();
+    start_timer_.expires_after(options_.start_timeout);
+    asio::co_spawn(io_, start_timer(), asio::detached);
+  }
+  if (generation_.complete()) complete_generation();
+}
+
+void ServerCore::complete_generation() {
+  auto self = shared_from_this();  // a callback may destroy the Server
+  start_timer_.cancel();
+  try {
+    generation_.activate(
+        [](Session& s, std::vector<std::uint8_t> frame) { s.send_frame(std::move(frame)); });
+  } catch (const std::exception& e) {  // an ASSIGN over the frame limit
+    const std::string text = "cannot build the assignment: " + std::string(e.what());
+    logger()->error("{}", text);
+    for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kJobFailed, text);
+    if (auto on_error = callbacks_.on_error) on_error(text);
+    return;
+  }
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - first_join_);
+  logger()->info("generation {} complete: {} ranks joined in {} ms", generation_.number(),
+                 generation_.size(), elapsed.count());
+  if (auto on_complete = callbacks_.on_complete) on_complete();
+}
+
+asio::awaitable<void> ServerCore::start_timer() {
+  auto self = shared_from_this();
+  co_await start_timer_.async_wait(kUseTuple);
+  if (closed_ || generation_.phase() != Generation::Phase::kForming) co_return;
+  if (std::chrono::steady_clock::now() < start_timer_.expiry()) co_return;
+  start_timed_out();
+}
+
+void ServerCore::start_timed_out() {
+  const std::string text = "start timeout after " + describe_duration(options_.start_timeout) +
+                           ": " + generation_.join_status();
+  logger()->error("{}", text);
+  for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kTimeout, text);
+  if (auto on_error = callbacks_.on_error) on_error(text);
+}
+
+void ServerCore::on_kv_set(Session& session, std::uint32_t gen, KvSet set) {
+  if (!check_generation(session, gen, MsgType::kKvSet)) return;
+  const std::string& value = set.value;
+  auto woken = kv_.set(gen, set.key, value);
+  for (auto& wait : woken) {
+    if (wait->done) continue;
+    wait->done = true;
+    wait->timer.cancel();
+    if (auto s = wait->session.lock()) s->send(Message{gen, KvValue{set.key, value}});
+  }
+  session.send(Message{gen, KvValue{std::move(set.key), ""}});
+}
+
+void ServerCore::on_kv_get(const std::shared_ptr<Session>& session, std::uint32_t gen,
+                           const KvGet& get) {
+  if (!check_generation(*session, gen, MsgType::kKvGet)) return;
+  if (const std::string* value = kv_.find(gen, get.key)) {
+    return session->send(Message{gen, KvValue{get.key, *value}});
+  }
+  auto wait = std::make_shared<Wait>(io_.get_executor(), Wait::Kind::kGet, gen, get.key,
+                                     get.timeout_ms, session);
+  kv_.add_waiter(wait);
+  add_wait(*session, wait);
+}
+
+void ServerCore::on_barrier(const std::shared_ptr<Session>& session, std::uint32_t gen,
+                            const Barrier& barrier) {
+  if (!check_generation(*session, gen, MsgType::kBarrier)) return;
+  if (!session->slot) return refuse(*session, "Barrier '" + barrier.name + "' before Join");
+  auto wait = std::make_shared<Wait>(io_.get_executor(), Wait::Kind::kBarrier, gen, barrier.name,
+                                     barrier.timeout_ms, session);
+  auto entered = barriers_.enter(wait, *session->slot, generation_.size());
+  if (entered.duplicate) {
+    return refuse(*session, "slot " + std::to_string(*session->slot) + " entered barrier '" +
+                                barrier.name + "' twice");
+  }
+  if (entered.released.empty()) {
+    if (barrier.timeout_ms == 0) {
+      session->waits.push_back(wait);  // no deadline: only cancellation
+    } else {
+      add_wait(*session, wait);
+    }
+    return;
+  }
+  logger()->debug("barrier '{}' of generation {} complete", barrier.name, gen);
+  for (auto& w : entered.released) {
+    w->done = true;
+    w->timer.cancel();
+    if (auto s = w->session.lock()) s->send(Message{gen, BarrierDone{barrier.name}});
+  }
+}
+
+void ServerCore::add_wait(Session& session, const std::shared_ptr<Wait>& wait) {
+  std::erase_if(session.waits, [](const auto& w) { return w->done; });
+  session.waits.push_back(wait);
+  wait->timer.expires_after(std::chrono::milliseconds(wait->timeout_ms));
+  asio::co_spawn(io_, wait_timer(wait), asio::detached);
+}
+
+asio::awaitable<void> ServerCore::wait_timer(std::shared_ptr<Wait> wait) {
+  auto self = shared_from_this();
+  co_await wait->timer.async_wait(kUseTuple);
+  if (!wait->done && !closed_) wait_expired(*wait);
+}
+
+void ServerCore::wait_expired(Wait& wait) {
+  std::string text;
+  if (wait.kind == Wait::Kind::kGet) {
+    text = "key '" + wait.key + "' not set within " + std::to_string(wait.timeout_ms) + " ms";
+  } else {
+    const auto present = barriers_.entered(wait, generation_.size());
+    const auto n = static_cast<std::size_t>(std::count(present.begin(), present.end(), true));
+    text = "barrier '" + wait.key + "' not complete within " + std::to_string(wait.timeout_ms) +
+           " ms: " + std::to_string(n) + "/" + std::to_string(generation_.size()) +
+           " ranks entered; missing: " + describe_missing(generation_.slots(), present);
+  }
+  finish(wait);
+  auto session = wait.session.lock();
+  if (!session) return;
+  logger()->warn("{}: {}", session->peer(), text);
+  session->fail(ErrorCode::kTimeout, std::move(text));
+}
+
+}  // namespace hvdrun::rdzv

@@ -1,0 +1,77 @@
+// One rendezvous connection on the server: a reader, a writer and a deadline coroutine,
+// kept alive by shared_from_this. Messages go to ServerCore; replies are queued with send().
+// Thread: the server's io_context thread only. Lifetime: until the socket is closed and the
+// three coroutines have returned; holds the ServerCore alive meanwhile.
+#pragma once
+
+#include <array>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol.h"
+
+namespace hvdrun::rdzv {
+
+class ServerCore;
+struct Wait;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  enum class State { kChallenged, kAuthenticated, kClosing, kClosed };
+
+  Session(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerCore> core, std::uint64_t id,
+          std::chrono::milliseconds auth_timeout);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Sends the challenge and starts the coroutines.
+  void start();
+  void send(const Message& message);
+  void send_frame(std::vector<std::uint8_t> frame);
+  // Sends ErrorMsg{code, text}, then closes (within 1 s even if the peer does not read).
+  void fail(ErrorCode code, std::string text);
+  // Closes now; pending output is dropped.
+  void close();
+
+  void authenticated();
+  bool is_open() const noexcept {
+    return state_ == State::kChallenged || state_ == State::kAuthenticated;
+  }
+  State state() const noexcept { return state_; }
+  std::uint64_t id() const noexcept { return id_; }
+  const std::string& peer() const noexcept { return peer_; }        // "ip:port"
+  const std::string& peer_ip() const noexcept { return peer_ip_; }  // "ip"
+  const std::array<std::uint8_t, kNonceSize>& nonce() const noexcept { return nonce_; }
+
+  // Bookkeeping owned by ServerCore.
+  std::optional<std::uint32_t> slot;  // set once its Join was accepted
+  std::uint32_t pid = 0;
+  std::vector<std::shared_ptr<Wait>> waits;  // pending KvGet / Barrier requests
+
+ private:
+  boost::asio::awaitable<void> read_loop();
+  boost::asio::awaitable<void> write_loop();
+  boost::asio::awaitable<void> watchdog();
+  void gone();
+
+  boost::asio::ip::tcp::socket socket_;
+  std::shared_ptr<ServerCore> core_;
+  std::uint64_t id_;
+  State state_ = State::kChallenged;
+  std::string peer_, peer_ip_;
+  std::array<std::uint8_t, kNonceSize> nonce_{};
+  std::deque<std::vector<std::uint8_t>> outbox_;
+  boost::asio::steady_timer wake_;      // signals the writer; never expires by itself
+  boost::asio::steady_timer deadline_;  // auth timeout, then the close-after-error grace
+  bool notified_gone_ = false;
+};
+
+}  // namespace hvdrun::rdzv

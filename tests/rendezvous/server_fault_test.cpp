@@ -1,0 +1,243 @@
+// Server robustness: garbage and oversized frames, unauthenticated requests, auth timeout,
+// a slot dropping before the generation completes, close() with pending waits, and the
+// client's connect timeout.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "hvdrun/error.h"
+#include "test_util.h"
+#include "wire_io.h"
+
+namespace hvdrun::rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+using test::kSecret;
+using test::kTimeout;
+using test::make_join;
+using test::make_slots;
+using test::RawConn;
+using test::ServerThread;
+
+ServerOptions slots(int n) {
+  ServerOptions o;
+  o.slots = make_slots(n);
+  return o;
+}
+
+// Expects the next message to be ErrorMsg{code} containing `text`, then the connection closed.
+void expect_error_then_close(RawConn& raw, ErrorCode code, const std::string& text) {
+  auto m = raw.receive();
+  ASSERT_TRUE(m) << "connection closed without an error message";
+  ASSERT_TRUE(std::holds_alternative<ErrorMsg>(m->body)) << type_name(type_of(m->body));
+  const auto& e = std::get<ErrorMsg>(m->body);
+  EXPECT_EQ(e.code, code) << e.text;
+  EXPECT_NE(e.text.find(text), std::string::npos) << e.text;
+  EXPECT_TRUE(raw.closed_by_server());
+}
+
+std::vector<std::uint8_t> header(MsgType type, std::uint32_t length) {
+  std::vector<std::uint8_t> out;
+  wire::Writer w(out);
+  w.u32(kMagic);
+  w.u16(kVersion);
+  w.u16(static_cast<std::uint16_t>(type));
+  w.u32(0);
+  w.u32(length);
+  w.u32(0);
+  return out;
+}
+
+// A full join of every slot still works after the faults injected by a test.
+void expect_server_still_serves(ServerThread& server) {
+  Client c(server.endpoint(), kSecret, kTimeout);
+  EXPECT_EQ(c.join(make_join(0), kTimeout).assign.size, 1);
+}
+
+TEST(ServerFaults, GarbageBytesCloseOnlyThatConnection) {
+  ServerThread server(slots(1));
+  RawConn bystander(server.endpoint().port);
+  ASSERT_TRUE(std::holds_alternative<AuthOk>(bystander.authenticate(kSecret)->body));
+  RawConn raw(server.endpoint().port);
+  ASSERT_TRUE(raw.receive());  // the challenge
+  raw.send_bytes(std::vector<std::uint8_t>(40, 0xEE));
+  expect_error_then_close(raw, ErrorCode::kBadRequest, "bad magic 0xEEEEEEEE");
+  bystander.send(Message{0, KvSet{"still", "here"}});
+  auto ack = bystander.receive();
+  ASSERT_TRUE(ack);
+  EXPECT_TRUE(std::holds_alternative<KvValue>(ack->body));
+  expect_server_still_serves(server);
+}
+
+TEST(ServerFaults, OversizedHeaderClosesOnlyThatConnection) {
+  ServerThread server(slots(1));
+  RawConn raw(server.endpoint().port);
+  ASSERT_TRUE(std::holds_alternative<AuthOk>(raw.authenticate(kSecret)->body));
+  raw.send_bytes(header(MsgType::kKvSet, kMaxBody + 1));
+  expect_error_then_close(raw, ErrorCode::kBadRequest, "body length 16777217 exceeds 16777216");
+  expect_server_still_serves(server);
+}
+
+TEST(ServerFaults, LargeFrameBeforeAuthenticationIsRefused) {
+  ServerThread server(slots(1));
+  RawConn raw(server.endpoint().port);
+  ASSERT_TRUE(raw.receive());
+  raw.send_bytes(header(MsgType::kKvSet, 1u << 20));
+  expect_error_then_close(raw, ErrorCode::kBadRequest, "before authentication");
+}
+
+TEST(ServerFaults, RequestBeforeAuthIsRefused) {
+  ServerThread server(slots(1));
+  RawConn raw(server.endpoint().port);
+  ASSERT_TRUE(raw.receive());
+  raw.send(Message{0, make_join(0)});
+  expect_error_then_close(raw, ErrorCode::kBadRequest, "expected Auth, got Join");
+  EXPECT_EQ(server.joined(), 0u);
+}
+
+TEST(ServerFaults, WrongMacGetsAuthFailed) {
+  ServerThread server(slots(1));
+  RawConn raw(server.endpoint().port);
+  auto reply = raw.authenticate("wrong");
+  ASSERT_TRUE(reply);
+  ASSERT_TRUE(std::holds_alternative<ErrorMsg>(reply->body));
+  EXPECT_EQ(std::get<ErrorMsg>(reply->body).code, ErrorCode::kAuthFailed);
+  EXPECT_EQ(std::get<ErrorMsg>(reply->body).text, "authentication failed");
+  EXPECT_TRUE(raw.closed_by_server());
+}
+
+TEST(ServerFaults, SilentPeerIsClosedAfterAuthTimeout) {
+  ServerOptions o = slots(1);
+  o.auth_timeout = 100ms;
+  ServerThread server(o);
+  RawConn raw(server.endpoint().port);
+  ASSERT_TRUE(raw.receive());
+  const auto start = std::chrono::steady_clock::now();
+  expect_error_then_close(raw, ErrorCode::kTimeout, "not authenticated within 100 ms");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST(ServerFaults, StaleJoinAndSecondJoinAreRefused) {
+  ServerThread server(slots(2));
+  RawConn stale(server.endpoint().port);
+  ASSERT_TRUE(std::holds_alternative<AuthOk>(stale.authenticate(kSecret)->body));
+  stale.send(Message{5, make_join(0)});
+  expect_error_then_close(stale, ErrorCode::kStaleGeneration,
+                          "Join of slot 0 for generation 5 refused: current generation is 0");
+  RawConn twice(server.endpoint().port);
+  ASSERT_TRUE(std::holds_alternative<AuthOk>(twice.authenticate(kSecret)->body));
+  twice.send(Message{0, make_join(0)});
+  twice.send(Message{0, make_join(1)});
+  expect_error_then_close(twice, ErrorCode::kBadRequest, "second Join on one connection");
+}
+
+TEST(ServerFaults, SlotThatDropsBeforeCompletionCanJoinAgain) {
+  ServerThread server(slots(2));
+  {
+    RawConn raw(server.endpoint().port);
+    ASSERT_TRUE(std::holds_alternative<AuthOk>(raw.authenticate(kSecret)->body));
+    raw.send(Message{0, make_join(0)});
+    for (int i = 0; i < 200 && server.joined() == 0; ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_EQ(server.joined(), 1u);
+  }  // the connection drops
+  for (int i = 0; i < 200 && server.joined() == 1; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(server.joined(), 0u);
+  std::thread second([&] {
+    Client c(server.endpoint(), kSecret, kTimeout);
+    EXPECT_EQ(c.join(make_join(1), kTimeout).assign.rank, 1);
+  });
+  Client again(server.endpoint(), kSecret, kTimeout);
+  EXPECT_EQ(again.join(make_join(0), kTimeout).assign.rank, 0);
+  second.join();
+}
+
+TEST(ServerFaults, CloseFailsPendingWaits) {
+  ServerThread server(slots(2));
+  std::thread waiter([&] {
+    Client c(server.endpoint(), kSecret, kTimeout);
+    try {
+      c.get("never", kTimeout);
+      ADD_FAILURE() << "get returned after close";
+    } catch (const WorkerFailedError& e) {
+      EXPECT_NE(std::string(e.what()).find("rendezvous closed"), std::string::npos) << e.what();
+    }
+  });
+  std::thread joiner([&] {
+    Client c(server.endpoint(), kSecret, kTimeout);
+    EXPECT_THROW(c.join(make_join(0), kTimeout), WorkerFailedError);
+  });
+  for (int i = 0; i < 400 && server.joined() == 0; ++i) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(100ms);  // let the get reach the server
+  server.close();
+  waiter.join();
+  joiner.join();
+  EXPECT_THROW(Client(server.endpoint(), kSecret, 100ms), TimeoutError);  // not accepting
+}
+
+TEST(ServerFaults, ServerDestroyedWithConnectedClients) {
+  auto server = std::make_unique<ServerThread>(slots(2));
+  const Endpoint endpoint = server->endpoint();
+  Client idle(endpoint, kSecret, kTimeout);
+  Client waiting(endpoint, kSecret, kTimeout);
+  std::thread waiter([&] { EXPECT_THROW(waiting.get("k", kTimeout), Error); });
+  std::this_thread::sleep_for(100ms);  // let the get reach the server
+  server.reset();  // Server destroyed on its io thread; sessions unwind after it
+  waiter.join();
+  EXPECT_THROW(idle.get("k", 1s), NetworkError);
+}
+
+TEST(Client, ConnectTimeoutOnAClosedPort) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);  // nothing listens on this port now
+  const std::uint16_t port = ntohs(addr.sin_port);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Client c(Endpoint{"127.0.0.1", port}, kSecret, 200ms);
+    FAIL() << "connected to a closed port";
+  } catch (const TimeoutError& e) {
+    EXPECT_EQ(std::string(e.what()), "rendezvous 127.0.0.1:" + std::to_string(port) +
+                                         " not reachable within 200 ms: Connection refused");
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(elapsed, 150ms);
+  EXPECT_LT(elapsed, 2s);
+}
+
+TEST(Client, ConnectRetriesUntilTheServerListens) {
+  ServerOptions o = slots(1);
+  std::unique_ptr<ServerThread> server;
+  // Reserve a port, then start the server on it a little after the client began retrying.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  const std::uint16_t port = ntohs(addr.sin_port);
+  boost::asio::io_context io;
+  o.secret = std::string(kSecret);
+  o.port = port;
+  std::thread late([&] {
+    std::this_thread::sleep_for(150ms);
+    Server s(io, o);
+    io.run_for(2s);
+  });
+  Client c(Endpoint{"127.0.0.1", port}, kSecret, 5s);
+  EXPECT_EQ(c.local_address(), "127.0.0.1");
+  EXPECT_EQ(c.join(make_join(0), kTimeout).assign.size, 1);
+  io.stop();
+  late.join();
+}
+
+}  // namespace
+}  // namespace hvdrun::rdzv

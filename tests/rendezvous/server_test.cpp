@@ -1,0 +1,226 @@
+// Server + client on loopback: joins and assignments, authentication, duplicate and
+// out-of-range slots, start timeout, and 1,000 joins.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+
+#include "hvdrun/error.h"
+#include "test_util.h"
+
+namespace hvdrun::rdzv {
+namespace {
+
+using test::kSecret;
+using test::kTimeout;
+using test::make_join;
+using test::make_slots;
+using test::ServerThread;
+
+// Every slot joins from its own thread; returns the assignments by slot.
+std::vector<Assignment> join_all(const Endpoint& ep, std::size_t n,
+                                 const std::function<Join(std::uint32_t)>& join_of = make_join) {
+  std::vector<Assignment> out(n);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (std::uint32_t slot = 0; slot < n; ++slot) {
+    threads.emplace_back([&, slot] {
+      try {
+        Client c(ep, kSecret, kTimeout);
+        out[slot] = c.join(join_of(slot), kTimeout);
+      } catch (const std::exception& e) {
+        errors[slot] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(errors[i], "") << "slot " << i;
+  return out;
+}
+
+class Joins : public ::testing::TestWithParam<int> {};
+
+TEST_P(Joins, EveryRankGetsItsAssignmentAndThePeerTable) {
+  const int n = GetParam();
+  std::atomic<int> completed{0};
+  ServerOptions options;
+  options.slots = make_slots(n, 4);
+  ServerThread server(options, ServerCallbacks{nullptr, [&] { ++completed; }});
+  const auto joined = join_all(server.endpoint(), static_cast<std::size_t>(n));
+  for (int slot = 0; slot < n; ++slot) {
+    const auto& a = joined[static_cast<std::size_t>(slot)];
+    const auto& info = options.slots[static_cast<std::size_t>(slot)];
+    EXPECT_EQ(a.generation, 0u);
+    EXPECT_EQ(a.assign.rank, info.rank);
+    EXPECT_EQ(a.assign.size, n);
+    EXPECT_EQ(a.assign.local_rank, info.local_rank);
+    EXPECT_EQ(a.assign.local_size, info.local_size);
+    EXPECT_EQ(a.assign.cross_rank, info.cross_rank);
+    EXPECT_EQ(a.assign.cross_size, info.cross_size);
+    ASSERT_EQ(a.assign.peers.size(), static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      const Join j = make_join(static_cast<std::uint32_t>(r));
+      EXPECT_EQ(a.assign.peers[r], (PeerAddr{j.data_addr, j.data_port})) << "rank " << r;
+    }
+  }
+  EXPECT_EQ(completed.load(), 1);
+  EXPECT_EQ(server.joined(), static_cast<std::size_t>(n));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, Joins, ::testing::Values(1, 4, 16));
+
+TEST(Server, PeerTableIsIndexedByRankAndFillsEmptyAddresses) {
+  ServerOptions options;
+  options.slots = make_slots(3);
+  for (int s = 0; s < 3; ++s) options.slots[static_cast<std::size_t>(s)].rank = 2 - s;
+  ServerThread server(options);
+  const auto joined = join_all(server.endpoint(), 3, [](std::uint32_t slot) {
+    Join j = make_join(slot);
+    if (slot == 1) j.data_addr.clear();  // the server fills in the address it observed
+    return j;
+  });
+  EXPECT_EQ(joined[0].assign.rank, 2);
+  EXPECT_EQ(joined[2].assign.rank, 0);
+  const auto& peers = joined[0].assign.peers;
+  EXPECT_EQ(peers[2], (PeerAddr{make_join(0).data_addr, make_join(0).data_port}));
+  EXPECT_EQ(peers[1], (PeerAddr{"127.0.0.1", make_join(1).data_port}));
+  EXPECT_EQ(peers[0], (PeerAddr{make_join(2).data_addr, make_join(2).data_port}));
+}
+
+TEST(Server, RefusesSlotTablesThatAreNotAPermutation) {
+  boost::asio::io_context io;
+  ServerOptions options;
+  options.slots = make_slots(2);
+  options.slots[1].rank = 0;
+  EXPECT_THROW(Server(io, options), UsageError);
+}
+
+TEST(Server, WrongSecretIsRejectedAndOthersAreStillServed) {
+  ServerOptions options;
+  options.slots = make_slots(1);
+  ServerThread server(options);
+  try {
+    Client bad(server.endpoint(), "not-the-secret", kTimeout);
+    FAIL() << "authenticated with a wrong secret";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("authentication failed"), std::string::npos) << e.what();
+  }
+  const auto joined = join_all(server.endpoint(), 1);
+  EXPECT_EQ(joined[0].assign.size, 1);
+}
+
+TEST(Server, DuplicateSlotNamesTheSlotAndBothPids) {
+  ServerOptions options;
+  options.slots = make_slots(2);
+  ServerThread server(options);
+  std::thread first([&] {
+    Client c(server.endpoint(), kSecret, kTimeout);
+    EXPECT_EQ(c.join(make_join(0), kTimeout).assign.rank, 0);
+  });
+  while (server.joined() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Client dup(server.endpoint(), kSecret, kTimeout);
+  Join j = make_join(0);
+  j.pid = 777;
+  try {
+    dup.join(j, kTimeout);
+    FAIL() << "duplicate slot accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("slot 0 already joined by pid 1000"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("refused pid 777"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(dup.get("k", kTimeout), NetworkError);  // the refused connection is closed
+  Client second(server.endpoint(), kSecret, kTimeout);
+  EXPECT_EQ(second.join(make_join(1), kTimeout).assign.rank, 1);
+  first.join();
+}
+
+TEST(Server, SlotOutOfRangeNamesSlotAndCount) {
+  ServerOptions options;
+  options.slots = make_slots(2);
+  ServerThread server(options);
+  Client c(server.endpoint(), kSecret, kTimeout);
+  try {
+    c.join(make_join(9), kTimeout);
+    FAIL() << "slot 9 accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("slot 9 out of range: the job has 2 slots"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Server, StartTimeoutNamesTheMissingRankAndCallsOnError) {
+  ServerOptions options;
+  options.slots = make_slots(3);
+  options.start_timeout = std::chrono::milliseconds(100);
+  std::promise<std::string> reported;
+  ServerThread server(
+      options, ServerCallbacks{[&](const std::string& m) { reported.set_value(m); }, nullptr});
+  const std::string expected =
+      "start timeout after 100 ms: 2/3 ranks joined; missing: rank 1 (host host0)";
+  std::vector<std::thread> threads;
+  for (std::uint32_t slot : {0u, 2u}) {
+    threads.emplace_back([&, slot] {
+      Client c(server.endpoint(), kSecret, kTimeout);
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        c.join(make_join(slot), kTimeout);
+        ADD_FAILURE() << "join completed without slot 1";
+      } catch (const TimeoutError& e) {
+        EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+      }
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto future = reported.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(future.get(), expected);
+}
+
+TEST(Server, StartTimeoutListsTenMissingRanksThenACount) {
+  ServerOptions options;
+  options.slots = make_slots(15);
+  options.start_timeout = std::chrono::milliseconds(100);
+  std::promise<std::string> reported;
+  ServerThread server(
+      options, ServerCallbacks{[&](const std::string& m) { reported.set_value(m); }, nullptr});
+  Client c(server.endpoint(), kSecret, kTimeout);
+  EXPECT_THROW(c.join(make_join(3), kTimeout), TimeoutError);
+  const auto text = reported.get_future().get();
+  EXPECT_NE(text.find("1/15 ranks joined; missing: rank 0 (host host0), rank 1 (host host0), "
+                      "rank 2 (host host0), rank 4 (host host0)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rank 10 (host host0) and 4 more"), std::string::npos) << text;
+}
+
+TEST(Server, ThousandJoinsComplete) {
+  constexpr int kN = 1000;
+  ServerOptions options;
+  options.slots = make_slots(kN, 8);
+  std::atomic<int> completed{0};
+  // Info level shows the server's own figure: "generation 0 complete: 1000 ranks joined in N ms".
+  auto log = spdlog::get("rdzv");
+  if (log) log->set_level(spdlog::level::info);
+  ServerThread server(options, ServerCallbacks{nullptr, [&] { ++completed; }});
+  const auto joined = join_all(server.endpoint(), kN);
+  if (log) log->set_level(spdlog::level::warn);
+  EXPECT_EQ(completed.load(), 1);
+  for (int slot = 0; slot < kN; ++slot) {
+    const auto& a = joined[static_cast<std::size_t>(slot)].assign;
+    ASSERT_EQ(a.rank, slot);
+    ASSERT_EQ(a.local_rank, slot % 8);
+    ASSERT_EQ(a.cross_rank, slot / 8);
+    ASSERT_EQ(a.peers.size(), static_cast<std::size_t>(kN));
+  }
+  for (int r = 0; r < kN; ++r) {
+    const Join j = make_join(static_cast<std::uint32_t>(r));
+    ASSERT_EQ(joined[999].assign.peers[r], (PeerAddr{j.data_addr, j.data_port}));
+  }
+}
+
+}  // namespace
+}  // namespace hvdrun::rdzv

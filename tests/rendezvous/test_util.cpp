@@ -1,0 +1,128 @@
+// Test helpers: background server thread, slot tables and a raw frame connection.
+#include "test_util.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "auth.h"
+
+namespace hvdrun::rdzv::test {
+
+std::vector<SlotInfo> make_slots(int n, int per_host) {
+  std::vector<SlotInfo> slots(static_cast<std::size_t>(n));
+  const int hosts = (n + per_host - 1) / per_host;
+  for (int i = 0; i < n; ++i) {
+    auto& s = slots[static_cast<std::size_t>(i)];
+    s.rank = i;
+    s.local_rank = i % per_host;
+    s.local_size = std::min(per_host, n - (i / per_host) * per_host);
+    s.cross_rank = i / per_host;
+    s.cross_size = hosts;
+    s.host = "host" + std::to_string(i / per_host);
+  }
+  return slots;
+}
+
+ServerThread::ServerThread(ServerOptions options, ServerCallbacks callbacks)
+    : guard_(boost::asio::make_work_guard(io_)) {
+  if (options.secret.empty()) options.secret = std::string(kSecret);
+  options.bind_address = "127.0.0.1";
+  options.port = 0;
+  server_ = std::make_unique<Server>(io_, std::move(options), std::move(callbacks));
+  port_ = server_->port();
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+ServerThread::~ServerThread() {
+  boost::asio::post(io_, [this] { server_.reset(); });
+  guard_.reset();
+  thread_.join();
+}
+
+void ServerThread::post(std::function<void()> f) {
+  boost::asio::post(io_, std::move(f));
+}
+
+Join make_join(std::uint32_t slot) {
+  Join j;
+  j.slot = slot;
+  j.pid = 1000 + slot;
+  j.host = "host-of-" + std::to_string(slot);
+  j.data_addr = "10.0." + std::to_string(slot / 256) + "." + std::to_string(slot % 256);
+  j.data_port = static_cast<std::uint16_t>(20000 + slot);
+  return j;
+}
+
+RawConn::RawConn(std::uint16_t port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    throw std::runtime_error(std::string("RawConn connect: ") + std::strerror(errno));
+  }
+}
+
+RawConn::~RawConn() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RawConn::send_bytes(const std::vector<std::uint8_t>& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n <= 0) return;  // the server may already have closed; receive() will tell
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+namespace {
+// Reads exactly out.size() bytes; false on EOF, error or timeout.
+bool read_all(int fd, std::span<std::uint8_t> out) {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::recv(fd, out.data() + done, out.size() - done, 0);
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+}  // namespace
+
+std::optional<Message> RawConn::receive() {
+  std::vector<std::uint8_t> frame(kHeaderSize);
+  if (!read_all(fd_, frame)) return std::nullopt;
+  auto header = decode_header(frame);
+  if (!std::holds_alternative<Header>(header)) throw std::runtime_error("bad header from server");
+  frame.resize(kHeaderSize + std::get<Header>(header).length);
+  if (!read_all(fd_, std::span(frame).subspan(kHeaderSize))) return std::nullopt;
+  auto decoded = decode(frame);
+  if (!std::holds_alternative<Message>(decoded)) throw std::runtime_error("bad frame from server");
+  return std::get<Message>(std::move(decoded));
+}
+
+std::optional<Message> RawConn::authenticate(std::string_view secret) {
+  auto challenge = receive();
+  if (!challenge || !std::holds_alternative<Challenge>(challenge->body)) {
+    throw std::runtime_error("no challenge from server");
+  }
+  send(Message{0, Auth{compute_mac(secret, "rdzv", std::get<Challenge>(challenge->body).nonce)}});
+  return receive();
+}
+
+bool RawConn::closed_by_server() {
+  std::uint8_t byte = 0;
+  return ::recv(fd_, &byte, 1, 0) == 0;
+}
+
+}  // namespace hvdrun::rdzv::test

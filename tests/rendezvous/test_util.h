@@ -1,0 +1,85 @@
+// Test helpers: a rendezvous server on 127.0.0.1:0 driven by a background io_context
+// thread, slot tables, and a raw socket connection for sending hand-made frames.
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client.h"
+#include "protocol.h"
+#include "server.h"
+
+namespace hvdrun::rdzv::test {
+
+inline constexpr std::string_view kSecret = "0123456789abcdef-test-secret";
+inline constexpr std::chrono::milliseconds kTimeout{10000};
+
+// n slots, rank = slot, on hosts of `per_host` slots named "host0", "host1", ...
+std::vector<SlotInfo> make_slots(int n, int per_host = 1000000);
+
+class ServerThread {
+ public:
+  explicit ServerThread(ServerOptions options, ServerCallbacks callbacks = {});
+  ~ServerThread();
+  ServerThread(const ServerThread&) = delete;
+  ServerThread& operator=(const ServerThread&) = delete;
+
+  Endpoint endpoint() const { return Endpoint{"127.0.0.1", port_}; }
+  // Runs f on the io thread and returns its result.
+  template <class F>
+  auto on_io(F f) -> decltype(f()) {
+    std::packaged_task<decltype(f())()> task(std::move(f));
+    auto result = task.get_future();
+    post(std::function<void()>([&task] { task(); }));
+    return result.get();
+  }
+  std::size_t joined() {
+    return on_io([this] { return server_->joined(); });
+  }
+  void close() {
+    on_io([this] { server_->close(); });
+  }
+
+ private:
+  void post(std::function<void()> f);
+
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::unique_ptr<Server> server_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+Join make_join(std::uint32_t slot);
+
+// Blocking socket for hand-made frames (SO_RCVTIMEO bounds every read).
+class RawConn {
+ public:
+  explicit RawConn(std::uint16_t port);
+  ~RawConn();
+  RawConn(const RawConn&) = delete;
+  RawConn& operator=(const RawConn&) = delete;
+
+  void send_bytes(const std::vector<std::uint8_t>& bytes);
+  void send(const Message& m) { send_bytes(encode(m)); }
+  // Next message, or nullopt when the server closed the connection.
+  std::optional<Message> receive();
+  // Reads the challenge and answers it; returns the server's reply (AuthOk or ErrorMsg).
+  std::optional<Message> authenticate(std::string_view secret);
+  // True if the server closed the connection (EOF) before the receive timeout.
+  bool closed_by_server();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace hvdrun::rdzv::test
