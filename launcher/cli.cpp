@@ -1,1 +1,480 @@
-// placeholder
+// hvdrun's command line -> JobSpec. The words before the program are scanned here (argparse
+// rules: long-option prefixes, -np/-hostfile/-prefix-timestamp, `--`), normalised to
+// --name=value and parsed by Boost.Program_options. Reads HOROVOD_START_TIMEOUT,
+// HVDRUN_LOG_LEVEL and the -x NAME variables from the given environment.
+#include "cli.h"
+
+#include <boost/program_options.hpp>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <string_view>
+
+#include "hosts.h"
+#include "hvdrun/error.h"
+#include "placement.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr std::string_view kUsage = "usage: hvdrun -np N [options] program [args...]";
+constexpr int kMaxStartTimeout = 86'400;
+constexpr double kMaxGracePeriod = 86'400;
+
+struct OptionInfo {
+  std::string_view name;        // Program_options name; "--name" is a spelling if `long_form`
+  std::string_view alias;       // "-np", "-H", ... or empty
+  std::string_view value_name;  // empty for a flag
+  bool long_form = true;
+  bool repeatable = false;
+  std::string_view group;
+  std::string_view help;
+  std::string_view default_text;  // empty: no default shown
+};
+
+constexpr std::string_view kJob = "Job";
+constexpr std::string_view kHosts = "Hosts";
+constexpr std::string_view kOutput = "Output and logging";
+constexpr std::string_view kNetwork = "Network and SSH (remote hosts)";
+constexpr std::string_view kOther = "Other";
+
+constexpr OptionInfo kOptions[] = {
+    {"num-proc", "-np", "N", true, false, kJob, "number of worker processes",
+     "the slots of -H/--hostfile; required without them"},
+    {"x", "-x", "NAME[=VALUE]", false, true, kJob,
+     "set NAME=VALUE for the workers, or forward hvdrun's NAME; repeatable", "none"},
+    {"start-timeout", "", "S", true, false, kJob, "seconds for all workers to join",
+     "$HOROVOD_START_TIMEOUT, else 30"},
+    {"grace-period", "", "S", true, false, kJob,
+     "seconds from SIGTERM to SIGKILL; decimals allowed", "5"},
+    {"hosts", "-H", "LIST", true, false, kHosts,
+     "[user@]host[:slots],... (1 slot if not given; IPv6 as [addr]:slots)", "localhost:N"},
+    {"hostfile", "-hostfile", "FILE", true, false, kHosts,
+     "lines 'host slots=N', 'host:N' or 'host'; # comments", "none"},
+    {"output-filename", "", "DIR", true, false, kOutput,
+     "also write rank N's output to DIR/rank.N/{stdout,stderr}", "none"},
+    {"prefix-output-with-timestamp", "-prefix-timestamp", "", true, false, kOutput,
+     "put a time stamp in front of every output line", "off"},
+    {"verbose", "", "", true, false, kOutput, "print each phase of the launch", "off"},
+    {"log-level", "", "L", true, false, kOutput,
+     "trace debug info warn error critical off, or TRACE..FATAL", "$HVDRUN_LOG_LEVEL, else warn"},
+    {"network-interface", "", "X", true, true, kNetwork, "network interface to use (repeatable)",
+     "any"},
+    {"network-interfaces", "", "A,B", true, false, kNetwork,
+     "network interfaces to use, comma-separated", "any"},
+    {"ssh-port", "-p", "P", true, false, kNetwork, "ssh port of the remote hosts", "ssh's own"},
+    {"ssh-identity-file", "-i", "FILE", true, false, kNetwork, "ssh private key file", "ssh's own"},
+    {"help", "-h", "", true, false, kOther, "print this help and exit", ""},
+    {"version", "-v", "", true, false, kOther, "print the version and exit", ""},
+};
+
+std::string see_help(std::string message) {
+  return message + " (see hvdrun --help)";
+}
+
+[[noreturn]] void unrecognised(std::string_view word) {
+  throw UsageError(see_help("unrecognised option " + quoted(word)));
+}
+
+struct Match {
+  const OptionInfo* option = nullptr;
+  std::string spelling;  // the canonical spelling of what the user meant ("--verbose", "-np")
+  std::optional<std::string> inline_value;
+};
+
+// "--name", "--name=value", or an unambiguous prefix of a long name.
+Match match_long(std::string_view word) {
+  const auto eq = word.find('=');
+  const auto name = word.substr(2, eq == std::string_view::npos ? eq : eq - 2);
+  std::optional<std::string> inline_value;
+  if (eq != std::string_view::npos) inline_value = std::string(word.substr(eq + 1));
+  std::vector<const OptionInfo*> candidates;
+  for (const auto& option : kOptions) {
+    if (!option.long_form || name.empty()) continue;
+    if (option.name == name) return {&option, "--" + std::string(name), inline_value};
+    if (option.name.starts_with(name)) candidates.push_back(&option);
+  }
+  if (candidates.size() == 1) {
+    return {candidates[0], "--" + std::string(candidates[0]->name), inline_value};
+  }
+  if (candidates.empty()) unrecognised(word.substr(0, eq));
+  std::string choices;
+  for (const auto* option : candidates) {
+    choices += (choices.empty() ? "--" : ", --") + std::string(option->name);
+  }
+  throw UsageError(
+      see_help("ambiguous option " + quoted(word.substr(0, eq)) + " (could be " + choices + ")"));
+}
+
+// "-np", "-np=4", "-H host", "-Hhost", "-xNAME=VALUE".
+Match match_single(std::string_view word) {
+  const auto eq = word.find('=');
+  const auto name = word.substr(0, eq);
+  for (const auto& option : kOptions) {
+    if (option.alias.empty()) continue;
+    if (option.alias == name) {
+      std::optional<std::string> inline_value;
+      if (eq != std::string_view::npos) inline_value = std::string(word.substr(eq + 1));
+      return {&option, std::string(name), inline_value};
+    }
+  }
+  for (const auto& option : kOptions) {  // a one-letter option with its value attached
+    if (option.alias.size() == 2 && !option.value_name.empty() && word.starts_with(option.alias)) {
+      return {&option, std::string(option.alias), std::string(word.substr(2))};
+    }
+  }
+  unrecognised(word);
+}
+
+bool is_negative_number(std::string_view word) {
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+  return word.starts_with('-') && ec == std::errc{} && ptr == word.data() + word.size();
+}
+
+// The options part, normalised for Program_options, and the command.
+struct Scanned {
+  std::vector<std::string> tokens;              // "--name=value" or "--name"
+  std::map<std::string, std::string> spelling;  // option name -> spelling the user used
+  std::vector<std::string> command;
+};
+
+Scanned scan(std::span<const std::string> args) {
+  Scanned out;
+  std::map<std::string, std::string> single_values;  // to name both values of a repeat
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string_view word = args[i];
+    if (word == "--") {
+      ++i;
+      break;
+    }
+    if (word.size() < 2 || word.front() != '-') break;  // the program
+    auto match = word.starts_with("--") ? match_long(word) : match_single(word);
+    const auto& option = *match.option;
+    const std::string name(option.name);
+    out.spelling[name] = match.spelling;
+    if (option.value_name.empty()) {
+      if (match.inline_value) {
+        throw UsageError(
+            see_help("option " + match.spelling + " takes no value, got " + quoted(word)));
+      }
+      if (single_values.emplace(name, "").second) out.tokens.push_back("--" + name);
+      continue;
+    }
+    if (!match.inline_value) {
+      if (i + 1 >= args.size())
+        throw UsageError(see_help("option " + match.spelling + " needs a value"));
+      const std::string_view next = args[i + 1];
+      if (next.size() > 1 && next.front() == '-' && !is_negative_number(next)) {
+        throw UsageError(
+            see_help("option " + match.spelling + " needs a value, got option " + quoted(next)));
+      }
+      match.inline_value = std::string(next);
+      ++i;
+    }
+    const auto& value = *match.inline_value;
+    if (value.empty())
+      throw UsageError(see_help("option " + match.spelling + " needs a non-empty value"));
+    if (!option.repeatable) {
+      const auto [it, fresh] = single_values.emplace(name, value);
+      if (!fresh) {
+        throw UsageError(match.spelling + " given twice (" + quoted(it->second) + " and " +
+                         quoted(value) + "); give it once");
+      }
+    }
+    out.tokens.push_back("--" + name + "=" + value);
+  }
+  out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  return out;
+}
+
+po::options_description describe_options() {
+  po::options_description description;
+  for (const auto& option : kOptions) {
+    const std::string name(option.name);
+    if (option.value_name.empty()) {
+      description.add_options()(name.c_str(), po::bool_switch());
+    } else if (option.repeatable) {
+      description.add_options()(name.c_str(), po::value<std::vector<std::string>>());
+    } else {
+      description.add_options()(name.c_str(), po::value<std::string>());
+    }
+  }
+  return description;
+}
+
+// Appends one option's line: `left`, then the words of `help` and the unbreakable
+// `tail` from column kHelpColumn, wrapped before kHelpWidth.
+constexpr std::size_t kHelpColumn = 32;
+constexpr std::size_t kHelpWidth = 100;
+
+void append_wrapped(std::string& text, std::string left, std::string_view help,
+                    const std::string& tail) {
+  std::vector<std::string> units;
+  for (std::size_t pos = 0; pos < help.size();) {
+    const auto end = std::min(help.find(' ', pos), help.size());
+    if (end > pos) units.emplace_back(help.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (!tail.empty()) units.push_back(tail);
+  const std::string indent(kHelpColumn, ' ');
+  left +=
+      left.size() + 2 > kHelpColumn ? "\n" + indent : std::string(kHelpColumn - left.size(), ' ');
+  std::size_t column = kHelpColumn;
+  for (const auto& unit : units) {
+    if (column > kHelpColumn && column + 1 + unit.size() > kHelpWidth) {
+      left += "\n" + indent;
+      column = kHelpColumn;
+    } else if (column > kHelpColumn) {
+      left += ' ';
+      ++column;
+    }
+    left += unit;
+    column += unit.size();
+  }
+  text += left + "\n";
+}
+
+std::string help_text() {
+  std::string text = "hvdrun: run a distributed job, one worker process per slot.\n";
+  text += std::string(kUsage) + "\n";
+  for (const auto group : {kJob, kHosts, kOutput, kNetwork, kOther}) {
+    text += "\n" + std::string(group) + ":\n";
+    for (const auto& option : kOptions) {
+      if (option.group != group) continue;
+      std::string left = "  " + std::string(option.alias);
+      if (option.long_form) {
+        left += (option.alias.empty() ? "--" : ", --") + std::string(option.name);
+      }
+      if (!option.value_name.empty()) left += " " + std::string(option.value_name);
+      const auto tail = option.default_text.empty()
+                            ? std::string()
+                            : "(default: " + std::string(option.default_text) + ")";
+      append_wrapped(text, std::move(left), option.help, tail);
+    }
+  }
+  text +=
+      "\nOptions end at `--` or at the program; everything after it belongs to the program.\n"
+      "Long options may be shortened to any unambiguous prefix (--verb).\n";
+  return text;
+}
+
+// A whole number in [1, max] or a UsageError naming `what` ("-np 0", "--ssh-port x").
+int parse_count(std::string_view what, std::string_view text, int max, std::string_view meaning) {
+  long long value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const auto shown = std::string(what) + " " + std::string(text);
+  if (ptr != text.data() + text.size() ||
+      (ec != std::errc{} && ec != std::errc::result_out_of_range)) {
+    throw UsageError(std::string(what) + " " + quoted(text) + ": " + std::string(meaning) +
+                     " must be a whole number");
+  }
+  if (ec == std::errc::result_out_of_range ? !text.starts_with('-') : value > max) {
+    throw UsageError(shown + ": too large (at most " + std::to_string(max) + ")");
+  }
+  if (ec == std::errc::result_out_of_range || value < 1) {
+    throw UsageError(shown + ": " + std::string(meaning) + " must be at least 1");
+  }
+  return static_cast<int>(value);
+}
+
+std::chrono::milliseconds parse_grace(std::string_view what, std::string_view text) {
+  double seconds = 0;
+  const auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), seconds, std::chars_format::fixed);
+  if (ec != std::errc{} || ptr != text.data() + text.size() || !std::isfinite(seconds)) {
+    throw UsageError(std::string(what) + " " + quoted(text) + ": expected seconds, e.g. 5 or 0.5");
+  }
+  if (seconds < 0 || seconds > kMaxGracePeriod) {
+    throw UsageError(std::string(what) + " " + std::string(text) + ": must be between 0 and " +
+                     std::to_string(static_cast<int>(kMaxGracePeriod)) + " seconds");
+  }
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+// HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.
+std::string parse_log_level(std::string_view what, std::string_view text) {
+  std::string lower(text);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::map<std::string, std::string, std::less<>> kLevels = {
+      {"trace", "trace"},       {"debug", "debug"}, {"info", "info"}, {"warn", "warn"},
+      {"warning", "warn"},      {"error", "error"}, {"err", "error"}, {"fatal", "critical"},
+      {"critical", "critical"}, {"off", "off"}};
+  if (const auto it = kLevels.find(lower); it != kLevels.end()) return it->second;
+  throw UsageError(std::string(what) + " " + quoted(text) +
+                   ": expected trace, debug, info, warn, error, critical or off "
+                   "(or TRACE, DEBUG, INFO, WARNING, ERROR, FATAL)");
+}
+
+bool is_env_name(std::string_view name) {
+  const auto ok = [](char c, bool first) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+           (!first && c >= '0' && c <= '9');
+  };
+  if (name.empty() || !ok(name.front(), true)) return false;
+  for (const char c : name.substr(1)) {
+    if (!ok(c, false)) return false;
+  }
+  return true;
+}
+
+EnvForward parse_env_forward(std::string_view text,
+                             const std::map<std::string, std::string>& environment) {
+  const auto eq = text.find('=');
+  EnvForward entry{std::string(text.substr(0, eq)), std::nullopt};
+  if (!is_env_name(entry.name)) {
+    throw UsageError("-x " + quoted(text) + ": " + quoted(entry.name) +
+                     " is not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+  }
+  if (eq != std::string_view::npos) {
+    entry.value = std::string(text.substr(eq + 1));
+  } else if (!environment.contains(entry.name)) {
+    throw UsageError("-x " + entry.name + ": " + entry.name +
+                     " is not set in hvdrun's environment (use -x " + entry.name + "=VALUE)");
+  }
+  return entry;
+}
+
+void add_interfaces(std::vector<std::string>& out, std::string_view what, std::string_view text) {
+  std::size_t pos = 0;
+  bool any = false;
+  while (pos <= text.size()) {
+    const auto comma = std::min(text.find(',', pos), text.size());
+    auto item = text.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) {
+      any = true;
+      if (std::find(out.begin(), out.end(), item) == out.end()) out.emplace_back(item);
+    }
+    pos = comma + 1;
+  }
+  if (!any) throw UsageError(std::string(what) + " " + quoted(text) + ": no interface named");
+}
+
+}  // namespace
+
+namespace {
+
+struct Parsed {
+  po::variables_map vm;
+  std::map<std::string, std::string> spelling;
+
+  std::optional<std::string> value(const std::string& name) const {
+    if (!vm.count(name)) return std::nullopt;
+    return vm[name].as<std::string>();
+  }
+  std::vector<std::string> values(const std::string& name) const {
+    if (!vm.count(name)) return {};
+    return vm[name].as<std::vector<std::string>>();
+  }
+  bool flag(const std::string& name) const { return vm.count(name) && vm[name].as<bool>(); }
+  std::string spelled(const std::string& name) const { return spelling.at(name); }
+};
+
+void apply_settings(JobSpec& spec, const Parsed& parsed,
+                    const std::map<std::string, std::string>& environment) {
+  const auto env = [&](const std::string& name) -> std::optional<std::string> {
+    const auto it = environment.find(name);
+    if (it == environment.end() || it->second.empty()) return std::nullopt;
+    return it->second;
+  };
+  if (const auto v = parsed.value("start-timeout")) {
+    spec.start_timeout = std::chrono::seconds(
+        parse_count(parsed.spelled("start-timeout"), *v, kMaxStartTimeout, "the timeout"));
+  } else if (const auto from_env = env("HOROVOD_START_TIMEOUT")) {
+    spec.start_timeout = std::chrono::seconds(
+        parse_count("HOROVOD_START_TIMEOUT", *from_env, kMaxStartTimeout, "the timeout"));
+  }
+  if (const auto v = parsed.value("grace-period")) {
+    spec.grace_period = parse_grace(parsed.spelled("grace-period"), *v);
+  }
+  if (const auto v = parsed.value("log-level")) {
+    spec.log_level = parse_log_level(parsed.spelled("log-level"), *v);
+  } else if (const auto from_env = env("HVDRUN_LOG_LEVEL")) {
+    spec.log_level = parse_log_level("HVDRUN_LOG_LEVEL", *from_env);
+  }
+  spec.output_dir = parsed.value("output-filename");
+  spec.prefix_timestamp = parsed.flag("prefix-output-with-timestamp");
+  spec.verbose = parsed.flag("verbose");
+  for (const auto& v : parsed.values("network-interface")) {
+    add_interfaces(spec.network_interfaces, parsed.spelled("network-interface"), v);
+  }
+  if (const auto v = parsed.value("network-interfaces")) {
+    add_interfaces(spec.network_interfaces, parsed.spelled("network-interfaces"), *v);
+  }
+  if (const auto v = parsed.value("ssh-port")) {
+    spec.ssh_port = parse_count(parsed.spelled("ssh-port"), *v, 65535, "the port");
+  }
+  spec.ssh_identity_file = parsed.value("ssh-identity-file").value_or("");
+  for (const auto& v : parsed.values("x"))
+    spec.env_forward.push_back(parse_env_forward(v, environment));
+}
+
+// Hosts from -H or --hostfile (default localhost:num_proc), and num_proc (default: all slots).
+void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& notes) {
+  const auto hosts_flag = parsed.value("hosts");
+  const auto hostfile = parsed.value("hostfile");
+  if (hosts_flag && hostfile) {
+    throw UsageError(parsed.spelled("hosts") + " and " + parsed.spelled("hostfile") +
+                     " cannot be used together; give the hosts one way");
+  }
+  if (hosts_flag) spec.hosts = parse_hosts_flag(*hosts_flag);
+  if (hostfile) spec.hosts = parse_hostfile(*hostfile, notes);
+  if (const auto v = parsed.value("num-proc")) {
+    spec.num_proc =
+        parse_count(parsed.spelled("num-proc"), *v, kMaxSlots, "the number of processes");
+  } else if (spec.hosts.empty()) {
+    throw UsageError("-np is required without -H or --hostfile: " + std::string(kUsage));
+  } else {
+    long long total = 0;
+    for (const auto& host : spec.hosts) total += host.slots;
+    if (total > kMaxSlots) {
+      throw UsageError("the hosts give " + std::to_string(total) + " slots: too many (at most " +
+                       std::to_string(kMaxSlots) + "); give -np");
+    }
+    spec.num_proc = static_cast<int>(total);
+  }
+  if (spec.hosts.empty()) spec.hosts.push_back(HostSpec{"", "localhost", spec.num_proc, "default"});
+  check_enough_slots(spec.hosts, spec.num_proc);
+}
+
+}  // namespace
+
+CliResult parse_cli(std::span<const std::string> args,
+                    const std::map<std::string, std::string>& environment) {
+  auto scanned = scan(args);
+  Parsed parsed;
+  parsed.spelling = std::move(scanned.spelling);
+  try {
+    const auto description = describe_options();
+    const auto style =
+        po::command_line_style::allow_long | po::command_line_style::long_allow_adjacent;
+    po::store(po::command_line_parser(scanned.tokens).options(description).style(style).run(),
+              parsed.vm);
+    po::notify(parsed.vm);
+  } catch (const po::error& e) {
+    throw UsageError(see_help(e.what()));
+  }
+  CliResult result;
+  if (parsed.flag("help")) {
+    result.action = CliAction::kHelp;
+    result.text = help_text();
+    return result;
+  }
+  if (parsed.flag("version")) {
+    result.action = CliAction::kVersion;
+    result.text = std::string("hvdrun ") + HVDRUN_VERSION + "\n";
+    return result;
+  }
+  apply_settings(result.spec, parsed, environment);
+  if (scanned.command.empty()) throw UsageError("no program given: " + std::string(kUsage));
+  result.spec.command = std::move(scanned.command);
+  apply_hosts(result.spec, parsed, result.notes);
+  return result;
+}
+
+}  // namespace hvdrun::launcher

@@ -7,6 +7,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "job_spec.h"
 
@@ -16,8 +17,10 @@ enum class CliAction { kRun, kHelp, kVersion };
 
 struct CliResult {
   CliAction action = CliAction::kRun;
-  JobSpec spec;        // valid when action == kRun
-  std::string text;    // help or version text otherwise
+  JobSpec spec;      // valid when action == kRun
+  std::string text;  // help or version text otherwise
+  // Non-fatal remarks for the user, e.g. "hosts.txt:3: max_slots ignored".
+  std::vector<std::string> notes;
 };
 
 // `args` excludes argv[0]. `environment` is the launcher's environment (for

@@ -11,10 +11,16 @@
 
 namespace hvdrun::launcher {
 
+// Largest slot count of one host (and process count of a job) hvdrun accepts.
+inline constexpr int kMaxSlots = 1'000'000;
+
 std::vector<HostSpec> parse_hosts_flag(std::string_view text);
 // `notes` receives non-fatal remarks (e.g. "hosts.txt:3: max_slots ignored").
 std::vector<HostSpec> parse_hostfile(const std::string& path, std::vector<std::string>& notes);
 std::vector<HostSpec> parse_hostfile_text(std::string_view text, const std::string& path,
                                           std::vector<std::string>& notes);
+
+// `text` in single quotes for a one-line message, control characters escaped (\n, \xNN).
+std::string quoted(std::string_view text);
 
 }  // namespace hvdrun::launcher

@@ -1,1 +1,71 @@
-// placeholder
+// Slot -> rank placement (horovodrun's rule): fill the hosts in order, stop at exactly
+// num_proc ranks; local and cross ranks and sizes are computed over the placed ranks only.
+#include "placement.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "hvdrun/error.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+// "a:2, b:2" (the first few hosts, then how many more).
+std::string slots_summary(const std::vector<HostSpec>& hosts) {
+  constexpr std::size_t kShown = 6;
+  std::string text;
+  for (std::size_t i = 0; i < hosts.size() && i < kShown; ++i) {
+    if (i > 0) text += ", ";
+    text += hosts[i].name + ":" + std::to_string(hosts[i].slots);
+  }
+  if (hosts.size() > kShown) text += ", and " + std::to_string(hosts.size() - kShown) + " more";
+  return text;
+}
+
+}  // namespace
+
+void check_enough_slots(const std::vector<HostSpec>& hosts, int num_proc) {
+  if (num_proc < 1) {
+    throw UsageError("-np " + std::to_string(num_proc) +
+                     ": the number of processes must be at least 1");
+  }
+  if (hosts.empty())
+    throw UsageError("no hosts to place " + std::to_string(num_proc) + " processes on");
+  std::int64_t total = 0;
+  for (const auto& host : hosts) total += std::max(host.slots, 0);
+  if (total < num_proc) {
+    throw UsageError("-np " + std::to_string(num_proc) + " but the hosts give only " +
+                     std::to_string(total) + (total == 1 ? " slot (" : " slots (") +
+                     slots_summary(hosts) + ")");
+  }
+}
+
+std::vector<Slot> place(const std::vector<HostSpec>& hosts, int num_proc) {
+  check_enough_slots(hosts, num_proc);
+  // Ranks per host, in order, until num_proc are placed.
+  std::vector<int> placed(hosts.size(), 0);
+  int remaining = num_proc;
+  for (std::size_t h = 0; h < hosts.size() && remaining > 0; ++h) {
+    placed[h] = std::min(std::max(hosts[h].slots, 0), remaining);
+    remaining -= placed[h];
+  }
+  const int max_local = *std::max_element(placed.begin(), placed.end());
+  // cross_size[lr] = hosts having a rank at local_rank lr.
+  std::vector<int> cross_size(static_cast<std::size_t>(max_local), 0);
+  for (const int count : placed) {
+    for (int lr = 0; lr < count; ++lr) ++cross_size[static_cast<std::size_t>(lr)];
+  }
+  std::vector<Slot> slots;
+  slots.reserve(static_cast<std::size_t>(num_proc));
+  std::vector<int> seen(static_cast<std::size_t>(max_local), 0);  // hosts so far per lr
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    for (int lr = 0; lr < placed[h]; ++lr) {
+      const auto index = static_cast<std::size_t>(lr);
+      slots.push_back(Slot{static_cast<int>(slots.size()), lr, placed[h], seen[index]++,
+                           cross_size[index], h, hosts[h].name});
+    }
+  }
+  return slots;
+}
+
+}  // namespace hvdrun::launcher

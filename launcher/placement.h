@@ -23,6 +23,10 @@ struct Slot {
   bool operator==(const Slot&) const = default;
 };
 
+// Throws UsageError "-np 8 but the hosts give only 4 slots (a:2, b:2)" if num_proc exceeds
+// the hosts' slots, or if num_proc < 1.
+void check_enough_slots(const std::vector<HostSpec>& hosts, int num_proc);
+
 std::vector<Slot> place(const std::vector<HostSpec>& hosts, int num_proc);
 
 }  // namespace hvdrun::launcher

@@ -1,1 +1,70 @@
-// placeholder
+// The environment of one worker: the launcher's (minus inherited HVDRUN_*), then -x entries,
+// then the per-slot values, which therefore win over anything inherited or forwarded.
+#include "worker_env.h"
+
+#include "env_names.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+// "addr:port", IPv6 in brackets.
+std::string host_port(const std::string& addr, std::uint16_t port) {
+  const bool needs_brackets = addr.find(':') != std::string::npos && !addr.starts_with('[');
+  return (needs_brackets ? "[" + addr + "]" : addr) + ":" + std::to_string(port);
+}
+
+void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spec, const Slot& slot,
+                     const RendezvousInfo& rendezvous) {
+  const auto str = [](auto value) { return std::to_string(value); };
+  env[env::kRendezvousAddr] = host_port(rendezvous.addr, rendezvous.port);
+  env[env::kSecret] = rendezvous.secret;
+  env[env::kSlot] = str(slot.rank);
+  env[env::kHostname] = slot.host;
+  env[env::kStartTimeout] = str(spec.start_timeout.count());
+  env[env::kLogLevel] = spec.log_level;
+  if (!spec.network_interfaces.empty()) env[env::kNetworkInterface] = spec.network_interfaces[0];
+
+  env[env::kHorovodRank] = str(slot.rank);
+  env[env::kHorovodSize] = str(spec.num_proc);
+  env[env::kHorovodLocalRank] = str(slot.local_rank);
+  env[env::kHorovodLocalSize] = str(slot.local_size);
+  env[env::kHorovodCrossRank] = str(slot.cross_rank);
+  env[env::kHorovodCrossSize] = str(slot.cross_size);
+  env[env::kHorovodHostname] = slot.host;
+
+  // Hosts are filled in order and each has at least one slot, so the hosts that received
+  // ranks are hosts[0..k) and a slot's host index is its node rank.
+  env[env::kTorchRank] = str(slot.rank);
+  env[env::kTorchWorldSize] = str(spec.num_proc);
+  env[env::kTorchLocalRank] = str(slot.local_rank);
+  env[env::kTorchLocalWorldSize] = str(slot.local_size);
+  env[env::kTorchGroupRank] = str(slot.host_index);
+  if (!rendezvous.master_addr.empty()) env[env::kTorchMasterAddr] = rendezvous.master_addr;
+  if (rendezvous.master_port != 0) env[env::kTorchMasterPort] = str(rendezvous.master_port);
+}
+
+}  // namespace
+
+std::vector<std::string> worker_environment(const std::map<std::string, std::string>& launcher_env,
+                                            const JobSpec& spec, const Slot& slot,
+                                            const RendezvousInfo& rendezvous) {
+  std::map<std::string, std::string> env;
+  for (const auto& [name, value] : launcher_env) {
+    if (!name.starts_with("HVDRUN_")) env.emplace(name, value);
+  }
+  for (const auto& forward : spec.env_forward) {
+    if (forward.value) {
+      env[forward.name] = *forward.value;
+    } else if (const auto it = launcher_env.find(forward.name); it != launcher_env.end()) {
+      env[forward.name] = it->second;
+    }
+  }
+  env.try_emplace("PYTHONUNBUFFERED", "1");
+  set_slot_values(env, spec, slot, rendezvous);
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [name, value] : env) out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace hvdrun::launcher

@@ -1,1 +1,214 @@
-// placeholder
+// Host lists (-H items, host-file lines, their errors with FILE:LINE) and is_local_host().
+#include "hosts.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "hvdrun/error.h"
+#include "local_host.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string hosts_flag_error(std::string_view text) {
+  try {
+    parse_hosts_flag(text);
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError for -H " << text;
+  return {};
+}
+
+std::string hostfile_error(std::string_view text) {
+  std::vector<std::string> notes;
+  try {
+    parse_hostfile_text(text, "hosts.txt", notes);
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError for host file " << text;
+  return {};
+}
+
+TEST(HostsFlag, Forms) {
+  EXPECT_THAT(parse_hosts_flag("a"), ElementsAre(HostSpec{"", "a", 1, "-H"}));
+  EXPECT_THAT(parse_hosts_flag("a:2,b.example.com:3"),
+              ElementsAre(HostSpec{"", "a", 2, "-H"}, HostSpec{"", "b.example.com", 3, "-H"}));
+  EXPECT_THAT(parse_hosts_flag("alice@node_1:2"),
+              ElementsAre(HostSpec{"alice", "node_1", 2, "-H"}));
+  EXPECT_THAT(parse_hosts_flag("[fe80::1]:4,[::1]"),
+              ElementsAre(HostSpec{"", "fe80::1", 4, "-H"}, HostSpec{"", "::1", 1, "-H"}));
+  EXPECT_THAT(parse_hosts_flag("bob@[2001:db8::7]:2"),
+              ElementsAre(HostSpec{"bob", "2001:db8::7", 2, "-H"}));
+  EXPECT_THAT(parse_hosts_flag("[fe80::1%eth0]:2"),
+              ElementsAre(HostSpec{"", "fe80::1%eth0", 2, "-H"}));
+  EXPECT_THAT(parse_hosts_flag(" a:1 , 10.0.0.2:2 "),
+              ElementsAre(HostSpec{"", "a", 1, "-H"}, HostSpec{"", "10.0.0.2", 2, "-H"}));
+}
+
+TEST(HostsFlag, BadSlotCounts) {
+  EXPECT_EQ(hosts_flag_error("node1:x"), "-H: bad slot count 'x' in 'node1:x'");
+  EXPECT_THAT(hosts_flag_error("a:0"), HasSubstr("bad slot count '0' (must be at least 1)"));
+  EXPECT_THAT(hosts_flag_error("a:-1"), HasSubstr("bad slot count '-1'"));
+  EXPECT_THAT(hosts_flag_error("a:"), HasSubstr("bad slot count ''"));
+  EXPECT_THAT(hosts_flag_error("a:+2"), HasSubstr("bad slot count '+2'"));
+  EXPECT_THAT(hosts_flag_error("a:99999999999"), HasSubstr("slot count 99999999999 too large"));
+  EXPECT_THAT(hosts_flag_error("[::1]:zero"), HasSubstr("bad slot count 'zero' in '[::1]:zero'"));
+}
+
+TEST(HostsFlag, BadNames) {
+  EXPECT_THAT(hosts_flag_error("a b:2"), HasSubstr("bad host name 'a b'"));
+  EXPECT_THAT(hosts_flag_error("bad/name"), HasSubstr("bad host name 'bad/name'"));
+  EXPECT_THAT(hosts_flag_error("-oProxyCommand=x"), HasSubstr("bad host name '-oProxyCommand=x'"));
+  EXPECT_THAT(hosts_flag_error("@host"), HasSubstr("bad user name ''"));
+  EXPECT_THAT(hosts_flag_error("a@"), HasSubstr("bad host name ''"));
+  EXPECT_THAT(hosts_flag_error("fe80::1"), HasSubstr("'fe80::1' must be written in brackets"));
+  EXPECT_THAT(hosts_flag_error("[zz::1]:2"), HasSubstr("bad IPv6 address 'zz::1'"));
+  EXPECT_THAT(hosts_flag_error("[::1"), HasSubstr("missing ']'"));
+  EXPECT_THAT(hosts_flag_error("[::1]x"), HasSubstr("unexpected 'x' after ']'"));
+  EXPECT_THAT(hosts_flag_error("a\nb"), HasSubstr("'a\\nb'"));
+}
+
+TEST(HostsFlag, EmptyEntriesAndDuplicates) {
+  EXPECT_THAT(hosts_flag_error(""), HasSubstr("no hosts given"));
+  EXPECT_THAT(hosts_flag_error("a,,b"), HasSubstr("-H: empty host entry in 'a,,b'"));
+  EXPECT_THAT(hosts_flag_error("a,"), HasSubstr("empty host entry"));
+  EXPECT_THAT(hosts_flag_error("a:2,b,a:1"), HasSubstr("host 'a' listed twice in 'a:2,b,a:1'"));
+  EXPECT_THAT(hosts_flag_error("Node1,node1"), HasSubstr("host 'node1' listed twice"));
+  EXPECT_THAT(hosts_flag_error("u@a,a"), HasSubstr("host 'a' listed twice"));
+}
+
+TEST(Hostfile, LinesCommentsAndCrlf) {
+  const std::string text =
+      "# cluster\r\n"
+      "\r\n"
+      "node1 slots=4\r\n"
+      "node2:2   # trailing comment\n"
+      "   \t\n"
+      "node3\n"
+      "carol@node4 slots = 3 max_slots=8\n"
+      "[::1] slots=2\n"
+      "node5 max-slots=2";
+  std::vector<std::string> notes;
+  EXPECT_THAT(
+      parse_hostfile_text(text, "hosts.txt", notes),
+      ElementsAre(HostSpec{"", "node1", 4, "hosts.txt:3"}, HostSpec{"", "node2", 2, "hosts.txt:4"},
+                  HostSpec{"", "node3", 1, "hosts.txt:6"},
+                  HostSpec{"carol", "node4", 3, "hosts.txt:7"},
+                  HostSpec{"", "::1", 2, "hosts.txt:8"}, HostSpec{"", "node5", 1, "hosts.txt:9"}));
+  EXPECT_THAT(notes,
+              ElementsAre("hosts.txt:7: max_slots ignored", "hosts.txt:9: max_slots ignored"));
+}
+
+TEST(Hostfile, ErrorsNameFileAndLine) {
+  EXPECT_EQ(hostfile_error("a\n\nnode1 slots=x\n"),
+            "hosts.txt:3: bad slot count 'x' in 'node1 slots=x'");
+  EXPECT_EQ(hostfile_error("node1 slots=0"),
+            "hosts.txt:1: bad slot count '0' (must be at least 1) in 'node1 slots=0'");
+  EXPECT_THAT(hostfile_error("# c\nnode1 cpus=4"),
+              HasSubstr("hosts.txt:2: unknown token 'cpus=4' (expected slots=N or max_slots=N)"));
+  EXPECT_THAT(hostfile_error("node1 gpu"), HasSubstr("unknown token 'gpu'"));
+  EXPECT_THAT(hostfile_error("node1:2 slots=3"), HasSubstr("hosts.txt:1: slot count given twice"));
+  EXPECT_THAT(hostfile_error("node1 slots=2 slots=3"), HasSubstr("slot count given twice"));
+  EXPECT_THAT(hostfile_error("a\nbad$name slots=1"), HasSubstr("hosts.txt:2: bad host name"));
+  EXPECT_EQ(hostfile_error("node1\nnode2\nnode1 slots=2"),
+            "hosts.txt:3: host 'node1' listed twice (first at hosts.txt:1) in 'node1 slots=2'; "
+            "list each host once with its total slots");
+  EXPECT_EQ(hostfile_error("# only comments\n\n"), "host file 'hosts.txt' lists no hosts");
+  EXPECT_EQ(hostfile_error(""), "host file 'hosts.txt' lists no hosts");
+}
+
+TEST(Hostfile, ReadsFromDisk) {
+  char path[] = "/tmp/hvdrun_hostsXXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << "localhost slots=2\n127.0.0.1\n";
+  std::vector<std::string> notes;
+  const auto hosts = parse_hostfile(path, notes);
+  std::remove(path);
+  EXPECT_THAT(hosts, ElementsAre(HostSpec{"", "localhost", 2, std::string(path) + ":1"},
+                                 HostSpec{"", "127.0.0.1", 1, std::string(path) + ":2"}));
+  EXPECT_TRUE(notes.empty());
+}
+
+TEST(Hostfile, UnreadableFiles) {
+  std::vector<std::string> notes;
+  try {
+    parse_hostfile("/nonexistent/f", notes);
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "cannot read host file '/nonexistent/f': No such file or directory");
+  }
+  try {
+    parse_hostfile("/tmp", notes);
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "cannot read host file '/tmp': Is a directory");
+  }
+}
+
+TEST(Quoted, EscapesControlCharacters) {
+  EXPECT_EQ(quoted("a b"), "'a b'");
+  EXPECT_EQ(quoted("a\nb\r\t\x01"), "'a\\nb\\r\\t\\x01'");
+}
+
+std::string own_hostname() {
+  std::array<char, 256> buffer{};
+  EXPECT_EQ(gethostname(buffer.data(), buffer.size() - 1), 0);
+  return buffer.data();
+}
+
+TEST(LocalHost, LoopbackNamesAndAddresses) {
+  EXPECT_TRUE(is_local_host("localhost"));
+  EXPECT_TRUE(is_local_host("LocalHost"));
+  EXPECT_TRUE(is_local_host("127.0.0.1"));
+  EXPECT_TRUE(is_local_host("127.1.2.3"));
+  EXPECT_TRUE(is_local_host("::1"));
+}
+
+TEST(LocalHost, OwnHostnameAndItsShortForm) {
+  const auto name = own_hostname();
+  EXPECT_TRUE(is_local_host(name));
+  EXPECT_TRUE(is_local_host(name.substr(0, name.find('.'))));
+}
+
+TEST(LocalHost, OwnInterfaceAddress) {
+  ifaddrs* list = nullptr;
+  ASSERT_EQ(getifaddrs(&list), 0);
+  std::string address;
+  for (const ifaddrs* it = list; it != nullptr && address.empty(); it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET) continue;
+    std::array<char, NI_MAXHOST> host{};
+    if (getnameinfo(it->ifa_addr, sizeof(sockaddr_in), host.data(), host.size(), nullptr, 0,
+                    NI_NUMERICHOST) == 0 &&
+        std::string_view(host.data()).substr(0, 4) != "127.") {
+      address = host.data();
+    }
+  }
+  freeifaddrs(list);
+  if (address.empty()) GTEST_SKIP() << "no non-loopback IPv4 interface";
+  EXPECT_TRUE(is_local_host(address)) << address;
+}
+
+TEST(LocalHost, OtherAndUnresolvableNames) {
+  EXPECT_FALSE(is_local_host(""));
+  EXPECT_FALSE(is_local_host("192.0.2.1"));  // TEST-NET-1, never assigned
+  EXPECT_FALSE(is_local_host("no-such-host.invalid"));
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher

@@ -1,1 +1,152 @@
-// placeholder
+// worker_environment(): per-slot values win over inherited ones, -x sets and forwards,
+// inherited HVDRUN_* are dropped, output sorted with one entry per name.
+#include "worker_env.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "placement.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+using ::testing::Contains;
+using ::testing::Key;
+using ::testing::Not;
+
+struct Fixture {
+  JobSpec spec;
+  std::vector<Slot> slots;
+  RendezvousInfo rendezvous{"127.0.0.1", 40000, "cafe01", "127.0.0.1", 40001};
+};
+
+Fixture heterogeneous() {
+  Fixture f;
+  f.spec.num_proc = 3;
+  f.spec.hosts = {HostSpec{"", "w0", 1, "-H"}, HostSpec{"", "w1", 2, "-H"}};
+  f.spec.command = {"prog"};
+  f.spec.start_timeout = std::chrono::seconds(42);
+  f.spec.log_level = "debug";
+  f.slots = place(f.spec.hosts, f.spec.num_proc);
+  return f;
+}
+
+// Parses the "NAME=VALUE" list; checks it is sorted and has one entry per name.
+Env as_map(const std::vector<std::string>& entries) {
+  Env env;
+  std::string previous;
+  for (const auto& entry : entries) {
+    const auto eq = entry.find('=');
+    EXPECT_NE(eq, std::string::npos) << entry;
+    const auto name = entry.substr(0, eq);
+    EXPECT_LT(previous, name) << "not sorted or duplicate: " << entry;
+    previous = name;
+    env[name] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+TEST(WorkerEnv, PerSlotValues) {
+  const auto f = heterogeneous();
+  const auto env = as_map(worker_environment({{"PATH", "/bin"}}, f.spec, f.slots[2], f.rendezvous));
+  const Env expected = {{"HOROVOD_CROSS_RANK", "0"},
+                        {"HOROVOD_CROSS_SIZE", "1"},
+                        {"HOROVOD_HOSTNAME", "w1"},
+                        {"HOROVOD_LOCAL_RANK", "1"},
+                        {"HOROVOD_LOCAL_SIZE", "2"},
+                        {"HOROVOD_RANK", "2"},
+                        {"HOROVOD_SIZE", "3"},
+                        {"HVDRUN_HOSTNAME", "w1"},
+                        {"HVDRUN_LOG_LEVEL", "debug"},
+                        {"HVDRUN_RENDEZVOUS_ADDR", "127.0.0.1:40000"},
+                        {"HVDRUN_SECRET", "cafe01"},
+                        {"HVDRUN_SLOT", "2"},
+                        {"HVDRUN_START_TIMEOUT", "42"},
+                        {"GROUP_RANK", "1"},
+                        {"LOCAL_RANK", "1"},
+                        {"LOCAL_WORLD_SIZE", "2"},
+                        {"MASTER_ADDR", "127.0.0.1"},
+                        {"MASTER_PORT", "40001"},
+                        {"PATH", "/bin"},
+                        {"PYTHONUNBUFFERED", "1"},
+                        {"RANK", "2"},
+                        {"WORLD_SIZE", "3"}};
+  EXPECT_EQ(env, expected);
+}
+
+TEST(WorkerEnv, GroupRankIsTheHostIndex) {
+  const auto f = heterogeneous();
+  EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[0], f.rendezvous))["GROUP_RANK"], "0");
+  EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[1], f.rendezvous))["GROUP_RANK"], "1");
+  EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[1], f.rendezvous))["HOROVOD_CROSS_RANK"],
+            "1");
+}
+
+TEST(WorkerEnv, PerSlotValuesWinOverInheritedOnes) {
+  const auto f = heterogeneous();
+  const Env inherited = {{"HOROVOD_RANK", "7"}, {"RANK", "9"},        {"LOCAL_RANK", "5"},
+                         {"WORLD_SIZE", "64"},  {"MASTER_PORT", "1"}, {"HOROVOD_SIZE", "64"}};
+  const auto env = as_map(worker_environment(inherited, f.spec, f.slots[1], f.rendezvous));
+  EXPECT_EQ(env.at("HOROVOD_RANK"), "1");
+  EXPECT_EQ(env.at("HOROVOD_SIZE"), "3");
+  EXPECT_EQ(env.at("RANK"), "1");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "3");
+  EXPECT_EQ(env.at("MASTER_PORT"), "40001");
+}
+
+TEST(WorkerEnv, InheritedHvdrunVariablesAreDropped) {
+  const auto f = heterogeneous();
+  const Env inherited = {
+      {"HVDRUN_SECRET", "old"}, {"HVDRUN_TIMEOUT", "3"}, {"HVDRUN_BACKEND", "x"}};
+  const auto env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_EQ(env.at("HVDRUN_SECRET"), "cafe01");
+  EXPECT_THAT(env, Not(Contains(Key("HVDRUN_TIMEOUT"))));
+  EXPECT_THAT(env, Not(Contains(Key("HVDRUN_BACKEND"))));
+}
+
+TEST(WorkerEnv, ExportsSetAndForward) {
+  auto f = heterogeneous();
+  f.spec.env_forward = {{"FOO", "new"},
+                        {"HVDRUN_TIMEOUT", std::nullopt},
+                        {"RANK", "99"},
+                        {"UNSET_HERE", std::nullopt},
+                        {"EMPTY", ""}};
+  const Env inherited = {{"FOO", "old"}, {"HVDRUN_TIMEOUT", "3"}, {"KEEP", "k"}};
+  const auto env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_EQ(env.at("FOO"), "new");
+  EXPECT_EQ(env.at("HVDRUN_TIMEOUT"), "3");  // forwarded explicitly
+  EXPECT_EQ(env.at("RANK"), "0");            // per-slot wins over -x
+  EXPECT_EQ(env.at("KEEP"), "k");
+  EXPECT_EQ(env.at("EMPTY"), "");
+  EXPECT_THAT(env, Not(Contains(Key("UNSET_HERE"))));
+}
+
+TEST(WorkerEnv, UserPythonUnbufferedIsKept) {
+  const auto f = heterogeneous();
+  const auto env =
+      as_map(worker_environment({{"PYTHONUNBUFFERED", "0"}}, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_EQ(env.at("PYTHONUNBUFFERED"), "0");
+}
+
+TEST(WorkerEnv, Ipv6RendezvousInBrackets) {
+  auto f = heterogeneous();
+  f.rendezvous.addr = "::1";
+  EXPECT_EQ(
+      as_map(worker_environment({}, f.spec, f.slots[0], f.rendezvous)).at("HVDRUN_RENDEZVOUS_ADDR"),
+      "[::1]:40000");
+}
+
+TEST(WorkerEnv, NetworkInterfaceIsPassed) {
+  auto f = heterogeneous();
+  EXPECT_THAT(as_map(worker_environment({}, f.spec, f.slots[0], f.rendezvous)),
+              Not(Contains(Key("HVDRUN_NETWORK_INTERFACE"))));
+  f.spec.network_interfaces = {"lo", "eth0"};
+  EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[0], f.rendezvous))
+                .at("HVDRUN_NETWORK_INTERFACE"),
+            "lo");
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher
