@@ -1,0 +1,184 @@
+// Ring error paths with real faults: a rank whose ring is destroyed mid-collective, a rank
+// that never calls (timeout), the broken state afterwards, and ring setup in the presence
+// of stray, garbage and wrongly authenticated connections.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "auth.h"
+#include "ring_harness.h"
+
+namespace hvdrun {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+template <class E>
+std::string expect_throws(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong error kind: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "no error";
+  return {};
+}
+
+TEST(RingFailure, DestroyedPeerFailsOthersWithNetworkErrorNamingIt) {
+  constexpr int n = 3;
+  auto rings = test::make_rings(n, milliseconds(10000));
+  test::run_ranks(n, [&](int r) {
+    if (r == 2) {
+      std::this_thread::sleep_for(milliseconds(100));
+      rings[2].reset();  // closes both of its links while ranks 0 and 1 wait in allreduce
+      return;
+    }
+    std::vector<float> data(8 << 20, 1.0f);
+    const auto start = Clock::now();
+    const std::string message = expect_throws<NetworkError>([&] {
+      rings[r]->allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
+                          ReduceOp::kSum);
+    });
+    EXPECT_LT(seconds_since(start), 3.0) << "rank " << r;
+    EXPECT_NE(message.find("allreduce: connection to rank 2 (127.0.0.1:"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("lost"), std::string::npos) << message;
+    EXPECT_NE(message.find("(generation 0)"), std::string::npos) << message;
+    // Broken from now on: the next call fails at once with the same kind.
+    EXPECT_TRUE(rings[r]->broken());
+    const auto again = Clock::now();
+    const std::string later = expect_throws<NetworkError>([&] { rings[r]->barrier(); });
+    EXPECT_LT(seconds_since(again), 0.1);
+    EXPECT_NE(later.find("barrier"), std::string::npos) << later;
+    EXPECT_NE(later.find("rank 2"), std::string::npos) << later;
+  });
+}
+
+void expect_message(const std::string& message, const std::string& head, const std::string& tail) {
+  EXPECT_EQ(message.rfind(head, 0), 0u) << message;
+  ASSERT_GE(message.size(), tail.size()) << message;
+  EXPECT_EQ(message.substr(message.size() - tail.size()), tail) << message;
+}
+
+// Only rank 0 enters the collective; the others stay alive and silent. Rank 0 receives from
+// rank n-1, so its error names that rank. Small and large (pipelined) paths both.
+TEST(RingFailure, RankThatNeverCallsTimesOutNamingIt) {
+  for (const int n : {2, 3}) {
+    for (const std::size_t count : {std::size_t{1000}, std::size_t{1} << 20}) {
+      auto rings = test::make_rings(n, milliseconds(200));
+      test::run_ranks(n, [&](int r) {
+        if (r != 0) {  // keeps its ring open until rank 0 gave up
+          std::this_thread::sleep_for(milliseconds(700));
+          return;
+        }
+        std::vector<std::int64_t> data(count, 1);
+        const auto start = Clock::now();
+        const std::string message = expect_throws<TimeoutError>([&] {
+          rings[0]->allreduce(data.data(), data.data(), count, DataType::kInt64, ReduceOp::kMax);
+        });
+        expect_message(message,
+                       "allreduce: no data from rank " + std::to_string(n - 1) + " (127.0.0.1:",
+                       ") for 0.2 s (generation 0)");
+        const double elapsed = seconds_since(start);
+        EXPECT_GT(elapsed, 0.15) << "n " << n << " count " << count;
+        EXPECT_LT(elapsed, 1.0) << "n " << n << " count " << count;
+        // Broken from now on, and the kind is kept.
+        EXPECT_THROW(rings[0]->barrier(), TimeoutError);
+      });
+    }
+  }
+}
+
+// A root whose next rank never reads: its sends stall and the error names the next rank.
+TEST(RingFailure, StalledReceiverTimesOutNamingIt) {
+  auto rings = test::make_rings(2, milliseconds(200));
+  test::run_ranks(2, [&](int r) {
+    if (r == 1) {
+      std::this_thread::sleep_for(milliseconds(700));
+      return;
+    }
+    std::vector<std::uint8_t> data(64 << 20, 7);  // more than both socket buffers hold
+    const std::string message = expect_throws<TimeoutError>(
+        [&] { rings[0]->broadcast(data.data(), data.size(), DataType::kUInt8, 0); });
+    expect_message(message,
+                   "broadcast: rank 1 (127.0.0.1:", ") took no data for 0.2 s (generation 0)");
+  });
+}
+
+// The 48-byte data-link hello documented in tcp/handshake.h.
+std::array<std::uint8_t, 48> hello(std::string_view secret, std::uint32_t generation,
+                                   std::uint32_t from, std::uint32_t to) {
+  std::array<std::uint8_t, 48> out{};
+  const std::uint32_t fields[4] = {0x44445648, generation, from, to};
+  for (int f = 0; f < 4; ++f) {
+    for (int b = 0; b < 4; ++b) out[4 * f + b] = static_cast<std::uint8_t>(fields[f] >> (8 * b));
+  }
+  const auto mac = rdzv::compute_mac(secret, "data", std::span(out.data(), 16));
+  std::copy(mac.begin(), mac.end(), out.begin() + 16);
+  return out;
+}
+
+TEST(RingSetup, StrayAndUnauthenticatedConnectionsDoNotBreakTheRing) {
+  constexpr int n = 3;
+  test::Listeners l = test::bind_listeners(n);
+  const auto deadline = Clock::now() + milliseconds(5000);
+  const std::uint16_t port = l.peers[1].port;  // rank 1 accepts from rank 0
+  std::vector<tcp::Fd> strays;
+  const auto connect_and_send = [&](std::span<const std::uint8_t> bytes) {
+    strays.push_back(tcp::connect_with_retry("127.0.0.1", port, deadline));
+    if (!bytes.empty()) {
+      ASSERT_TRUE(tcp::send_all(strays.back().get(), bytes.data(), bytes.size(), deadline).ok());
+    }
+  };
+  connect_and_send({});  // silent, stays open
+  const std::vector<std::uint8_t> garbage(48, 0x5a);
+  connect_and_send(garbage);  // bad magic
+  const auto wrong_secret = hello("not-the-secret", 0, 0, 1);
+  connect_and_send(wrong_secret);  // bad MAC
+  const auto wrong_generation = hello(test::kSecret, 7, 0, 1);
+  connect_and_send(wrong_generation);  // stale generation
+  const auto wrong_rank = hello(test::kSecret, 0, 2, 1);
+  connect_and_send(wrong_rank);                          // not the left neighbour
+  connect_and_send(std::span(wrong_secret.data(), 20));  // truncated, then closed
+  strays.back().reset();
+
+  std::vector<std::unique_ptr<tcp::Ring>> rings(n);
+  const auto errors = test::run_ranks(n, [&](int r) {
+    rings[r] = std::make_unique<tcp::Ring>(r, n, l.peers, std::move(l.listeners[r]),
+                                           std::string(test::kSecret), 0, milliseconds(5000));
+    std::int32_t value = r + 1;
+    rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(value, 6);
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+}
+
+TEST(RingSetup, WrongSecretTimesOutNamingTheRank) {
+  constexpr int n = 2;
+  test::Listeners l = test::bind_listeners(n);
+  const auto errors = test::run_ranks(n, [&](int r) {
+    const std::string secret = r == 1 ? "another-job" : std::string(test::kSecret);
+    tcp::Ring ring(r, n, l.peers, std::move(l.listeners[r]), secret, 0, milliseconds(300));
+  });
+  ASSERT_NE(errors[0], nullptr);
+  const std::string message = test::what(errors[0]);
+  EXPECT_NE(message.find("ring setup: rank 1 (127.0.0.1:"), std::string::npos) << message;
+  EXPECT_THROW(std::rethrow_exception(errors[0]), TimeoutError);
+  EXPECT_NE(errors[1], nullptr);
+}
+
+}  // namespace
+}  // namespace hvdrun

@@ -1,0 +1,237 @@
+// The free-function API outside a job (a world of one), its errors before init(), the
+// HVDRUN_* option parsing, and join_job() against a real rendezvous server with threads as
+// ranks.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "env_names.h"
+#include "hvdrun/hvdrun.h"
+#include "job.h"
+#include "options.h"
+#include "ring_harness.h"
+#include "server.h"
+
+namespace hvdrun {
+namespace {
+
+// Clears the HVDRUN_* variables for the test and restores nothing: tests own their env.
+void clear_env() {
+  for (const char* name : {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname,
+                           env::kStartTimeout, env::kTimeout, env::kLogLevel}) {
+    ::unsetenv(name);
+  }
+}
+
+TEST(Runtime, OutsideAJobInitGivesAWorldOfOne) {
+  clear_env();
+  shutdown();
+  EXPECT_FALSE(is_initialized());
+  {
+    InitGuard guard;
+    EXPECT_TRUE(is_initialized());
+    EXPECT_EQ(rank(), 0);
+    EXPECT_EQ(size(), 1);
+    EXPECT_EQ(local_rank(), 0);
+    EXPECT_EQ(local_size(), 1);
+    EXPECT_EQ(cross_rank(), 0);
+    EXPECT_EQ(cross_size(), 1);
+    std::vector<float> v{1.5f, -2.0f, 3.0f};
+    allreduce(std::span(v), ReduceOp::kAverage);
+    EXPECT_EQ(v, (std::vector<float>{1.5f, -2.0f, 3.0f}));
+    std::vector<std::int32_t> out(3, 0);
+    const std::int32_t in[3] = {4, 5, 6};
+    allreduce(in, out.data(), 3, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(out, (std::vector<std::int32_t>{4, 5, 6}));
+    broadcast(std::span(v), 0);
+    EXPECT_THROW(broadcast(std::span(v), 1), UsageError);
+    const std::vector<double> mine{1.0, 2.0};
+    EXPECT_EQ(allgather(std::span<const double>(mine)), mine);
+    barrier();
+    init();  // a second init() is a no-op
+    EXPECT_EQ(size(), 1);
+  }
+  EXPECT_FALSE(is_initialized());
+  shutdown();  // idempotent
+  init();      // and init() works again after shutdown()
+  EXPECT_EQ(size(), 1);
+  shutdown();
+}
+
+TEST(Runtime, CollectivesBeforeInitAreUsageErrors) {
+  shutdown();
+  float x = 1;
+  try {
+    allreduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum);
+    FAIL() << "allreduce before init() did not throw";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "hvdrun::allreduce called before hvdrun::init()");
+  }
+  EXPECT_THROW(rank(), UsageError);
+  EXPECT_THROW(barrier(), UsageError);
+}
+
+TEST(Runtime, MalformedEnvironmentIsAUsageErrorNamingIt) {
+  clear_env();
+  ::setenv(env::kTimeout, "soon", 1);
+  try {
+    init();
+    FAIL() << "init() accepted HVDRUN_TIMEOUT=soon";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("HVDRUN_TIMEOUT='soon'"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(is_initialized());
+  clear_env();
+}
+
+Options parse(const std::map<std::string, std::string>& vars) {
+  return parse_options([&](const char* name) -> const char* {
+    const auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(Options, DefaultsAndValues) {
+  const Options defaults = parse({});
+  EXPECT_TRUE(defaults.rendezvous.empty());
+  EXPECT_EQ(defaults.timeout, std::chrono::seconds(60));
+  EXPECT_EQ(defaults.start_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.log_level, spdlog::level::warn);
+  EXPECT_FALSE(defaults.hostname.empty());
+
+  const Options o = parse({{"HVDRUN_RENDEZVOUS_ADDR", "127.0.0.1:5000"},
+                           {"HVDRUN_SECRET", "abc"},
+                           {"HVDRUN_SLOT", "3"},
+                           {"HVDRUN_HOSTNAME", "node7"},
+                           {"HVDRUN_TIMEOUT", "0.25"},
+                           {"HVDRUN_START_TIMEOUT", "90"},
+                           {"HVDRUN_LOG_LEVEL", "debug"}});
+  EXPECT_EQ(o.rendezvous, "127.0.0.1:5000");
+  EXPECT_EQ(o.secret, "abc");
+  EXPECT_EQ(o.slot, 3u);
+  EXPECT_EQ(o.hostname, "node7");
+  EXPECT_EQ(o.timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(o.start_timeout, std::chrono::seconds(90));
+  EXPECT_EQ(o.log_level, spdlog::level::debug);
+}
+
+TEST(Options, MalformedValuesNameVariableAndValue) {
+  const auto message = [](const std::map<std::string, std::string>& vars) -> std::string {
+    try {
+      parse(vars);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(message({{"HVDRUN_TIMEOUT", "-1"}}).find("HVDRUN_TIMEOUT='-1'"), std::string::npos);
+  EXPECT_NE(message({{"HVDRUN_START_TIMEOUT", "10s"}}).find("HVDRUN_START_TIMEOUT='10s'"),
+            std::string::npos);
+  EXPECT_NE(message({{"HVDRUN_LOG_LEVEL", "loud"}}).find("HVDRUN_LOG_LEVEL='loud'"),
+            std::string::npos);
+  const std::map<std::string, std::string> job{{"HVDRUN_RENDEZVOUS_ADDR", "127.0.0.1:1"},
+                                               {"HVDRUN_SECRET", "s"}};
+  auto bad_slot = job;
+  bad_slot["HVDRUN_SLOT"] = "x1";
+  EXPECT_NE(message(bad_slot).find("HVDRUN_SLOT='x1'"), std::string::npos);
+  EXPECT_NE(message(job).find("HVDRUN_SLOT is not set"), std::string::npos);
+  auto no_secret = job;
+  no_secret.erase("HVDRUN_SECRET");
+  no_secret["HVDRUN_SLOT"] = "0";
+  EXPECT_NE(message(no_secret).find("HVDRUN_SECRET is not set"), std::string::npos);
+}
+
+// A rendezvous server on 127.0.0.1:0 run by a background io_context thread.
+class ServerThread {
+ public:
+  ServerThread(int slots, std::chrono::milliseconds start_timeout) : guard_(io_.get_executor()) {
+    rdzv::ServerOptions options;
+    options.secret = std::string(test::kSecret);
+    for (int s = 0; s < slots; ++s) {
+      options.slots.push_back({s, s, slots, 0, 1, "localhost"});
+    }
+    options.start_timeout = start_timeout;
+    server_ = std::make_unique<rdzv::Server>(io_, options);
+    port_ = server_->port();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~ServerThread() {
+    std::promise<void> closed;
+    boost::asio::post(io_, [&] {
+      server_.reset();
+      closed.set_value();
+    });
+    closed.get_future().wait();
+    io_.stop();
+    thread_.join();
+  }
+  std::uint16_t port() const { return port_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::unique_ptr<rdzv::Server> server_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+TEST(Job, RanksJoinThroughTheRendezvousAndReduce) {
+  constexpr int n = 3;
+  ServerThread server(n, std::chrono::seconds(10));
+  const std::uint16_t port = server.port();
+  const auto errors = test::run_ranks(n, [&](int slot) {
+    Options options;
+    options.rendezvous = "127.0.0.1:" + std::to_string(port);
+    options.secret = std::string(test::kSecret);
+    options.slot = static_cast<std::uint32_t>(slot);
+    options.hostname = "localhost";
+    options.timeout = std::chrono::seconds(10);
+    options.start_timeout = std::chrono::seconds(10);
+    JobConnection job = join_job(options);
+    ASSERT_NE(job.client, nullptr);
+    const Topology& t = job.communicator->topology();
+    EXPECT_EQ(t.rank, slot);
+    EXPECT_EQ(t.size, n);
+    EXPECT_EQ(t.local_rank, slot);
+    EXPECT_EQ(t.local_size, n);
+    std::int64_t value = t.rank + 1;
+    job.communicator->allreduce(&value, &value, 1, DataType::kInt64, ReduceOp::kProduct);
+    EXPECT_EQ(value, 6);
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+}
+
+TEST(Job, UnreachableRendezvousNamesAddressAndSlot) {
+  // A port with nothing listening: bind one, remember it, close it.
+  std::uint16_t port = 0;
+  {
+    tcp::Listener l = tcp::Listener::bind("127.0.0.1", 0);
+    port = l.port();
+  }
+  Options options;
+  options.rendezvous = "127.0.0.1:" + std::to_string(port);
+  options.secret = "s";
+  options.slot = 5;
+  options.start_timeout = std::chrono::milliseconds(300);
+  try {
+    join_job(options);
+    FAIL() << "joined a job with no server";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(
+        m.rfind("hvdrun::init (rendezvous 127.0.0.1:" + std::to_string(port) + ", slot 5): ", 0),
+        0u)
+        << m;
+  }
+}
+
+}  // namespace
+}  // namespace hvdrun

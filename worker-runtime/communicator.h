@@ -1,0 +1,45 @@
+// A process's view of one generation of the job: its topology and the collective backend
+// (the TCP ring). The free functions of hvdrun.h delegate to the one Communicator held by
+// runtime.cpp; tests create several, one per thread, to play many ranks in one process.
+// Thread rules: one thread at a time. Lifetime: one generation.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "hvdrun/types.h"
+#include "tcp/ring.h"
+
+namespace hvdrun {
+
+struct Topology {
+  int rank = 0, size = 1;
+  int local_rank = 0, local_size = 1;
+  int cross_rank = 0, cross_size = 1;
+};
+
+class Communicator {
+ public:
+  // `ring` must match topology.rank and topology.size.
+  Communicator(Topology topology, std::unique_ptr<tcp::Ring> ring);
+  // A world of one process: no sockets; collectives copy locally.
+  static std::unique_ptr<Communicator> single_process();
+
+  const Topology& topology() const noexcept { return topology_; }
+  tcp::Ring& ring() noexcept { return *ring_; }
+
+  // Same contracts as the free functions in hvdrun.h; arguments are checked first
+  // (UsageError naming the collective).
+  void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
+  void broadcast(void* buffer, std::size_t count, DataType dtype, int root);
+  std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType dtype,
+                                     std::vector<std::byte>& out);
+  void barrier();
+
+ private:
+  Topology topology_;
+  std::unique_ptr<tcp::Ring> ring_;
+};
+
+}  // namespace hvdrun

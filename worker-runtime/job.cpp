@@ -1,0 +1,65 @@
+// join_job(): rendezvous JOIN/ASSIGN, then the ring (see job.h).
+#include "job.h"
+
+#include <unistd.h>
+
+#include "error_context.h"
+#include "hvdrun/error.h"
+#include "logging.h"
+
+namespace hvdrun {
+namespace {
+
+void check_assignment(const rdzv::Assign& a) {
+  if (a.size < 1 || a.rank < 0 || a.rank >= a.size ||
+      a.peers.size() != static_cast<std::size_t>(a.size)) {
+    throw ProtocolError("assignment is inconsistent: rank " + std::to_string(a.rank) + ", size " +
+                        std::to_string(a.size) + ", " + std::to_string(a.peers.size()) + " peers");
+  }
+}
+
+JobConnection join(const Options& options) {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const auto start = tcp::Clock::now();
+  const rdzv::Endpoint server = rdzv::Endpoint::parse(options.rendezvous);
+  tcp::Listener listener = tcp::Listener::bind("0.0.0.0", 0);
+  auto client = std::make_unique<rdzv::Client>(server, options.secret, options.start_timeout);
+  rdzv::Join request;
+  request.slot = options.slot;
+  request.pid = static_cast<std::uint32_t>(::getpid());
+  request.host = options.hostname;
+  request.data_addr = client->local_address();
+  request.data_port = listener.port();
+  rdzv::Assignment assignment = client->join(request, options.start_timeout);
+  const rdzv::Assign& a = assignment.assign;
+  check_assignment(a);
+  configure_runtime_log(options.log_level, options.hostname, a.rank);
+  runtime_log().debug("joined as rank {}/{} (generation {}); data socket {}:{}", a.rank, a.size,
+                      assignment.generation, request.data_addr, request.data_port);
+
+  auto ring = std::make_unique<tcp::Ring>(a.rank, a.size, a.peers, std::move(listener),
+                                          options.secret, assignment.generation, options.timeout);
+  const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
+  auto communicator = std::make_unique<Communicator>(topology, std::move(ring));
+  runtime_log().info("rank {}/{} (local {}/{}, cross {}/{}) ready in {} ms", a.rank, a.size,
+                     a.local_rank, a.local_size, a.cross_rank, a.cross_size,
+                     duration_cast<milliseconds>(tcp::Clock::now() - start).count());
+  return {std::move(client), std::move(communicator)};
+}
+
+}  // namespace
+
+JobConnection join_job(const Options& options) {
+  configure_runtime_log(options.log_level, options.hostname, options.rendezvous.empty() ? 0 : -1);
+  if (options.rendezvous.empty()) return {nullptr, Communicator::single_process()};
+  try {
+    return join(options);
+  } catch (const Error&) {
+    rethrow_with_prefix(std::current_exception(), "hvdrun::init (rendezvous " + options.rendezvous +
+                                                      ", slot " + std::to_string(options.slot) +
+                                                      "): ");
+  }
+}
+
+}  // namespace hvdrun

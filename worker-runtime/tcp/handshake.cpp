@@ -1,0 +1,183 @@
+// Ring link setup with the authenticated hello exchange (see handshake.h).
+#include "tcp/handshake.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <span>
+
+#include "auth.h"
+#include "hvdrun/error.h"
+#include "logging.h"
+
+namespace hvdrun::tcp {
+namespace {
+
+constexpr std::uint32_t kDataMagic = 0x44445648;  // bytes 'H','V','D','D'
+constexpr std::size_t kPayloadSize = 16;
+constexpr std::size_t kHelloSize = kPayloadSize + rdzv::kMacSize;
+constexpr std::size_t kMaxPending = 16;  // unauthenticated connections held at once
+constexpr std::string_view kMacContext = "data";
+
+using Hello = std::array<std::uint8_t, kHelloSize>;
+
+void put_u32(std::uint8_t* out, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<std::uint8_t>(value >> (8 * i));
+}
+
+std::uint32_t get_u32(const std::uint8_t* in) {
+  std::uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) value |= static_cast<std::uint32_t>(in[i]) << (8 * i);
+  return value;
+}
+
+Hello make_hello(const RingIdentity& me, int to) {
+  Hello hello{};
+  put_u32(&hello[0], kDataMagic);
+  put_u32(&hello[4], me.generation);
+  put_u32(&hello[8], static_cast<std::uint32_t>(me.rank));
+  put_u32(&hello[12], static_cast<std::uint32_t>(to));
+  const auto mac = rdzv::compute_mac(me.secret, kMacContext, std::span(hello.data(), kPayloadSize));
+  std::copy(mac.begin(), mac.end(), hello.begin() + kPayloadSize);
+  return hello;
+}
+
+// Empty when `hello` is from rank `from` to this rank in this generation with a valid MAC;
+// otherwise the reason, naming the expected and received values.
+std::string check_hello(const Hello& hello, const RingIdentity& me, int from) {
+  const std::uint32_t magic = get_u32(&hello[0]);
+  const std::uint32_t generation = get_u32(&hello[4]);
+  const std::uint32_t sender = get_u32(&hello[8]);
+  const std::uint32_t receiver = get_u32(&hello[12]);
+  if (magic != kDataMagic) return "bad magic 0x" + fmt::format("{:08x}", magic);
+  if (generation != me.generation) {
+    return "generation " + std::to_string(generation) + ", expected " +
+           std::to_string(me.generation);
+  }
+  if (sender != static_cast<std::uint32_t>(from) ||
+      receiver != static_cast<std::uint32_t>(me.rank)) {
+    return "hello from rank " + std::to_string(sender) + " to rank " + std::to_string(receiver) +
+           ", expected rank " + std::to_string(from) + " to rank " + std::to_string(me.rank);
+  }
+  const auto mac = rdzv::compute_mac(me.secret, kMacContext, std::span(hello.data(), kPayloadSize));
+  if (!rdzv::mac_equal(mac, std::span(hello.data() + kPayloadSize, rdzv::kMacSize))) {
+    return "authentication failed (wrong job secret)";
+  }
+  return {};
+}
+
+std::string peer_text(const std::vector<rdzv::PeerAddr>& peers, int rank) {
+  return "rank " + std::to_string(rank) + " (" + peers[rank].addr + ":" +
+         std::to_string(peers[rank].port) + ")";
+}
+
+std::string gen_text(const RingIdentity& me) {
+  return " (generation " + std::to_string(me.generation) + ")";
+}
+
+// An accepted connection whose hello is not complete yet.
+struct Candidate {
+  Fd fd;
+  std::string peer;
+  Hello hello{};
+  std::size_t got = 0;
+};
+
+// Reads what `c` has sent; returns true when its hello is complete. Drops it (fd reset) on
+// EOF or error.
+bool read_candidate(Candidate& c) {
+  const ssize_t r = ::recv(c.fd.get(), c.hello.data() + c.got, kHelloSize - c.got, MSG_DONTWAIT);
+  if (r > 0) {
+    c.got += static_cast<std::size_t>(r);
+    return c.got == kHelloSize;
+  }
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  runtime_log().warn("ring setup: connection from {} closed before its hello", c.peer);
+  c.fd.reset();
+  return false;
+}
+
+void accept_pending(Listener& listener, std::vector<Candidate>& pending) {
+  std::string peer;
+  while (Fd fd = listener.accept_one(peer)) {
+    if (pending.size() == kMaxPending) {
+      runtime_log().warn("ring setup: dropping silent connection from {}", pending.front().peer);
+      pending.erase(pending.begin());
+    }
+    pending.push_back(Candidate{std::move(fd), peer});
+  }
+}
+
+// Accepts connections until one carries a valid hello from rank `from`.
+Fd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int from,
+               Listener& listener, Clock::time_point deadline) {
+  std::vector<Candidate> pending;
+  for (;;) {
+    std::vector<pollfd> fds{{listener.fd(), POLLIN, 0}};
+    for (const auto& c : pending) fds.push_back({c.fd.get(), POLLIN, 0});
+    const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms(deadline));
+    if (n == 0 && Clock::now() >= deadline) {
+      throw TimeoutError("ring setup: " + peer_text(peers, from) + " did not connect to rank " +
+                         std::to_string(me.rank) + " on port " + std::to_string(listener.port()) +
+                         " in time" + gen_text(me));
+    }
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      if (fds[i + 1].revents == 0 || !read_candidate(pending[i])) continue;
+      const std::string why = check_hello(pending[i].hello, me, from);
+      if (why.empty()) return std::move(pending[i].fd);
+      runtime_log().warn("ring setup: refused connection from {}: {}", pending[i].peer, why);
+      pending[i].fd.reset();
+    }
+    std::erase_if(pending, [](const Candidate& c) { return !c.fd; });
+    if (fds[0].revents != 0) accept_pending(listener, pending);
+  }
+}
+
+void send_hello(int fd, const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int to,
+                Clock::time_point deadline) {
+  const Hello hello = make_hello(me, to);
+  const IoResult result = send_all(fd, hello.data(), hello.size(), deadline);
+  if (!result.ok()) {
+    throw NetworkError("ring setup: sending hello to " + peer_text(peers, to) +
+                       " failed: " + result.text() + gen_text(me));
+  }
+}
+
+}  // namespace
+
+RingLinks connect_ring(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers,
+                       Listener& listener, Clock::time_point deadline) {
+  const int next = (me.rank + 1) % me.size;
+  const int prev = (me.rank - 1 + me.size) % me.size;
+  RingLinks links;
+  try {
+    links.next = connect_with_retry(peers[next].addr, peers[next].port, deadline);
+  } catch (const TimeoutError& e) {
+    throw TimeoutError("ring setup: " + peer_text(peers, next) + ": " + e.what() + gen_text(me));
+  } catch (const NetworkError& e) {
+    throw NetworkError("ring setup: " + peer_text(peers, next) + ": " + e.what() + gen_text(me));
+  }
+  send_hello(links.next.get(), me, peers, next, deadline);
+  links.prev = accept_from(me, peers, prev, listener, deadline);
+  send_hello(links.prev.get(), me, peers, prev, deadline);
+
+  Hello answer{};
+  const IoResult result = recv_all(links.next.get(), answer.data(), answer.size(), deadline);
+  if (result.status == IoResult::Status::kTimeout) {
+    throw TimeoutError("ring setup: " + peer_text(peers, next) + " did not answer the hello" +
+                       gen_text(me));
+  }
+  if (!result.ok()) {
+    throw NetworkError("ring setup: " + peer_text(peers, next) +
+                       " dropped the connection: " + result.text() + gen_text(me));
+  }
+  if (const std::string why = check_hello(answer, me, next); !why.empty()) {
+    throw ProtocolError("ring setup: " + peer_text(peers, next) + " answered wrongly: " + why +
+                        gen_text(me));
+  }
+  return links;
+}
+
+}  // namespace hvdrun::tcp

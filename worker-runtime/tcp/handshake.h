@@ -1,0 +1,38 @@
+// Ring link setup: each rank connects to rank+1 and accepts rank-1 on its data listener.
+// Both directions of a link prove the job secret: a 48-byte hello
+//   u32 magic "HVDD" | u32 generation | u32 from rank | u32 to rank   (little-endian)
+//   | HMAC-SHA256(secret, "data" || those 16 bytes)
+// goes from the connecting rank; the accepting rank checks magic, generation, ranks and MAC
+// and answers with its own hello (from/to swapped). A connection that fails any check is
+// closed and the listener keeps accepting until the deadline, so a stray or hostile
+// connection cannot break the ring.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol.h"
+#include "tcp/socket.h"
+
+namespace hvdrun::tcp {
+
+struct RingIdentity {
+  int rank = 0;
+  int size = 1;
+  std::uint32_t generation = 0;
+  std::string secret;
+};
+
+struct RingLinks {
+  Fd next;  // connected to rank+1, send-only
+  Fd prev;  // accepted from rank-1, receive-only
+};
+
+// Connects both links (size >= 2). Throws TimeoutError naming the rank that did not
+// connect or answer by `deadline`, NetworkError/ProtocolError for a peer that answers wrong.
+RingLinks connect_ring(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers,
+                       Listener& listener, Clock::time_point deadline);
+
+}  // namespace hvdrun::tcp

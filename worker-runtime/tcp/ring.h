@@ -1,0 +1,71 @@
+// CPU collectives over a TCP ring: rank r sends to r+1 and receives from r-1.
+// allreduce: reduce-scatter then all-gather (2(P-1)/P of the data per rank), chunked and
+// pipelined across steps (up to 64 KiB in total: gather everything, reduce locally); broadcast: a
+// pipelined chain from the root; allgather: counts first, then blocks forwarded around the ring;
+// barrier: a one-byte allreduce.
+//
+// Thread and lifetime rules: one thread at a time per Ring; every rank calls the same
+// collectives in the same order. Any error (peer closed or reset, no progress for
+// `timeout`, protocol breach) closes both links, so neighbours fail promptly too, and
+// leaves the Ring broken: later calls throw at once. A size-1 Ring has no sockets.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hvdrun/types.h"
+#include "protocol.h"
+#include "tcp/socket.h"
+#include "tcp/transfer.h"
+
+namespace hvdrun::tcp {
+
+class Ring {
+ public:
+  // Connects the ring (size >= 2: peers[i] is rank i's data listener and `listener` is
+  // this rank's, already bound; it is closed once the ring is up). Waits at most `timeout`
+  // for the setup; afterwards `timeout` bounds every wait for a peer.
+  Ring(int rank, int size, std::vector<rdzv::PeerAddr> peers, Listener listener, std::string secret,
+       std::uint32_t generation, std::chrono::milliseconds timeout);
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  std::uint32_t generation() const noexcept { return links_.generation; }
+  bool broken() const noexcept { return static_cast<bool>(failure_); }
+
+  void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
+  void broadcast(void* buffer, std::size_t count, DataType dtype, int root);
+  // Rank-ordered concatenation into `out`; returns every rank's count.
+  std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType dtype,
+                                     std::vector<std::byte>& out);
+  void barrier();
+
+  // Closes both links (the neighbours see the connection end); later calls throw.
+  void abort() noexcept;
+
+ private:
+  template <class Fn>
+  void guarded(std::string_view what, Fn&& fn);
+  void small_allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                       ReduceOp op);
+  void ring_allgather(std::vector<std::byte*> blocks, const std::vector<std::size_t>& sizes,
+                      std::string_view what);
+
+  int rank_;
+  int size_;
+  std::vector<rdzv::PeerAddr> peers_;
+  Fd next_, prev_;
+  Links links_;
+  std::vector<std::byte> staging_;
+  std::exception_ptr failure_;  // the first error; the Ring is unusable after it
+};
+
+}  // namespace hvdrun::tcp

@@ -1,0 +1,213 @@
+// The ring's data mover (see transfer.h): one thread, non-blocking send to the next rank and
+// receive (and reduce) from the previous one, poll() only when neither can move.
+#include "tcp/transfer.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "hvdrun/error.h"
+#include "reduce.h"
+#include "tcp/socket.h"
+
+namespace hvdrun::tcp {
+namespace {
+
+// Moves one Plan. Lifetime: one run_plan() call.
+class Mover {
+ public:
+  Mover(const Links& links, const Plan& plan, std::vector<std::byte>& staging,
+        std::string_view what)
+      : links_(links),
+        plan_(plan),
+        staging_(staging),
+        what_(what),
+        element_(element_size(plan.dtype)) {}
+
+  void run() {
+    auto last_progress = Clock::now();
+    for (;;) {
+      bool progressed = pump_recv();
+      progressed = pump_send() || progressed;
+      if (send_index_ == plan_.send.size() && recv_index_ == plan_.recv.size()) return;
+      if (progressed) {
+        last_progress = Clock::now();
+      } else {
+        wait(last_progress + links_.timeout);
+      }
+    }
+  }
+
+ private:
+  bool pump_send();
+  bool pump_recv();
+  bool recv_stored(const RecvPiece& piece);
+  bool recv_reduced(const RecvPiece& piece);
+  void reduce_staged(const RecvPiece& piece);
+  void wait(Clock::time_point deadline);
+  void check_next_link();
+  [[noreturn]] void lost(bool next, int error) const;
+
+  std::string suffix() const { return " (generation " + std::to_string(links_.generation) + ")"; }
+
+  const Links& links_;
+  const Plan& plan_;
+  std::vector<std::byte>& staging_;
+  std::string_view what_;
+  std::size_t element_;
+  std::size_t send_index_ = 0, send_offset_ = 0, sent_ = 0;
+  std::size_t recv_index_ = 0, recv_offset_ = 0, received_ = 0;
+  std::size_t staged_ = 0;  // bytes in staging_ not yet reduced
+  bool want_out_ = false;   // the last send hit a full socket buffer
+};
+
+bool Mover::pump_send() {
+  bool progressed = false;
+  want_out_ = false;
+  while (send_index_ < plan_.send.size()) {
+    const SendPiece& piece = plan_.send[send_index_];
+    if (send_offset_ == piece.size) {
+      ++send_index_;
+      send_offset_ = 0;
+      continue;
+    }
+    const std::size_t ready = plan_.send_ready + received_ - sent_;
+    if (ready == 0) break;
+    const std::size_t n = std::min(ready, piece.size - send_offset_);
+    const ssize_t r =
+        ::send(links_.next_fd, piece.data + send_offset_, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r > 0) {
+      send_offset_ += static_cast<std::size_t>(r);
+      sent_ += static_cast<std::size_t>(r);
+      progressed = true;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      want_out_ = true;
+      break;
+    } else if (errno != EINTR) {
+      lost(true, errno);
+    }
+  }
+  return progressed;
+}
+
+bool Mover::pump_recv() {
+  bool progressed = false;
+  while (recv_index_ < plan_.recv.size()) {
+    const RecvPiece& piece = plan_.recv[recv_index_];
+    if (recv_offset_ == piece.size) {
+      ++recv_index_;
+      recv_offset_ = 0;
+      continue;
+    }
+    const bool moved = piece.local ? recv_reduced(piece) : recv_stored(piece);
+    if (!moved) break;
+    progressed = true;
+  }
+  return progressed;
+}
+
+// Receives straight into place; false when the socket has nothing.
+bool Mover::recv_stored(const RecvPiece& piece) {
+  for (;;) {
+    const ssize_t r =
+        ::recv(links_.prev_fd, piece.data + recv_offset_, piece.size - recv_offset_, MSG_DONTWAIT);
+    if (r > 0) {
+      recv_offset_ += static_cast<std::size_t>(r);
+      received_ += static_cast<std::size_t>(r);
+      return true;
+    }
+    if (r == 0) lost(false, 0);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    if (errno != EINTR) lost(false, errno);
+  }
+}
+
+// Receives into staging and reduces a chunk when it is full, at the piece's end, or when
+// the socket runs dry (so the next send can go out without waiting for a full chunk).
+bool Mover::recv_reduced(const RecvPiece& piece) {
+  const std::size_t chunk = std::min(staging_.size(), piece.size - recv_offset_);
+  for (;;) {
+    const ssize_t r =
+        ::recv(links_.prev_fd, staging_.data() + staged_, chunk - staged_, MSG_DONTWAIT);
+    if (r > 0) {
+      staged_ += static_cast<std::size_t>(r);
+      if (staged_ == chunk) reduce_staged(piece);
+      return true;
+    }
+    if (r == 0) lost(false, 0);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (staged_ < element_) return false;
+      reduce_staged(piece);
+      return true;
+    }
+    if (errno != EINTR) lost(false, errno);
+  }
+}
+
+void Mover::reduce_staged(const RecvPiece& piece) {
+  const std::size_t whole = staged_ / element_ * element_;
+  combine(piece.data + recv_offset_, piece.local + recv_offset_, staging_.data(), whole / element_,
+          plan_.dtype, plan_.op);
+  recv_offset_ += whole;
+  received_ += whole;
+  staged_ -= whole;
+  if (staged_ > 0) std::memmove(staging_.data(), staging_.data() + whole, staged_);
+}
+
+void Mover::wait(Clock::time_point deadline) {
+  const bool sending = send_index_ < plan_.send.size();
+  const bool receiving = recv_index_ < plan_.recv.size();
+  pollfd fds[2] = {};
+  nfds_t count = 0;
+  if (sending) {
+    fds[count++] = {links_.next_fd,
+                    static_cast<short>(POLLIN | POLLRDHUP | (want_out_ ? POLLOUT : 0)), 0};
+  }
+  if (receiving) fds[count++] = {links_.prev_fd, POLLIN, 0};
+  const int n = ::poll(fds, count, poll_timeout_ms(deadline));
+  if (n < 0 && errno != EINTR) lost(!receiving, errno);
+  if (n == 0 && Clock::now() >= deadline) {
+    const std::string secs = format_seconds(links_.timeout);
+    if (receiving) {
+      throw TimeoutError(std::string(what_) + ": no data from rank " +
+                         std::to_string(links_.prev_rank) + " (" + links_.prev_addr + ") for " +
+                         secs + suffix());
+    }
+    throw TimeoutError(std::string(what_) + ": rank " + std::to_string(links_.next_rank) + " (" +
+                       links_.next_addr + ") took no data for " + secs + suffix());
+  }
+  if (sending && (fds[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) check_next_link();
+}
+
+// The send link carries nothing back: readable means closed, reset, or a protocol breach.
+void Mover::check_next_link() {
+  std::byte byte{};
+  const ssize_t r = ::recv(links_.next_fd, &byte, 1, MSG_DONTWAIT);
+  if (r == 0) lost(true, 0);
+  if (r > 0) {
+    throw ProtocolError(std::string(what_) + ": unexpected data from rank " +
+                        std::to_string(links_.next_rank) + " (" + links_.next_addr +
+                        ") on the send link" + suffix());
+  }
+  if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(true, errno);
+}
+
+void Mover::lost(bool next, int error) const {
+  const int rank = next ? links_.next_rank : links_.prev_rank;
+  const std::string& addr = next ? links_.next_addr : links_.prev_addr;
+  const std::string why = error == 0 ? "closed by peer" : errno_text(error);
+  throw NetworkError(std::string(what_) + ": connection to rank " + std::to_string(rank) + " (" +
+                     addr + ") lost: " + why + suffix());
+}
+
+}  // namespace
+
+void run_plan(const Links& links, const Plan& plan, std::vector<std::byte>& staging,
+              std::string_view what) {
+  Mover(links, plan, staging, what).run();
+}
+
+}  // namespace hvdrun::tcp

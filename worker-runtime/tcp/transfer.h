@@ -1,0 +1,58 @@
+// The ring's data mover: streams bytes to the next rank while receiving from the previous
+// one, in one thread with non-blocking sockets and poll(). A collective is described as a
+// Plan: the ordered pieces of the outgoing stream, the ordered pieces of the incoming stream
+// (each stored directly or reduced into place), and how much of the outgoing stream is
+// ready before anything arrives. Byte k of the outgoing stream beyond that becomes ready
+// once byte k of the incoming stream is stored, which is what lets one step's receive feed
+// the next step's send chunk by chunk (pipelining across ring steps).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hvdrun/types.h"
+
+namespace hvdrun::tcp {
+
+struct SendPiece {
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+};
+
+struct RecvPiece {
+  std::byte* data = nullptr;  // where the result goes
+  std::size_t size = 0;
+  // Null: store the received bytes. Otherwise: data = op(local, received) element-wise
+  // (local may equal data).
+  const std::byte* local = nullptr;
+};
+
+struct Plan {
+  std::vector<SendPiece> send;
+  std::vector<RecvPiece> recv;
+  std::size_t send_ready = 0;  // outgoing bytes available before anything is received
+  DataType dtype = DataType::kUInt8;
+  ReduceOp op = ReduceOp::kSum;
+};
+
+// The two links of one rank and the names used in error messages.
+struct Links {
+  int next_fd = -1;  // we only send on it
+  int prev_fd = -1;  // we only receive on it
+  int next_rank = 0, prev_rank = 0;
+  std::string next_addr, prev_addr;  // "host:port" of the peers' data listeners
+  std::uint32_t generation = 0;
+  std::chrono::milliseconds timeout{60000};  // longest time without progress
+};
+
+// Moves the plan's bytes. `staging` is scratch space for reduced pieces (its size is the
+// reduction chunk; a multiple of 8). Throws NetworkError when a peer closes or resets,
+// TimeoutError when nothing moves for links.timeout, ProtocolError when the next rank sends
+// bytes on a send-only link; messages start with `what` (the collective's name).
+void run_plan(const Links& links, const Plan& plan, std::vector<std::byte>& staging,
+              std::string_view what);
+
+}  // namespace hvdrun::tcp
