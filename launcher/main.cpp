@@ -1,1 +1,57 @@
-int main() { return 0; }
+// hvdrun's entry point: argv and environment -> JobSpec (cli.h) -> help, version, or the job
+// (supervisor.h). The only place that maps errors to exit statuses: usage 2, others 1.
+#include <signal.h>
+
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "hvdrun/error.h"
+#include "process.h"
+#include "supervisor.h"
+
+extern char** environ;
+
+namespace {
+
+std::map<std::string, std::string> environment_map() {
+  std::map<std::string, std::string> env;
+  for (char** entry = environ; entry && *entry; ++entry) {
+    std::string text(*entry);
+    auto eq = text.find('=');
+    if (eq == std::string::npos) continue;
+    env.emplace(text.substr(0, eq), text.substr(eq + 1));
+  }
+  return env;
+}
+
+int fail(const char* message, int status) {
+  std::fprintf(stderr, "hvdrun: error: %s\n", message);
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hvdrun::launcher::ensure_standard_fds();
+  ::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher
+  try {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    auto environment = environment_map();
+    auto parsed = hvdrun::launcher::parse_cli(args, environment);
+    for (const auto& remark : parsed.notes) std::fprintf(stderr, "hvdrun: %s\n", remark.c_str());
+    if (parsed.action != hvdrun::launcher::CliAction::kRun) {
+      std::fputs(parsed.text.c_str(), stdout);
+      if (!parsed.text.empty() && parsed.text.back() != '\n') std::fputc('\n', stdout);
+      return 0;
+    }
+    return hvdrun::launcher::run_job(parsed.spec, environment);
+  } catch (const hvdrun::UsageError& e) {
+    return fail(e.what(), 2);
+  } catch (const std::exception& e) {
+    return fail(e.what(), 1);
+  }
+}

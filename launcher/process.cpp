@@ -1,1 +1,304 @@
-// placeholder
+// fork/execve spawner of workers and the RAII owners of fds and children (process.h).
+// Everything the child needs is prepared before fork(); between fork and exec the child
+// makes only async-signal-safe calls.
+#include "process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string_view>
+
+#include "hvdrun/error.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr int kExecReportTimeoutMs = 30000;
+
+std::string errno_text(int err) {
+  return ::strerrordesc_np(err) ? ::strerrordesc_np(err) : "?";
+}
+
+// Everything the child uses, as plain C data, built before fork().
+struct ChildPlan {
+  std::string path;         // resolved program path
+  int preset_errno = 0;     // the PATH search failed with this errno
+  std::vector<char*> argv;  // null-terminated
+  std::vector<char*> envp;  // null-terminated
+  int devnull = -1;
+  int out = -1;  // write ends, or -1 to inherit
+  int err = -1;
+  int report = -1;
+  pid_t parent = 0;
+  int max_fd = 1024;
+};
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string path_of(const std::vector<std::string>& env) {
+  for (const auto& entry : env) {
+    if (entry.starts_with("PATH=")) return entry.substr(5);
+  }
+  const char* own = ::getenv("PATH");
+  return own ? own : kDefaultPath;
+}
+
+// execvp's search, done in the parent: the first executable regular file along PATH.
+// Returns the path, or sets `err` (EACCES if one was found but not executable, else ENOENT).
+std::string resolve_program(const std::string& program, const std::vector<std::string>& env,
+                            int& err) {
+  err = 0;
+  if (program.empty()) {
+    err = ENOENT;
+    return program;
+  }
+  if (program.find('/') != std::string::npos) return program;
+  const std::string path_text = path_of(env);
+  std::string_view path = path_text;
+  bool denied = false;
+  while (true) {
+    auto colon = path.find(':');
+    std::string dir(path.substr(0, colon));
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+      denied = true;
+    }
+    if (colon == std::string_view::npos) break;
+    path.remove_prefix(colon + 1);
+  }
+  err = denied ? EACCES : ENOENT;
+  return program;
+}
+
+[[noreturn]] void child_fail(const ChildPlan& plan, int err) noexcept {
+  ssize_t ignored = ::write(plan.report, &err, sizeof err);
+  (void)ignored;
+  ::_exit(127);
+}
+
+void mark_fds_cloexec(const ChildPlan& plan) noexcept {
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+  for (int fd = 3; fd < plan.max_fd; ++fd) {
+    int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
+
+// Runs in the child between fork and exec: async-signal-safe calls only.
+[[noreturn]] void child_exec(const ChildPlan& plan) noexcept {
+  if (::setpgid(0, 0) < 0) child_fail(plan, errno);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(plan, errno);
+  if (::getppid() != plan.parent) ::_exit(127);  // the launcher died before prctl
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t empty;
+  ::sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  if (::dup2(plan.devnull, 0) < 0) child_fail(plan, errno);
+  if (plan.out >= 0 && ::dup2(plan.out, 1) < 0) child_fail(plan, errno);
+  if (plan.err >= 0 && ::dup2(plan.err, 2) < 0) child_fail(plan, errno);
+  mark_fds_cloexec(plan);
+  if (plan.preset_errno != 0) child_fail(plan, plan.preset_errno);
+  ::execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
+  child_fail(plan, errno);
+}
+
+int max_fd_limit() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      limit.rlim_cur < 1048576) {
+    return static_cast<int>(limit.rlim_cur);
+  }
+  return 1048576;
+}
+
+}  // namespace
+
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+int Fd::release() noexcept {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+void Fd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) < 0) throw Error("pipe2 failed: " + errno_text(errno));
+  return Pipe{Fd(fds[0]), Fd(fds[1])};
+}
+
+ExitStatus ExitStatus::decode(int wait_status) {
+  if (WIFSIGNALED(wait_status)) return signaled(WTERMSIG(wait_status));
+  return exited(WEXITSTATUS(wait_status));
+}
+
+std::string signal_name(int signo) {
+  const char* abbrev = ::sigabbrev_np(signo);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
+}
+
+std::string ExitStatus::describe() const {
+  if (kind == Kind::kExited) return "exit code " + std::to_string(value);
+  return "killed by signal " + signal_name(value) + " (" + std::to_string(value) + ")";
+}
+
+Child::~Child() {
+  kill_and_reap();
+}
+
+Child::Child(Child&& other) noexcept : pid_(other.pid_), reaped_(other.reaped_) {
+  other.pid_ = -1;
+}
+
+Child& Child::operator=(Child&& other) noexcept {
+  if (this != &other) {
+    kill_and_reap();
+    pid_ = other.pid_;
+    reaped_ = other.reaped_;
+    other.pid_ = -1;
+  }
+  return *this;
+}
+
+void Child::kill_and_reap() noexcept {
+  if (pid_ <= 0 || reaped_) return;
+  ::kill(-pid_, SIGKILL);
+  ::kill(pid_, SIGKILL);  // in case it died before setpgid
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+}
+
+std::optional<ExitStatus> Child::try_reap() {
+  if (pid_ <= 0 || reaped_) return std::nullopt;
+  int status = 0;
+  pid_t got;
+  do {
+    got = ::waitpid(pid_, &status, WNOHANG);
+  } while (got < 0 && errno == EINTR);
+  if (got == 0) return std::nullopt;
+  if (got < 0) throw Error("waitpid(" + std::to_string(pid_) + ") failed: " + errno_text(errno));
+  reaped_ = true;
+  return ExitStatus::decode(status);
+}
+
+ExitStatus Child::wait() {
+  if (pid_ <= 0 || reaped_) throw Error("waitpid: no child to wait for");
+  int status = 0;
+  pid_t got;
+  do {
+    got = ::waitpid(pid_, &status, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) throw Error("waitpid(" + std::to_string(pid_) + ") failed: " + errno_text(errno));
+  reaped_ = true;
+  return ExitStatus::decode(status);
+}
+
+int Child::signal_group(int signo) const noexcept {
+  if (pid_ <= 0) return ESRCH;
+  return ::kill(-pid_, signo) == 0 ? 0 : errno;
+}
+
+Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+              const SpawnOptions& options) {
+  if (argv.empty()) throw UsageError("no program to run");
+  ChildPlan plan;
+  plan.path = resolve_program(argv[0], env, plan.preset_errno);
+  plan.argv = c_strings(argv);
+  plan.envp = c_strings(env);
+  plan.parent = ::getpid();
+  plan.max_fd = max_fd_limit();
+  Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull.valid()) throw Error("cannot open /dev/null: " + errno_text(errno));
+  plan.devnull = devnull.get();
+  Pipe out, err;
+  if (options.capture_output) {
+    out = make_pipe();
+    err = make_pipe();
+    plan.out = out.write.get();
+    plan.err = err.write.get();
+  }
+  Pipe report = make_pipe();
+  plan.report = report.write.get();
+
+  pid_t pid = ::fork();
+  if (pid < 0) throw Error("fork failed for '" + argv[0] + "': " + errno_text(errno));
+  if (pid == 0) child_exec(plan);
+  ::setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
+  return Spawned{Child(pid), std::move(out.read), std::move(err.read), std::move(report.read)};
+}
+
+int exec_error(Spawned& spawned) {
+  if (!spawned.exec_report.valid()) return 0;
+  Fd report = std::move(spawned.exec_report);
+  pollfd pfd{report.get(), POLLIN, 0};
+  int ready;
+  do {
+    ready = ::poll(&pfd, 1, kExecReportTimeoutMs);
+  } while (ready < 0 && errno == EINTR);
+  if (ready <= 0) return 0;  // still not exec'd: treat as running; its exit will tell
+  int err = 0;
+  ssize_t got;
+  do {
+    got = ::read(report.get(), &err, sizeof err);
+  } while (got < 0 && errno == EINTR);
+  return got == static_cast<ssize_t>(sizeof err) ? err : 0;
+}
+
+std::string shell_command_line(const std::vector<std::string>& argv) {
+  static constexpr std::string_view kPlain =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%";
+  std::string line;
+  for (const auto& word : argv) {
+    if (!line.empty()) line += ' ';
+    if (!word.empty() && word.find_first_not_of(kPlain) == std::string::npos) {
+      line += word;
+      continue;
+    }
+    line += '\'';
+    for (char c : word) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
+}
+
+void ensure_standard_fds() noexcept {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0) continue;
+    int opened = ::open("/dev/null", O_RDWR);
+    if (opened >= 0 && opened != fd) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+  }
+}
+
+}  // namespace hvdrun::launcher

@@ -1,1 +1,205 @@
-// placeholder
+// LineSplitter (pure byte-stream splitting) and OutputSink (prefixes, tee files, tails).
+#include "output.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hvdrun/error.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using Chunks = std::vector<std::string>;
+
+// Feeds `parts` one after another, then finishes; returns every emitted chunk.
+Chunks split(const std::vector<std::string>& parts, std::size_t cap = LineSplitter::kDefaultCap,
+             bool finish = true) {
+  LineSplitter splitter(cap);
+  Chunks out;
+  auto emit = [&](std::string_view chunk) { out.emplace_back(chunk); };
+  for (const auto& part : parts) splitter.feed(part, emit);
+  if (finish) splitter.finish(emit);
+  return out;
+}
+
+TEST(LineSplitter, SplitsAtNewlinesKeepingThem) {
+  EXPECT_EQ(split({"a\nbb\n\nccc\n"}), (Chunks{"a\n", "bb\n", "\n", "ccc\n"}));
+}
+
+TEST(LineSplitter, JoinsALineFedInPieces) {
+  EXPECT_EQ(split({"he", "ll", "o\nwor", "ld\n"}), (Chunks{"hello\n", "world\n"}));
+}
+
+TEST(LineSplitter, CarriageReturnEndsAChunk) {
+  EXPECT_EQ(split({"10%\r20%\r30%\n"}), (Chunks{"10%\r", "20%\r", "30%\n"}));
+}
+
+TEST(LineSplitter, CrLfIsOneTerminator) {
+  EXPECT_EQ(split({"a\r\nb\r\n"}), (Chunks{"a\r\n", "b\r\n"}));
+}
+
+TEST(LineSplitter, CrLfSplitAcrossFeedsStaysWhole) {
+  LineSplitter splitter;
+  Chunks out;
+  auto emit = [&](std::string_view chunk) { out.emplace_back(chunk); };
+  splitter.feed("line\r", emit);
+  EXPECT_TRUE(out.empty()) << "a trailing \\r must be held until the next byte";
+  splitter.feed("\nnext\r", emit);
+  splitter.feed("x", emit);
+  splitter.finish(emit);
+  EXPECT_EQ(out, (Chunks{"line\r\n", "next\r", "x"}));
+}
+
+TEST(LineSplitter, HeldCarriageReturnIsFlushedAtEof) {
+  EXPECT_EQ(split({"progress\r"}), (Chunks{"progress\r"}));
+}
+
+TEST(LineSplitter, BinaryBytesPassThroughUnchanged) {
+  std::string binary("a\0b\xff\xfe\x80\n\0\n", 9);
+  Chunks out = split({binary.substr(0, 3), binary.substr(3)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], std::string("a\0b\xff\xfe\x80\n", 7));
+  EXPECT_EQ(out[1], std::string("\0\n", 2));
+}
+
+TEST(LineSplitter, OneMebibyteLineStaysWholeWhenFedInReads) {
+  std::string line(1 << 20, 'x');
+  for (std::size_t i = 0; i < line.size(); i += 4099) line[i] = static_cast<char>('a' + i % 26);
+  line += '\n';
+  std::vector<std::string> reads;
+  for (std::size_t i = 0; i < line.size(); i += 65536) reads.push_back(line.substr(i, 65536));
+  Chunks out = split(reads);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0], line);
+}
+
+TEST(LineSplitter, PartialLastLineIsFlushedAtEofOnly) {
+  EXPECT_EQ(split({"done\nno newline"}, LineSplitter::kDefaultCap, false), (Chunks{"done\n"}));
+  EXPECT_EQ(split({"done\nno newline"}), (Chunks{"done\n", "no newline"}));
+}
+
+TEST(LineSplitter, FinishWithNothingPendingEmitsNothing) {
+  EXPECT_EQ(split({"a\n"}), (Chunks{"a\n"}));
+  EXPECT_TRUE(split({}).empty());
+}
+
+TEST(LineSplitter, LinesLongerThanTheCapComeOutInCapPieces) {
+  // Unterminated bytes beyond the cap are emitted without waiting for a newline.
+  LineSplitter splitter(4);
+  Chunks out;
+  auto emit = [&](std::string_view chunk) { out.emplace_back(chunk); };
+  splitter.feed("abcdefghij", emit);
+  EXPECT_EQ(out, (Chunks{"abcd", "efgh"}));
+  EXPECT_LE(splitter.buffered(), 4u);
+  splitter.feed("k\n", emit);
+  EXPECT_EQ(out, (Chunks{"abcd", "efgh", "ijk\n"}));
+  // A terminated line longer than the cap in one feed: the terminator stays on the last piece.
+  EXPECT_EQ(split({"0123456789\n"}, 4), (Chunks{"0123", "4567", "89\n"}));
+  EXPECT_EQ(split({"01234567\r\n"}, 4), (Chunks{"0123", "4567\r\n"}));
+}
+
+TEST(RankDirectory, PadsToTheDigitsOfTheLastRank) {
+  EXPECT_EQ(rank_directory_name(0, 1), "rank.0");
+  EXPECT_EQ(rank_directory_name(9, 10), "rank.9");
+  EXPECT_EQ(rank_directory_name(3, 12), "rank.03");
+  EXPECT_EQ(rank_directory_name(11, 12), "rank.11");
+  EXPECT_EQ(rank_directory_name(7, 101), "rank.007");
+}
+
+TEST(Asctime, MatchesTheCLibrary) {
+  std::time_t when = 1'781'975'153;  // a fixed instant
+  std::tm local{};
+  ::localtime_r(&when, &local);
+  char expected[64];
+  ::asctime_r(&local, expected);
+  EXPECT_EQ(asctime_text(when) + "\n", expected);
+}
+
+std::string read_all(int fd) {
+  std::string text;
+  char buffer[4096];
+  ::lseek(fd, 0, SEEK_SET);
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
+  return text;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char name[] = "/tmp/hvdrun-output-test-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
+  TempDir tmp;
+  Fd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  Fd err(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  ASSERT_TRUE(out.valid() && err.valid());
+  auto dir = (tmp.path / "logs" / "deep").string();
+  {
+    OutputSink sink({12, false, dir, out.get(), err.get(), 10});
+    sink.write(3, StreamKind::kStdout, "hello\n");
+    sink.write(11, StreamKind::kStderr, "partial");
+    sink.write(3, StreamKind::kStdout, "50%\r");
+  }
+  EXPECT_EQ(read_all(out.get()), "[3]<stdout>:hello\n[3]<stdout>:50%\r");
+  EXPECT_EQ(read_all(err.get()), "[11]<stderr>:partial\n");
+  EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.03" / "stdout"),
+            "[3]<stdout>:hello\n[3]<stdout>:50%\r");
+  EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.11" / "stderr"), "[11]<stderr>:partial\n");
+  EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.00" / "stdout"), "");
+}
+
+TEST(OutputSink, TimestampComesBeforeThePrefix) {
+  TempDir tmp;
+  Fd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  OutputSink sink({1, true, std::nullopt, out.get(), out.get(), 10});
+  sink.write(0, StreamKind::kStdout, "x\n");
+  std::string text = read_all(out.get());
+  ASSERT_EQ(text.size(), 24 + std::string("[0]<stdout>:x\n").size()) << text;
+  EXPECT_EQ(text.substr(24), "[0]<stdout>:x\n");
+  EXPECT_EQ(text[3], ' ');
+  EXPECT_EQ(text[13], ':');
+}
+
+TEST(OutputSink, KeepsTheLastStderrLinesOfEachRank) {
+  TempDir tmp;
+  Fd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  OutputSink sink({2, false, std::nullopt, out.get(), out.get(), 3});
+  for (int i = 0; i < 5; ++i) sink.write(1, StreamKind::kStderr, "err " + std::to_string(i) + "\n");
+  sink.write(1, StreamKind::kStdout, "not stderr\n");
+  const auto& tail = sink.last_stderr_lines(1);
+  EXPECT_EQ(std::vector<std::string>(tail.begin(), tail.end()),
+            (std::vector<std::string>{"err 2", "err 3", "err 4"}));
+  EXPECT_TRUE(sink.last_stderr_lines(0).empty());
+}
+
+TEST(OutputSink, UnwritableDirectoryIsAUsageErrorNamingIt) {
+  try {
+    OutputSink sink({1, false, std::string("/proc/hvdrun-no-such-dir"), 1, 2, 10});
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/hvdrun-no-such-dir"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher

@@ -1,1 +1,146 @@
-// placeholder
+// Spawner and wait-status decoding on real child processes.
+#include "process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace hvdrun::launcher {
+namespace {
+
+std::vector<std::string> base_env() {
+  return {"PATH=/usr/bin:/bin"};
+}
+
+std::string read_until_eof(const Fd& fd) {
+  std::string text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buffer, sizeof buffer)) > 0)
+    text.append(buffer, static_cast<std::size_t>(n));
+  return text;
+}
+
+TEST(ExitStatus, DecodesExitAndSignalStatuses) {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(3);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(ExitStatus::decode(status), ExitStatus::exited(3));
+  EXPECT_EQ(ExitStatus::decode(status).shell_code(), 3);
+  EXPECT_EQ(ExitStatus::decode(status).describe(), "exit code 3");
+
+  pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGSEGV, SIG_DFL);
+    ::raise(SIGSEGV);
+    ::_exit(0);
+  }
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ExitStatus decoded = ExitStatus::decode(status);
+  EXPECT_EQ(decoded, ExitStatus::signaled(SIGSEGV));
+  EXPECT_FALSE(decoded.success());
+  EXPECT_EQ(decoded.shell_code(), 128 + SIGSEGV);
+  EXPECT_EQ(decoded.describe(), "killed by signal SIGSEGV (11)");
+  EXPECT_TRUE(ExitStatus::exited(0).success());
+}
+
+TEST(Spawn, RunsBinTrueFromThePath) {
+  Spawned s = spawn({"true"}, base_env());
+  EXPECT_EQ(exec_error(s), 0);
+  EXPECT_EQ(s.child.wait(), ExitStatus::exited(0));
+}
+
+TEST(Spawn, CapturesStdoutAndStderrSeparately) {
+  Spawned s = spawn({"/bin/sh", "-c", "echo out; echo err >&2; exit 4"}, base_env());
+  EXPECT_EQ(exec_error(s), 0);
+  EXPECT_EQ(read_until_eof(s.out), "out\n");
+  EXPECT_EQ(read_until_eof(s.err), "err\n");
+  EXPECT_EQ(s.child.wait(), ExitStatus::exited(4));
+}
+
+TEST(Spawn, PassesExactlyTheGivenEnvironmentAndNullStdin) {
+  Spawned s = spawn({"/bin/sh", "-c", "echo \"$HVDRUN_TEST_VALUE\"; cat; env | wc -l"},
+                    {"HVDRUN_TEST_VALUE=42", "PATH=/usr/bin:/bin"});
+  EXPECT_EQ(exec_error(s), 0);
+  std::string out = read_until_eof(s.out);
+  EXPECT_EQ(out.substr(0, 3), "42\n");  // then nothing from stdin, then the env count
+  EXPECT_LE(std::stoi(out.substr(3)), 4);
+  EXPECT_EQ(s.child.wait(), ExitStatus::exited(0));
+}
+
+TEST(Spawn, MissingProgramReportsEnoentAndExits127) {
+  Spawned s = spawn({"hvdrun-no-such-program"}, base_env());
+  EXPECT_EQ(exec_error(s), ENOENT);
+  EXPECT_EQ(s.child.wait(), ExitStatus::exited(127));
+  Spawned t = spawn({"/nonexistent/prog"}, base_env());
+  EXPECT_EQ(exec_error(t), ENOENT);
+  EXPECT_EQ(t.child.wait().shell_code(), 127);
+}
+
+TEST(Spawn, ChildLeadsItsOwnProcessGroupAndGetsNoExtraFds) {
+  int leaked = ::dup(1);  // not close-on-exec in this process
+  ASSERT_GE(leaked, 3);
+  Spawned s =
+      spawn({"/bin/sh", "-c", "cut -d' ' -f5 /proc/$$/stat; ls /proc/self/fd | wc -l"}, base_env());
+  ::close(leaked);
+  EXPECT_EQ(exec_error(s), 0);
+  std::string out = read_until_eof(s.out);
+  EXPECT_EQ(s.child.wait(), ExitStatus::exited(0));
+  ASSERT_NE(out.find('\n'), std::string::npos) << out;
+  EXPECT_EQ(std::stoi(out), s.child.pid()) << out;
+  EXPECT_NE(s.child.pid(), ::getpgrp());
+  // 0, 1, 2 and the fd `ls` opens for /proc/self/fd: nothing inherited.
+  EXPECT_EQ(std::stoi(out.substr(out.find('\n') + 1)), 4) << out;
+}
+
+TEST(Spawn, SignalsAreUnblockedAndDefaultInTheChild) {
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &block, &old);
+  auto previous = ::signal(SIGINT, SIG_IGN);
+  Spawned s = spawn({"/bin/sh", "-c", "kill -INT $$; sleep 5"}, base_env());
+  ::signal(SIGINT, previous);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  EXPECT_EQ(exec_error(s), 0);
+  EXPECT_EQ(s.child.wait(), ExitStatus::signaled(SIGINT));
+}
+
+TEST(Child, DestroyingAnUnreapedChildKillsItsGroup) {
+  pid_t pid;
+  {
+    Spawned s = spawn({"/bin/sleep", "30"}, base_env());
+    EXPECT_EQ(exec_error(s), 0);
+    pid = s.child.pid();
+    EXPECT_EQ(::kill(pid, 0), 0);
+  }
+  EXPECT_EQ(::kill(pid, 0), -1);  // killed and reaped: no zombie left
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST(Child, TryReapReturnsNothingWhileRunning) {
+  Spawned s = spawn({"/bin/sleep", "30"}, base_env());
+  EXPECT_EQ(exec_error(s), 0);
+  EXPECT_FALSE(s.child.try_reap().has_value());
+  EXPECT_EQ(s.child.signal_group(SIGTERM), 0);
+  EXPECT_EQ(s.child.wait(), ExitStatus::signaled(SIGTERM));
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher
+
+namespace hvdrun::launcher {
+namespace {
+
+TEST(ShellCommandLine, QuotesOnlyWhereNeeded) {
+  EXPECT_EQ(shell_command_line({"python3", "-c", "import os; print(os.environ['RANK'])"}),
+            "python3 -c 'import os; print(os.environ['\\''RANK'\\''])'");
+  EXPECT_EQ(shell_command_line({"./train", "--lr=0.1", ""}), "./train --lr=0.1 ''");
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher

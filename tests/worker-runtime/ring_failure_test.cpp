@@ -52,7 +52,7 @@ TEST(RingFailure, DestroyedPeerFailsOthersWithNetworkErrorNamingIt) {
       rings[r]->allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
                           ReduceOp::kSum);
     });
-    EXPECT_LT(seconds_since(start), 3.0) << "rank " << r;
+    EXPECT_LT(seconds_since(start), 10.0) << "rank " << r;
     EXPECT_NE(message.find("allreduce: connection to rank 2 (127.0.0.1:"), std::string::npos)
         << message;
     EXPECT_NE(message.find("lost"), std::string::npos) << message;
@@ -61,7 +61,7 @@ TEST(RingFailure, DestroyedPeerFailsOthersWithNetworkErrorNamingIt) {
     EXPECT_TRUE(rings[r]->broken());
     const auto again = Clock::now();
     const std::string later = expect_throws<NetworkError>([&] { rings[r]->barrier(); });
-    EXPECT_LT(seconds_since(again), 0.1);
+    EXPECT_LT(seconds_since(again), 1.0);
     EXPECT_NE(later.find("barrier"), std::string::npos) << later;
     EXPECT_NE(later.find("rank 2"), std::string::npos) << later;
   });
@@ -94,7 +94,7 @@ TEST(RingFailure, RankThatNeverCallsTimesOutNamingIt) {
                        ") for 0.2 s (generation 0)");
         const double elapsed = seconds_since(start);
         EXPECT_GT(elapsed, 0.15) << "n " << n << " count " << count;
-        EXPECT_LT(elapsed, 1.0) << "n " << n << " count " << count;
+        EXPECT_LT(elapsed, 3.0) << "n " << n << " count " << count;
         // Broken from now on, and the kind is kept.
         EXPECT_THROW(rings[0]->barrier(), TimeoutError);
       });

@@ -1,0 +1,80 @@
+// Worker output: LineSplitter cuts a byte stream into chunks (pure, no I/O); OutputSink
+// writes each chunk with its `[rank]<stdout>:` / `[rank]<stderr>:` prefix (and an optional
+// asctime-like timestamp) to the launcher's stdout/stderr, and tees it to
+// DIR/rank.N/{stdout,stderr} with --output-filename. Reads JobSpec's output settings.
+#pragma once
+
+#include <cstddef>
+#include <ctime>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "process.h"
+
+namespace hvdrun::launcher {
+
+// Cuts bytes into chunks that end at '\n' or '\r' (the terminator is kept; "\r\n" is one
+// terminator). Bytes pass through unchanged. A '\r' at the end of the bytes fed so far is
+// held until the next byte or finish(), so a "\r\n" split across reads stays whole. A line
+// longer than `cap` is emitted in cap-sized pieces (without terminator) instead of being
+// buffered without bound. Not thread-safe; one per stream.
+class LineSplitter {
+ public:
+  using Emit = std::function<void(std::string_view chunk)>;
+  static constexpr std::size_t kDefaultCap = 8u << 20;  // 8 MiB
+
+  explicit LineSplitter(std::size_t cap = kDefaultCap) : cap_(cap == 0 ? 1 : cap) {}
+  void feed(std::string_view bytes, const Emit& emit);
+  // End of stream: emits what is left (a partial last line), if anything.
+  void finish(const Emit& emit);
+  std::size_t buffered() const noexcept { return pending_.size(); }
+
+ private:
+  void emit_piece(std::string_view chunk, const Emit& emit);
+  void append_capped(std::string_view bytes, const Emit& emit);
+  std::size_t cap_;
+  std::string pending_;
+  bool held_cr_ = false;  // pending_ ends with a '\r' whose successor is unknown
+};
+
+enum class StreamKind { kStdout, kStderr };
+
+struct OutputOptions {
+  int num_proc = 1;
+  bool timestamp = false;                // --prefix-output-with-timestamp
+  std::optional<std::string> directory;  // --output-filename
+  int stdout_fd = 1;                     // the launcher's console streams
+  int stderr_fd = 2;
+  std::size_t kept_stderr_lines = 10;  // for the failure summary
+};
+
+// "rank.07" for rank 7 of 12: zero-padded to the digit count of num_proc-1 (at least 1).
+std::string rank_directory_name(int rank, int num_proc);
+
+// "Sat Jun 20 17:05:53 2026" (local time, like asctime without the newline).
+std::string asctime_text(std::time_t when);
+
+// Writes prefixed chunks. Each chunk is one writev loop per destination, all from one thread,
+// so chunks of different ranks never interleave. A chunk without a terminator (partial last
+// line, cap piece) gets a '\n' appended. Write errors on the console (EPIPE) are ignored.
+// Lifetime: owns the tee files; used on the io thread only.
+class OutputSink {
+ public:
+  // Creates the --output-filename directories and files (truncated); throws UsageError
+  // naming the path on failure.
+  explicit OutputSink(OutputOptions options);
+  void write(int rank, StreamKind stream, std::string_view chunk);
+  // The last stderr lines of `rank`, oldest first, terminators removed.
+  const std::deque<std::string>& last_stderr_lines(int rank) const;
+
+ private:
+  OutputOptions options_;
+  std::vector<Fd> files_;  // 2 per rank (stdout, stderr), empty without a directory
+  std::vector<std::deque<std::string>> tails_;
+};
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,121 @@
+// Local processes: RAII owners for fds, pipes and children, the fork/exec spawner of workers
+// (own process group, parent-death signal, stdout/stderr on pipes, exec errors reported
+// through a close-on-exec pipe), and the one decoder of wait statuses.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvdrun::launcher {
+
+// Owns one file descriptor; closes it on destruction. Move-only.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& other) noexcept : fd_(other.release()) {}
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const noexcept { return fd_; }
+  bool valid() const noexcept { return fd_ >= 0; }
+  int release() noexcept;
+  void reset(int fd = -1) noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+// Both ends close-on-exec. Throws hvdrun::Error naming the syscall.
+struct Pipe {
+  Fd read;
+  Fd write;
+};
+Pipe make_pipe();
+
+// How a child ended, decoded once from a wait status.
+struct ExitStatus {
+  enum class Kind { kExited, kSignaled };
+  Kind kind = Kind::kExited;
+  int value = 0;  // exit code or signal number
+
+  static ExitStatus exited(int code) { return {Kind::kExited, code}; }
+  static ExitStatus signaled(int signo) { return {Kind::kSignaled, signo}; }
+  static ExitStatus decode(int wait_status);
+
+  bool success() const noexcept { return kind == Kind::kExited && value == 0; }
+  // The shell's convention: the exit code, or 128 + signal number.
+  int shell_code() const noexcept { return kind == Kind::kExited ? value : 128 + value; }
+  // "exit code 3" or "killed by signal SIGSEGV (11)".
+  std::string describe() const;
+  bool operator==(const ExitStatus&) const = default;
+};
+
+// "SIGSEGV" for 11; "signal 99" for numbers without a name.
+std::string signal_name(int signo);
+
+// A child process that leads its own process group (pgid == pid). If destroyed before it
+// was reaped, SIGKILLs its whole group and reaps it. Move-only; used on one thread.
+class Child {
+ public:
+  Child() = default;
+  explicit Child(pid_t pid) noexcept : pid_(pid) {}
+  ~Child();
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&& other) noexcept;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const noexcept { return pid_; }
+  pid_t pgid() const noexcept { return pid_; }
+  bool reaped() const noexcept { return reaped_; }
+  // waitpid(WNOHANG) in an EINTR loop: the status if the child has ended, else nullopt.
+  std::optional<ExitStatus> try_reap();
+  // Blocking waitpid in an EINTR loop.
+  ExitStatus wait();
+  // kill(-pgid, signo). Returns 0 or the errno (ESRCH: the group is empty).
+  int signal_group(int signo) const noexcept;
+
+ private:
+  void kill_and_reap() noexcept;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+};
+
+// A started child: stdout/stderr read ends, and the read end of its exec-report pipe.
+struct Spawned {
+  Child child;
+  Fd out;
+  Fd err;
+  Fd exec_report;
+};
+
+struct SpawnOptions {
+  bool capture_output = true;  // false: the child inherits the launcher's stdout/stderr
+};
+
+// Starts argv[0] (searched in the PATH of `env`, else the launcher's PATH, if it has no '/')
+// with exactly `env` ("NAME=VALUE"). The child: stdin from /dev/null, stdout/stderr on
+// pipes, its own process group, SIGKILL when the launcher dies, default signal dispositions
+// and an empty mask, every other fd closed on exec. Does not wait for the exec: call
+// exec_error() once every child is started, so that N spawns run back to back.
+Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+              const SpawnOptions& options = {});
+
+// Waits (bounded) until the child has exec'd or failed to: 0, or the errno of the failed
+// exec (the child then exits with status 127). Closes the report pipe.
+int exec_error(Spawned& spawned);
+
+// The command as a POSIX shell would read it back: words quoted only where needed. For
+// --verbose; never given an environment.
+std::string shell_command_line(const std::vector<std::string>& argv);
+
+// Makes sure fds 0, 1 and 2 are open (on /dev/null if not), so pipes never land on them.
+void ensure_standard_fds() noexcept;
+
+}  // namespace hvdrun::launcher

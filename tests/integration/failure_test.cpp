@@ -1,0 +1,92 @@
+// Integration: exit statuses, the failure summary, and errors before any worker runs.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+
+#include "hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Failure, AllRanksExitingZeroGivesZero) {
+  auto r = run_hvdrun({"-np", "3", "/bin/true"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(Failure, ExitCodeOfTheFailedRankIsPropagatedAndSummarised) {
+  auto r = run_hvdrun({"-np", "4", worker(), "fail", "2", "3"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: rank 2 (host localhost, pid ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ") exited with code 3; terminating 3 other ranks\n")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: job failed: first failure was rank 2 on localhost: exit "
+                       "code 3\n"))
+      << r.err;
+  // The summary ends with the failed rank's last stderr lines, indented.
+  EXPECT_TRUE(contains(r.err, "\n    first stderr line\n    rank 2 failing with 3\n")) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+}
+
+TEST(Failure, EarlyCleanExitDoesNotStopOtherRanks) {
+  auto r =
+      run_hvdrun({"-np", "2", "/bin/sh", "-c", "if [ $RANK = 1 ]; then sleep 0.3; echo late; fi"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[1]<stdout>:late\n");
+}
+
+TEST(Failure, DeathBySignalGives128PlusSignalAndNamesIt) {
+  auto r = run_hvdrun({"-np", "3", worker(), "signal", "1", std::to_string(SIGSEGV)});
+  EXPECT_EQ(r.status, 128 + SIGSEGV) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: rank 1 (host localhost, pid ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "was killed by signal SIGSEGV (11); terminating 2 other ranks"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "first failure was rank 1 on localhost: killed by signal SIGSEGV "
+                       "(11)"))
+      << r.err;
+
+  auto k = run_hvdrun({"-np", "2", worker(), "signal", "0", std::to_string(SIGKILL)});
+  EXPECT_EQ(k.status, 128 + SIGKILL) << k.err;
+  EXPECT_TRUE(contains(k.err, "killed by signal SIGKILL (9)")) << k.err;
+}
+
+TEST(Failure, MissingProgramIsReportedWithStatus127) {
+  auto r = run_hvdrun({"-np", "2", "hvdrun-no-such-program-xyz"});
+  EXPECT_EQ(r.status, 127) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "rank 0: cannot run 'hvdrun-no-such-program-xyz': No such file or "
+                       "directory\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 1: cannot run 'hvdrun-no-such-program-xyz'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: job failed: first failure was rank ")) << r.err;
+}
+
+TEST(Failure, UsageErrorsExitTwoWithOneLine) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--no-such-flag", "-np", "1", "/bin/true"},
+      {"-np", "0", "/bin/true"},
+      {"-np", "2"},
+      {"-np", "1", "-H", "192.0.2.1:1", "/bin/true"},
+  };
+  for (const auto& args : cases) {
+    auto r = run_hvdrun(args);
+    EXPECT_EQ(r.status, 2) << args[0] << ": " << r.err;
+    EXPECT_TRUE(r.err.starts_with("hvdrun: error: ")) << r.err;
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+  auto remote = run_hvdrun({"-np", "1", "-H", "192.0.2.1:1", "/bin/true"});
+  EXPECT_TRUE(contains(remote.err,
+                       "host '192.0.2.1' (from -H) is not this machine; SSH launching "
+                       "is not enabled yet"))
+      << remote.err;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

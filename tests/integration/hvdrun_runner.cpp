@@ -1,0 +1,175 @@
+// HvdrunProcess and the pid helpers of the integration tests (hvdrun_runner.h).
+#include "hvdrun_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace hvdrun::itest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int decode(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+}  // namespace
+
+HvdrunProcess::HvdrunProcess(const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& extra_env) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry(*e);
+    if (!extra_env.contains(entry.substr(0, entry.find('=')))) env.push_back(entry);
+  }
+  for (const auto& [name, value] : extra_env) env.push_back(name + "=" + value);
+  std::vector<std::string> argv{HVDRUN_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c_argv, c_env;
+  for (auto& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+  for (auto& e : env) c_env.push_back(e.data());
+  c_env.push_back(nullptr);
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0) throw std::runtime_error("pipe");
+  started_ = Clock::now();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execve(c_argv[0], c_argv.data(), c_env.data());
+    ::_exit(126);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  out_ = out[0];
+  err_ = err[0];
+}
+
+HvdrunProcess::~HvdrunProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (out_ >= 0) ::close(out_);
+  if (err_ >= 0) ::close(err_);
+}
+
+void HvdrunProcess::signal(int signo) const {
+  ::kill(pid_, signo);
+}
+
+RunResult HvdrunProcess::finish(std::chrono::milliseconds deadline) {
+  RunResult result;
+  auto end = started_ + deadline;
+  std::string* sinks[2] = {&result.out, &result.err};
+  pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+  char buffer[65536];
+  bool killed = false;
+  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+    if (left <= 0 && !killed) {
+      ::kill(pid_, SIGKILL);
+      killed = true;
+    }
+    if (::poll(fds, 2, killed ? 1000 : static_cast<int>(left)) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;
+      }
+    }
+    if (killed && Clock::now() > end + std::chrono::seconds(5)) break;
+  }
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  result.status = killed ? -1 : decode(status);
+  result.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
+  return result;
+}
+
+RunResult run_hvdrun(const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& extra_env,
+                     std::chrono::milliseconds deadline) {
+  HvdrunProcess process(args, extra_env);
+  return process.finish(deadline);
+}
+
+TempDir::TempDir() {
+  char name[] = "/tmp/hvdrun-itest-XXXXXX";
+  if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
+  path = name;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path, ignored);
+}
+
+std::vector<pid_t> wait_for_pids(const std::filesystem::path& dir, std::size_t count,
+                                 std::chrono::milliseconds deadline) {
+  auto end = Clock::now() + deadline;
+  for (;;) {
+    std::vector<pid_t> pids;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".pid") continue;
+      std::ifstream in(entry.path());
+      pid_t pid = 0;
+      if (in >> pid) pids.push_back(pid);
+    }
+    if (pids.size() >= count || Clock::now() > end) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool alive(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close_paren = text.rfind(')');
+  return close_paren == std::string::npos || text.size() < close_paren + 3 ||
+         text[close_paren + 2] != 'Z';
+}
+
+std::vector<pid_t> wait_until_gone(const std::vector<pid_t>& pids,
+                                   std::chrono::milliseconds deadline) {
+  auto end = Clock::now() + deadline;
+  for (;;) {
+    std::vector<pid_t> left;
+    for (pid_t pid : pids) {
+      if (alive(pid)) left.push_back(pid);
+    }
+    if (left.empty() || Clock::now() > end) return left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+std::string worker() {
+  return TEST_WORKER;
+}
+
+}  // namespace hvdrun::itest

@@ -1,0 +1,66 @@
+// Runs the real hvdrun binary for the integration tests: start it with pipes on its stdout
+// and stderr, optionally signal it, and collect its output and exit status with a deadline.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hvdrun::itest {
+
+struct RunResult {
+  int status = -1;  // exit code, or 128 + signal; -1 if it had to be killed at the deadline
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+class HvdrunProcess {
+ public:
+  // Starts `hvdrun args...` with the test's environment plus `extra_env`.
+  explicit HvdrunProcess(const std::vector<std::string>& args,
+                         const std::map<std::string, std::string>& extra_env = {});
+  ~HvdrunProcess();
+  HvdrunProcess(const HvdrunProcess&) = delete;
+  HvdrunProcess& operator=(const HvdrunProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void signal(int signo) const;
+  // Reads both pipes to EOF and reaps hvdrun; SIGKILLs it after `deadline`.
+  RunResult finish(std::chrono::milliseconds deadline = std::chrono::seconds(60));
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  std::chrono::steady_clock::time_point started_;
+};
+
+RunResult run_hvdrun(const std::vector<std::string>& args,
+                     const std::map<std::string, std::string>& extra_env = {},
+                     std::chrono::milliseconds deadline = std::chrono::seconds(60));
+
+// A fresh directory under /tmp, removed with its contents on destruction.
+struct TempDir {
+  TempDir();
+  ~TempDir();
+  std::filesystem::path path;
+};
+
+// Waits until `count` files named *.pid exist in `dir`; returns the pids read from them.
+std::vector<pid_t> wait_for_pids(const std::filesystem::path& dir, std::size_t count,
+                                 std::chrono::milliseconds deadline);
+// True while `pid` runs (a zombie counts as gone).
+bool alive(pid_t pid);
+// Waits until none of `pids` is alive; returns those still alive at the deadline.
+std::vector<pid_t> wait_until_gone(const std::vector<pid_t>& pids,
+                                   std::chrono::milliseconds deadline);
+
+std::vector<std::string> lines_of(const std::string& text);
+std::string worker();  // path of the test worker program
+
+}  // namespace hvdrun::itest

@@ -1,0 +1,100 @@
+// Integration: teardown of the job by signals, grace periods, launcher death and stuck pipes.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <thread>
+
+#include "hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(Teardown, CtrlCTerminatesEveryRankAndExits130) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"-np", "4", worker(), "sleep", pids.path.string()});
+  auto workers = wait_for_pids(pids.path, 4, seconds(20));
+  ASSERT_EQ(workers.size(), 4u);
+  hvdrun.signal(SIGINT);
+  auto r = hvdrun.finish(seconds(20));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_NE(r.err.find("hvdrun: interrupted (SIGINT), terminating 4 ranks"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
+  EXPECT_LT(r.seconds, 5.0) << "workers that honour SIGTERM must not wait for the grace period";
+}
+
+TEST(Teardown, SigtermToHvdrunExits143) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"-np", "2", worker(), "sleep", pids.path.string()});
+  auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  hvdrun.signal(SIGTERM);
+  auto r = hvdrun.finish(seconds(20));
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
+}
+
+TEST(Teardown, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  TempDir pids;
+  auto r = run_hvdrun(
+      {"--grace-period", "0.5", "-np", "3", worker(), "ignore-term", pids.path.string(), "2"}, {},
+      seconds(30));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
+  EXPECT_GE(r.seconds, 0.8);  // 0.3 s until rank 2 fails, then the 0.5 s grace period
+  EXPECT_LT(r.seconds, 10.0);
+  auto workers = wait_for_pids(pids.path, 3, milliseconds(0));
+  EXPECT_EQ(workers.size(), 3u);
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
+}
+
+TEST(Teardown, SecondCtrlCSkipsTheGracePeriod) {
+  TempDir pids;
+  HvdrunProcess hvdrun(
+      {"--grace-period", "30", "-np", "2", worker(), "ignore-term", pids.path.string(), "99"});
+  auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  hvdrun.signal(SIGINT);
+  std::this_thread::sleep_for(milliseconds(200));
+  hvdrun.signal(SIGINT);
+  auto r = hvdrun.finish(seconds(20));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
+}
+
+// hvdrun dies without any chance to clean up: neither a worker nor a worker's own child
+// may outlive it by more than 2 s.
+TEST(Teardown, SigkillOfHvdrunLeavesNoWorkerNorTheirChildren) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"-np", "3", worker(), "sleep", pids.path.string(), "child"});
+  auto workers = wait_for_pids(pids.path, 6, seconds(20));
+  ASSERT_EQ(workers.size(), 6u);
+  hvdrun.signal(SIGKILL);
+  auto r = hvdrun.finish(seconds(10));
+  EXPECT_EQ(r.status, 128 + SIGKILL);
+  auto survivors = wait_until_gone(workers, seconds(2));
+  EXPECT_TRUE(survivors.empty()) << survivors.size() << " processes survived hvdrun";
+}
+
+TEST(Teardown, WorkerWithClosedPipesDoesNotHangTheLauncher) {
+  auto r = run_hvdrun({"--grace-period", "1", "-np", "3", worker(), "close-pipes", "1"}, {},
+                      seconds(30));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_LT(r.seconds, 5.0);
+  EXPECT_NE(r.err.find("first failure was rank 1"), std::string::npos) << r.err;
+}
+
+TEST(Teardown, ChildHoldingAPipeAfterItsWorkerExitedDoesNotHangTheLauncher) {
+  auto r = run_hvdrun({"-np", "1", worker(), "orphan-pipe"}, {}, seconds(30));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[0]<stdout>:parent leaving\n");
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

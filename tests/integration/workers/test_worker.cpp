@@ -1,0 +1,141 @@
+// Worker program for the integration tests, one mode per behaviour under test:
+//   chatty LINES BYTES BIG   many long lines at once, then one BIG-byte line, on stdout
+//   partial                  output whose last line has no newline
+//   progress                 "\r"-separated progress updates
+//   fail RANK CODE           rank RANK writes to stderr and exits CODE; others wait
+//   signal RANK SIGNO        rank RANK kills itself with SIGNO; others wait
+//   sleep DIR [child]        records its pid (and a child's) in DIR, then waits
+//   ignore-term DIR RANK     ignores SIGTERM and waits; rank RANK exits 1 after 300 ms
+//   close-pipes RANK         closes stdout/stderr and waits; rank RANK exits 1 after 300 ms
+//   orphan-pipe              leaves a child holding stdout, then exits 0
+// "Waits" is bounded: after 60 s a worker exits 4, so no test leaves strays behind.
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace {
+
+int rank() {
+  const char* text = std::getenv("RANK");
+  return text ? std::atoi(text) : -1;
+}
+
+void write_all(int fd, const std::string& text) {
+  std::size_t sent = 0;
+  while (sent < text.size()) {
+    std::size_t piece = std::min<std::size_t>(text.size() - sent, 1 << 20);
+    ssize_t n = ::write(fd, text.data() + sent, piece);
+    if (n <= 0) std::exit(5);
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+[[noreturn]] void wait_to_be_killed() {
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+  std::exit(4);
+}
+
+void record_pid(const std::string& dir, const std::string& name) {
+  std::string path = dir + "/" + name + ".pid";
+  {
+    std::ofstream out(path + ".tmp");
+    out << ::getpid() << "\n";
+  }
+  std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+int chatty(int lines, std::size_t bytes, std::size_t big) {
+  int r = rank();
+  std::string text;
+  for (int i = 0; i < lines; ++i) {
+    text += std::to_string(r) + ":" + std::to_string(i) + ":";
+    text.append(bytes, static_cast<char>('a' + (r + i) % 26));
+    text += '\n';
+  }
+  text += std::to_string(r) + ":big:" + std::string(big, 'Z') + "\n";
+  write_all(1, text);
+  write_all(2, "rank " + std::to_string(r) + " done\n");
+  return 0;
+}
+
+int after_delay_or_wait(int failing_rank, int code) {
+  if (rank() != failing_rank) wait_to_be_killed();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  return code;
+}
+
+int sleep_mode(const std::string& dir, bool with_child) {
+  std::string me = std::to_string(rank());
+  if (with_child) {
+    pid_t child = ::fork();
+    if (child == 0) {
+      record_pid(dir, me + ".child");
+      wait_to_be_killed();
+    }
+  }
+  record_pid(dir, me);
+  wait_to_be_killed();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  auto arg = [&](int i) { return i < argc ? std::string(argv[i]) : std::string(); };
+  if (mode == "chatty") return chatty(std::stoi(arg(2)), std::stoul(arg(3)), std::stoul(arg(4)));
+  if (mode == "partial") {
+    write_all(1, "first line\nno newline at the end");
+    write_all(2, "stderr without newline");
+    return 0;
+  }
+  if (mode == "progress") {
+    write_all(1, "10%\r20%\r");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    write_all(1, "\ndone\r\n");
+    return 0;
+  }
+  if (mode == "fail") {
+    int failing = std::stoi(arg(2));
+    if (rank() == failing)
+      write_all(2, "first stderr line\nrank " + arg(2) + " failing with " + arg(3) + "\n");
+    return after_delay_or_wait(failing, std::stoi(arg(3)));
+  }
+  if (mode == "signal") {
+    int signo = std::stoi(arg(3));
+    after_delay_or_wait(std::stoi(arg(2)), 0);
+    struct rlimit no_core {
+      0, 0
+    };
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    ::signal(signo, SIG_DFL);
+    ::raise(signo);
+    return 6;
+  }
+  if (mode == "sleep") sleep_mode(arg(2), arg(3) == "child");
+  if (mode == "ignore-term") {
+    ::signal(SIGTERM, SIG_IGN);
+    record_pid(arg(2), std::to_string(rank()));
+    return after_delay_or_wait(std::stoi(arg(3)), 1);
+  }
+  if (mode == "close-pipes") {
+    if (rank() != std::stoi(arg(2))) {
+      ::close(1);
+      ::close(2);
+    }
+    return after_delay_or_wait(std::stoi(arg(2)), 1);
+  }
+  if (mode == "orphan-pipe") {
+    if (::fork() == 0) wait_to_be_killed();
+    write_all(1, "parent leaving\n");
+    return 0;
+  }
+  std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
+  return 64;
+}
