@@ -28,7 +28,7 @@ inline Dataset make_dataset(std::size_t samples, std::size_t features, std::size
   std::mt19937_64 centers_rng(seed);  // same centres for the train and validation sets
   std::normal_distribution<float> unit(0.0f, 1.0f);
   std::vector<float> centers(classes * features);
-  for (float& c : centers) c = 1.5f * unit(centers_rng);
+  for (float& c : centers) c = 0.6f * unit(centers_rng);
   std::mt19937_64 rng(seed * 7919 + samples);
   std::uniform_int_distribution<std::int32_t> pick(0, static_cast<std::int32_t>(classes) - 1);
   Dataset data;

@@ -18,7 +18,7 @@ first=$(echo "$losses" | head -n 1)
 last=$(echo "$losses" | tail -n 1)
 awk -v a="$first" -v b="$last" 'BEGIN {exit !(b < a)}' || fail "loss did not fall: $first -> $last"
 acc=$(sed -n 's/.*final: val loss [0-9.]*  val accuracy \([0-9.]*\).*/\1/p' "$work/run.out")
-awk -v a="$acc" 'BEGIN {exit !(a > 0.8)}' || fail "final accuracy $acc is not above 0.8"
+awk -v a="$acc" 'BEGIN {exit !(a > 0.75)}' || fail "final accuracy $acc is not above 0.75"
 
 ckpt="$work/ckpt"
 "$hvdrun" -np 2 "$train" --epochs 2 --samples 4096 --checkpoint-dir "$ckpt" > "$work/first.out" 2>&1 \
