@@ -23,7 +23,7 @@ fork_loop() {
   wait
 }
 stats() {  # stdin: microseconds, one per line -> "median min" in ms
-  sort -n | awk '{a[NR] = $1} END {printf "%.2f %.2f", a[int((NR + 1) / 2)] / 1000, a[1] / 1000}'
+  sort -n | awk '{a[NR] = $1} END {printf "%.2f %.2f\n", a[int((NR + 1) / 2)] / 1000, a[1] / 1000}'
 }
 
 tmp=$(mktemp -d)
