@@ -1,0 +1,34 @@
+// The remote agent's worker process: started from an AgentSpec in its own process group with
+// a parent-death signal, stdin from /dev/null and stdout/stderr on pipes.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "remote_agent.h"
+#include "unique_fd.h"
+
+namespace hvdrun::launcher::ssh {
+
+struct AgentWorker {
+  pid_t pid = -1;  // also its process group id
+  UniqueFd out;
+  UniqueFd err;
+  int exec_errno = 0;  // non-zero: the exec failed with this errno (the child exits 127)
+};
+
+// `base` (the agent's environment, "NAME=VALUE") with `overlay` laid over it: an overlay entry
+// replaces the base entry of the same name. Order: base order, then new overlay names.
+std::vector<std::string> overlay_environment(const std::vector<std::string>& base,
+                                             const std::vector<std::string>& overlay);
+
+// Forks and execs spec.argv with `env`; the child gets `child_mask` as its signal mask and
+// default dispositions. Waits until the exec succeeded or failed (close-on-exec report pipe).
+// Throws hvdrun::Error naming the syscall if fork or a pipe fails.
+AgentWorker start_agent_worker(const AgentSpec& spec, const std::vector<std::string>& env,
+                               const sigset_t& child_mask);
+
+}  // namespace hvdrun::launcher::ssh

@@ -1,0 +1,254 @@
+// run_remote_agent (remote_agent.h): read the spec from stdin, start the worker, relay its
+// output, obey control messages, and end as the worker ended. Single-threaded; SIGCHLD via a
+// signalfd.
+#include "remote_agent.h"
+
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include "agent_worker.h"
+#include "hvdrun/error.h"
+#include "unique_fd.h"
+
+extern char** environ;
+
+namespace hvdrun::launcher::ssh {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kSpecTimeout = 30s;    // the launcher writes the spec right after exec
+constexpr auto kKillGrace = 1s;       // SIGTERM -> SIGKILL when the launcher is gone
+constexpr auto kDrainAfterExit = 1s;  // output still held open by the worker's children
+constexpr int kAgentFailure = 2;
+constexpr int kCannotRun = 127;
+
+std::string this_host() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0) return "unknown host";
+  return name;
+}
+
+void report(int err_fd, const std::string& message) {
+  write_all(err_fd, "hvdrun remote agent on " + this_host() + ": " + message + "\n");
+}
+
+int poll_ms(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<long>(0, std::min<long>(left.count(), 60'000)));
+}
+
+// Reads exactly `size` bytes before `deadline`; throws ProtocolError / TimeoutError.
+std::string read_exact(int fd, std::size_t size, Clock::time_point deadline) {
+  std::string out(size, '\0');
+  std::size_t got = 0;
+  while (got < size) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, poll_ms(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) throw TimeoutError("no spec on stdin within 30 s");
+    const long n = read_some(fd, out.data() + got, size - got);
+    if (n < 0) throw ProtocolError(std::string("reading the spec: ") + std::strerror(errno));
+    if (n == 0) {
+      throw ProtocolError("stdin closed after " + std::to_string(got) + " of " +
+                          std::to_string(size) + " bytes of the spec");
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  return out;
+}
+
+AgentSpec read_spec(int in_fd) {
+  const auto deadline = Clock::now() + kSpecTimeout;
+  const std::size_t size = decode_agent_header(read_exact(in_fd, kAgentHeaderSize, deadline));
+  return decode_agent_payload(read_exact(in_fd, size, deadline));
+}
+
+std::vector<std::string> own_environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
+[[noreturn]] void die_by_signal(int signo) {
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);  // the worker may have dumped core; the agent must not
+  ::signal(signo, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::raise(signo);
+  ::_exit(128 + signo);  // a signal whose default action does not terminate
+}
+
+// The relay loop: one worker, its two pipes, the control channel and SIGCHLD.
+class Relay {
+ public:
+  Relay(AgentWorker worker, int in_fd, int out_fd, int err_fd, int sig_fd)
+      : worker_(std::move(worker)),
+        in_fd_(in_fd),
+        out_fd_(out_fd),
+        err_fd_(err_fd),
+        sig_fd_(sig_fd) {}
+
+  // Runs until the worker is reaped and its output drained; returns its wait status.
+  int run() {
+    while (!finished()) {
+      if (kill_deadline_ && Clock::now() >= *kill_deadline_) {
+        ::kill(-worker_.pid, SIGKILL);
+        kill_deadline_.reset();
+      }
+      poll_once();
+    }
+    ::kill(-worker_.pid, SIGKILL);  // whatever the worker left behind in its group
+    return *status_;
+  }
+
+ private:
+  bool finished() const {
+    if (!status_) return false;
+    return (!worker_.out.valid() && !worker_.err.valid()) || Clock::now() >= drain_deadline_;
+  }
+
+  void poll_once() {
+    pollfd fds[4] = {{in_open_ ? in_fd_ : -1, POLLIN, 0},
+                     {worker_.out.get(), POLLIN, 0},
+                     {worker_.err.get(), POLLIN, 0},
+                     {status_ ? -1 : sig_fd_, POLLIN, 0}};
+    auto deadline = Clock::now() + 60s;
+    if (kill_deadline_) deadline = std::min(deadline, *kill_deadline_);
+    if (status_) deadline = std::min(deadline, drain_deadline_);
+    if (::poll(fds, 4, poll_ms(deadline)) < 0) return;  // EINTR: loop again
+    if (fds[0].revents != 0) on_control();
+    if (fds[1].revents != 0) relay(worker_.out, out_fd_, out_dead_);
+    if (fds[2].revents != 0) relay(worker_.err, err_fd_, err_dead_);
+    if (fds[3].revents != 0) on_sigchld();
+  }
+
+  void relay(UniqueFd& from, int to, bool& dead) {
+    char buffer[65536];
+    const long n = read_some(from.get(), buffer, sizeof buffer);
+    if (n <= 0) {
+      from.reset();
+      return;
+    }
+    // A closed channel (EPIPE) loses only output; the worker keeps being supervised.
+    if (!dead && write_all(to, std::string_view(buffer, static_cast<std::size_t>(n))) != 0) {
+      dead = true;
+    }
+  }
+
+  void on_control() {
+    char buffer[256];
+    const long n = read_some(in_fd_, buffer, sizeof buffer);
+    if (n <= 0) {  // the launcher closed the channel or died: take the worker down
+      in_open_ = false;
+      if (!status_) {
+        ::kill(-worker_.pid, SIGTERM);
+        kill_deadline_ = Clock::now() + kKillGrace;
+      }
+      return;
+    }
+    pending_.append(buffer, static_cast<std::size_t>(n));
+    while (pending_.size() >= kAgentControlSize) {
+      const auto control = decode_agent_control(pending_.substr(0, kAgentControlSize));
+      pending_.erase(0, kAgentControlSize);
+      if (!control) {
+        report(err_fd_, "ignoring an unknown control message");
+        continue;
+      }
+      const int signo = *control == AgentControl::kKill  ? SIGKILL
+                        : *control == AgentControl::kInt ? SIGINT
+                                                         : SIGTERM;
+      if (!status_) ::kill(-worker_.pid, signo);
+    }
+  }
+
+  void on_sigchld() {
+    signalfd_siginfo info;
+    while (::read(sig_fd_, &info, sizeof info) > 0) {
+    }
+    int wait_status = 0;
+    pid_t r;
+    do {
+      r = ::waitpid(worker_.pid, &wait_status, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r == worker_.pid) {
+      status_ = wait_status;
+      drain_deadline_ = Clock::now() + kDrainAfterExit;
+      kill_deadline_.reset();
+    }
+  }
+
+  AgentWorker worker_;
+  int in_fd_, out_fd_, err_fd_, sig_fd_;
+  bool in_open_ = true;
+  bool out_dead_ = false;
+  bool err_dead_ = false;
+  std::string pending_;
+  std::optional<int> status_;
+  std::optional<Clock::time_point> kill_deadline_;
+  Clock::time_point drain_deadline_{};
+};
+
+int finish(int wait_status) {
+  if (WIFSIGNALED(wait_status)) die_by_signal(WTERMSIG(wait_status));
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : kAgentFailure;
+}
+
+}  // namespace
+
+int run_remote_agent(int in_fd, int out_fd, int err_fd) {
+  AgentSpec spec;
+  try {
+    spec = read_spec(in_fd);
+  } catch (const Error& e) {
+    report(err_fd, std::string("bad spec from the launcher: ") + e.what());
+    return kAgentFailure;
+  }
+  if (::chdir(spec.cwd.c_str()) != 0) {
+    report(err_fd,
+           "cannot change to working directory '" + spec.cwd + "': " + std::strerror(errno));
+    return kAgentFailure;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t old_mask, chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, &old_mask);
+  UniqueFd sig_fd(::signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!sig_fd.valid()) {
+    report(err_fd, std::string("signalfd failed: ") + std::strerror(errno));
+    return kAgentFailure;
+  }
+  sigdelset(&old_mask, SIGCHLD);
+  AgentWorker worker;
+  try {
+    worker = start_agent_worker(spec, overlay_environment(own_environment(), spec.env), old_mask);
+  } catch (const Error& e) {
+    report(err_fd, e.what());
+    return kAgentFailure;
+  }
+  if (worker.exec_errno != 0) {
+    write_all(err_fd,
+              "cannot run '" + spec.argv[0] + "': " + std::strerror(worker.exec_errno) + "\n");
+    int ignored = 0;
+    while (::waitpid(worker.pid, &ignored, 0) < 0 && errno == EINTR) {
+    }
+    return kCannotRun;
+  }
+  Relay relay(std::move(worker), in_fd, out_fd, err_fd, sig_fd.get());
+  return finish(relay.run());
+}
+
+}  // namespace hvdrun::launcher::ssh

@@ -1,0 +1,196 @@
+// RemoteCommand's state machine over a non-blocking libssh2 channel (ssh_channel.h), and the
+// description of remote exits (remote_exit.h).
+#include "ssh_channel.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <utility>
+
+#include "libssh2_util.h"
+
+namespace hvdrun::launcher::ssh {
+namespace {
+
+bool is_session_error(int rc) {
+  return rc == LIBSSH2_ERROR_SOCKET_SEND || rc == LIBSSH2_ERROR_SOCKET_RECV ||
+         rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_NONE ||
+         rc == LIBSSH2_ERROR_SOCKET_TIMEOUT || rc == LIBSSH2_ERROR_TIMEOUT ||
+         rc == LIBSSH2_ERROR_KEX_FAILURE || rc == LIBSSH2_ERROR_DECRYPT ||
+         rc == LIBSSH2_ERROR_BAD_USE;
+}
+
+constexpr struct {
+  const char* name;
+  int signo;
+} kSignals[] = {{"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+                {"TRAP", SIGTRAP}, {"ABRT", SIGABRT}, {"BUS", SIGBUS},   {"FPE", SIGFPE},
+                {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"SEGV", SIGSEGV}, {"USR2", SIGUSR2},
+                {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"TERM", SIGTERM}, {"XCPU", SIGXCPU},
+                {"XFSZ", SIGXFSZ}, {"SYS", SIGSYS}};
+
+}  // namespace
+
+int signal_from_ssh_name(const std::string& name) {
+  for (const auto& entry : kSignals) {
+    if (name == entry.name) return entry.signo;
+  }
+  return 0;
+}
+
+int RemoteExit::shell_code() const noexcept {
+  switch (kind) {
+    case Kind::kExited:
+      return value;
+    case Kind::kSignaled:
+      return 128 + value;
+    default:
+      return 255;
+  }
+}
+
+std::string RemoteExit::describe() const {
+  switch (kind) {
+    case Kind::kExited:
+      return "exit code " + std::to_string(value);
+    case Kind::kSignaled:
+      return "killed by signal SIG" + message + " (" + std::to_string(value) + ")";
+    default:
+      return message;
+  }
+}
+
+RemoteCommand::RemoteCommand(LIBSSH2_SESSION* session, std::string where, std::string command,
+                             std::string input)
+    : session_(session),
+      where_(std::move(where)),
+      command_(std::move(command)),
+      pending_input_(std::move(input)) {}
+
+RemoteCommand::~RemoteCommand() = default;
+
+bool RemoteCommand::fail(int rc, const std::string& what) {
+  const bool was_running = started();
+  session_failed_ = is_session_error(rc);
+  result_.kind = was_running ? RemoteExit::Kind::kLostConnection : RemoteExit::Kind::kFailedToStart;
+  result_.message = (result_.kind == RemoteExit::Kind::kLostConnection
+                         ? "lost connection to host " + where_ + ": "
+                         : "cannot start the remote command on " + where_ + ": ") +
+                    what + ": " + last_error(session_);
+  state_ = State::kDone;
+  return true;
+}
+
+void RemoteCommand::abandon(const std::string& message) {
+  if (state_ == State::kDone) return;
+  result_ = {RemoteExit::Kind::kFailedToStart, 0, message};
+  state_ = State::kDone;
+}
+
+void RemoteCommand::write(std::string_view bytes) {
+  if (!input_eof_wanted_) pending_input_.append(bytes);
+}
+
+void RemoteCommand::close_input() {
+  input_eof_wanted_ = true;
+}
+
+bool RemoteCommand::step(bool may_open, const Sink& sink) {
+  switch (state_) {
+    case State::kOpening:
+      return step_open(may_open);
+    case State::kStarting:
+      return step_start();
+    case State::kRunning:
+      return step_io(sink);
+    case State::kClosing:
+      return step_close();
+    case State::kDone:
+      return false;
+  }
+  return false;
+}
+
+bool RemoteCommand::step_open(bool may_open) {
+  if (!may_open) return false;
+  channel_.reset(libssh2_channel_open_session(session_));
+  if (!channel_) {
+    const int rc = libssh2_session_last_errno(session_);
+    return rc == LIBSSH2_ERROR_EAGAIN ? false : fail(rc, "opening a channel");
+  }
+  state_ = State::kStarting;
+  return true;
+}
+
+bool RemoteCommand::step_start() {
+  const int rc = libssh2_channel_process_startup(channel_.get(), "exec", 4, command_.data(),
+                                                 static_cast<unsigned>(command_.size()));
+  if (rc == LIBSSH2_ERROR_EAGAIN) return false;
+  if (rc != 0) return fail(rc, "executing '" + command_ + "'");
+  state_ = State::kRunning;
+  started_ = true;
+  return true;
+}
+
+bool RemoteCommand::step_io(const Sink& sink) {
+  bool progress = false;
+  while (!pending_input_.empty()) {
+    const auto n =
+        libssh2_channel_write(channel_.get(), pending_input_.data(), pending_input_.size());
+    if (n == LIBSSH2_ERROR_EAGAIN) break;
+    if (n < 0) {
+      if (is_session_error(static_cast<int>(n))) return fail(static_cast<int>(n), "writing");
+      pending_input_.clear();  // the remote side closed its stdin: nothing to deliver to
+      break;
+    }
+    pending_input_.erase(0, static_cast<std::size_t>(n));
+    progress = true;
+  }
+  if (input_eof_wanted_ && !input_eof_sent_ && pending_input_.empty()) {
+    const int rc = libssh2_channel_send_eof(channel_.get());
+    if (rc != LIBSSH2_ERROR_EAGAIN) {
+      if (is_session_error(rc)) return fail(rc, "closing stdin");
+      input_eof_sent_ = true;
+      progress = true;
+    }
+  }
+  char buffer[32768];
+  for (const int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
+    for (;;) {
+      const auto n = libssh2_channel_read_ex(channel_.get(), stream, buffer, sizeof buffer);
+      if (n == LIBSSH2_ERROR_EAGAIN || n == 0) break;
+      if (n < 0) return fail(static_cast<int>(n), "reading output");
+      sink(stream == 0 ? OutputStream::kStdout : OutputStream::kStderr,
+           std::string_view(buffer, static_cast<std::size_t>(n)));
+      progress = true;
+    }
+  }
+  if (libssh2_channel_eof(channel_.get()) == 1) {
+    state_ = State::kClosing;
+    progress = true;
+  }
+  return progress;
+}
+
+bool RemoteCommand::step_close() {
+  int rc = libssh2_channel_close(channel_.get());
+  if (rc == LIBSSH2_ERROR_EAGAIN) return false;
+  if (rc == 0) rc = libssh2_channel_wait_closed(channel_.get());
+  if (rc == LIBSSH2_ERROR_EAGAIN) return false;
+  if (rc != 0 && is_session_error(rc)) return fail(rc, "waiting for the exit status");
+  char* signal_name = nullptr;
+  std::size_t signal_length = 0;
+  libssh2_channel_get_exit_signal(channel_.get(), &signal_name, &signal_length, nullptr, nullptr,
+                                  nullptr, nullptr);
+  if (signal_name != nullptr) {
+    const std::string name(signal_name, signal_length);
+    libssh2_free(session_, signal_name);
+    result_ = {RemoteExit::Kind::kSignaled, signal_from_ssh_name(name), name};
+  } else {
+    result_ = {RemoteExit::Kind::kExited, libssh2_channel_get_exit_status(channel_.get()), {}};
+  }
+  state_ = State::kDone;
+  return true;
+}
+
+}  // namespace hvdrun::launcher::ssh

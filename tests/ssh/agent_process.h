@@ -1,0 +1,44 @@
+// AgentProcess: the test agent binary (`--remote-agent`) run as a child with its stdin, stdout
+// and stderr on pipes, for the agent tests. Every wait is bounded.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace hvdrun::launcher::ssh::test {
+
+class AgentProcess {
+ public:
+  AgentProcess();   // starts TEST_AGENT --remote-agent
+  ~AgentProcess();  // SIGKILLs and reaps it if still running
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+
+  void write(const std::string& bytes);
+  void close_stdin();
+  // Reads stdout until it holds a full line (or the timeout); returns the line without '\n'.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout);
+  // Reads both streams to EOF and reaps the agent; nullopt on timeout. Returns the wait status.
+  std::optional<int> finish(std::chrono::milliseconds timeout);
+
+  const std::string& out() const { return out_; }
+  const std::string& err() const { return err_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  bool pump(int timeout_ms);
+  pid_t pid_ = -1;
+  int in_ = -1, out_fd_ = -1, err_fd_ = -1;
+  std::string out_, err_;
+  std::size_t line_start_ = 0;
+};
+
+// Whether process `pid` is gone (or a zombie nobody reaped yet).
+bool process_gone(pid_t pid);
+// Waits up to `timeout` for process_gone(pid).
+bool wait_gone(pid_t pid, std::chrono::milliseconds timeout);
+
+}  // namespace hvdrun::launcher::ssh::test

@@ -1,0 +1,307 @@
+// RemoteSpawner against the real test hosts: workers on two hosts with their environment
+// shipped, exit codes and signals, a missing directory or program, terminate, teardown on
+// destruction, host failures and a lost connection.
+#include "remote_spawn.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "agent_process.h"
+#include "test_hosts.h"
+
+namespace hvdrun::launcher::ssh {
+namespace {
+
+using namespace std::chrono_literals;
+using test::TempDir;
+using Clock = std::chrono::steady_clock;
+
+// Records the spawner's events (they arrive on host threads).
+class Recorder {
+ public:
+  RemoteEvents events() {
+    RemoteEvents e;
+    e.on_host_ready = [this](HostReady ready) { with_lock([&] { ready_[ready.host] = ready; }); };
+    e.on_host_failed = [this](HostFailed f) { with_lock([&] { failed_[f.host] = f; }); };
+    e.on_started = [this](int rank) { with_lock([&] { started_[rank] = true; }); };
+    e.on_output = [this](int rank, OutputStream stream, std::string bytes) {
+      with_lock([&] { (stream == OutputStream::kStdout ? out_ : err_)[rank] += bytes; });
+    };
+    e.on_exit = [this](int rank, RemoteExit exit) {
+      with_lock([&] { exits_.emplace(rank, exit); });
+    };
+    return e;
+  }
+
+  template <typename Predicate>
+  bool wait(Predicate predicate, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return predicate(*this); });
+  }
+  bool wait_ready(std::size_t hosts) {
+    return wait([&](Recorder& r) { return r.ready_.size() + r.failed_.size() == hosts; });
+  }
+  bool wait_exits(std::size_t count) {
+    return wait([&](Recorder& r) { return r.exits_.size() == count; });
+  }
+
+  // Read after a successful wait (events for those entries are complete).
+  std::map<std::size_t, HostReady> ready_;
+  std::map<std::size_t, HostFailed> failed_;
+  std::map<int, bool> started_;
+  std::map<int, std::string> out_, err_;
+  std::map<int, RemoteExit> exits_;
+
+ private:
+  template <typename F>
+  void with_lock(F f) {
+    {
+      std::lock_guard lock(mutex_);
+      f();
+    }
+    changed_.notify_all();
+  }
+  std::mutex mutex_;
+  std::condition_variable changed_;
+};
+
+RemoteSpawnOptions spawn_options(const std::string& home) {
+  RemoteSpawnOptions options;
+  options.ssh = test::host_options(home);
+  options.agent_path = TEST_AGENT;
+  options.start_timeout = 10s;
+  return options;
+}
+
+RemoteWorker shell_worker(int rank, const std::string& script, std::vector<std::string> env = {},
+                          const std::string& cwd = "/tmp") {
+  env.push_back("PATH=/usr/bin:/bin");
+  return {rank, {"/bin/sh", "-c", script}, std::move(env), cwd};
+}
+
+TEST(TestHostsSpawn, WorkersOnTwoHostsGetTheirEnvironmentAndExitCodes) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  const auto start = Clock::now();
+  RemoteSpawner spawner({{"", "hvdt-h1"}, {"root", "hvdt-h2"}}, spawn_options(home.path()),
+                        recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(2));
+  const auto connected = Clock::now() - start;
+  ASSERT_EQ(recorder.failed_.size(), 0u) << recorder.failed_.begin()->second.message;
+  EXPECT_EQ(recorder.ready_[0].local_addr, "10.213.0.1");
+  EXPECT_EQ(recorder.ready_[1].where, "hvdt-h2 (10.213.0.12:22)");
+  const std::string script = "echo \"$X $(hostname) $(pwd)\"; exit $CODE";
+  for (std::size_t host = 0; host < 2; ++host) {
+    std::vector<RemoteWorker> workers;
+    for (int local = 0; local < 2; ++local) {
+      const int rank = static_cast<int>(host) * 2 + local;
+      workers.push_back(
+          shell_worker(rank, script,
+                       {"X=shipped-" + std::to_string(rank), "CODE=" + std::to_string(rank + 10)}));
+    }
+    spawner.start_workers(host, std::move(workers));
+  }
+  ASSERT_TRUE(recorder.wait_exits(4));
+  std::printf("[timing] 2 hosts connected in %.1f ms, 4 workers done in %.1f ms\n",
+              std::chrono::duration<double, std::milli>(connected).count(),
+              std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string host = rank < 2 ? "hvdt-h1" : "hvdt-h2";
+    EXPECT_TRUE(recorder.started_[rank]);
+    EXPECT_EQ(recorder.out_[rank], "shipped-" + std::to_string(rank) + " " + host + " /tmp\n");
+    const RemoteExit& exit = recorder.exits_.at(rank);
+    EXPECT_EQ(exit.kind, RemoteExit::Kind::kExited) << exit.describe();
+    EXPECT_EQ(exit.value, rank + 10);
+  }
+}
+
+TEST(TestHostsSpawn, MissingDirectoryAndProgramAreReported) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  RemoteSpawner spawner({{"", "hvdt-h1"}}, spawn_options(home.path()), recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  spawner.start_workers(0, {shell_worker(0, "true", {}, "/nonexistent/hvdrun-cwd"),
+                            {1, {"hvdrun-no-such-program"}, {"PATH=/bin"}, "/"}});
+  ASSERT_TRUE(recorder.wait_exits(2));
+  EXPECT_EQ(recorder.exits_.at(0).shell_code(), 2);
+  EXPECT_EQ(recorder.err_[0],
+            "hvdrun remote agent on hvdt-h1: cannot change to working directory "
+            "'/nonexistent/hvdrun-cwd': No such file or directory\n");
+  EXPECT_EQ(recorder.exits_.at(1).shell_code(), 127);
+  EXPECT_EQ(recorder.err_[1], "cannot run 'hvdrun-no-such-program': No such file or directory\n");
+}
+
+// 800 KiB of environment: far more than fits one command line string (the kernel's 128 KiB
+// MAX_ARG_STRLEN, which `ssh host 'env A=... cmd'` hits), within what execve accepts.
+TEST(TestHostsSpawn, LargeEnvironmentReachesTheWorker) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  RemoteSpawner spawner({{"", "hvdt-h2"}}, spawn_options(home.path()), recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  std::vector<std::string> env;
+  for (int i = 0; i < 8; ++i)
+    env.push_back("BIG" + std::to_string(i) + "=" + std::string(100'000, 'v'));
+  for (int i = 0; i < 2000; ++i)
+    env.push_back("MANY_" + std::to_string(i) + "=" + std::to_string(i));
+  spawner.start_workers(0, {shell_worker(0, "echo ${#BIG7} $MANY_1999", std::move(env))});
+  ASSERT_TRUE(recorder.wait_exits(1));
+  EXPECT_EQ(recorder.err_[0], "");
+  EXPECT_EQ(recorder.out_[0], "100000 1999\n");
+  EXPECT_TRUE(recorder.exits_.at(0).success()) << recorder.exits_.at(0).describe();
+}
+
+TEST(TestHostsSpawn, TerminateSignalsOneRank) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  RemoteSpawner spawner({{"", "hvdt-h1"}, {"", "hvdt-h2"}}, spawn_options(home.path()),
+                        recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(2));
+  spawner.start_workers(0, {shell_worker(0, "echo up; exec sleep 30")});
+  spawner.start_workers(1, {shell_worker(1, "echo up; exec sleep 30")});
+  ASSERT_TRUE(
+      recorder.wait([](Recorder& r) { return r.out_[0] == "up\n" && r.out_[1] == "up\n"; }));
+  spawner.terminate(1, SIGTERM);
+  ASSERT_TRUE(recorder.wait_exits(1));
+  EXPECT_EQ(recorder.exits_.at(1).kind, RemoteExit::Kind::kSignaled);
+  EXPECT_EQ(recorder.exits_.at(1).value, SIGTERM);
+  spawner.terminate_all(SIGKILL);
+  ASSERT_TRUE(recorder.wait_exits(2));
+  EXPECT_EQ(recorder.exits_.at(0).describe(), "killed by signal SIGKILL (9)");
+}
+
+TEST(TestHostsSpawn, DestructionKillsRemoteWorkers) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  int pid = 0;
+  {
+    RemoteSpawner spawner({{"", "hvdt-h2"}}, spawn_options(home.path()), recorder.events());
+    ASSERT_TRUE(recorder.wait_ready(1));
+    spawner.start_workers(0, {shell_worker(0, "trap '' TERM; echo $$; while :; do sleep 1; done")});
+    ASSERT_TRUE(
+        recorder.wait([](Recorder& r) { return r.out_[0].find('\n') != std::string::npos; }));
+    pid = std::stoi(recorder.out_[0]);
+    ASSERT_FALSE(test::process_gone(pid));
+  }
+  EXPECT_TRUE(test::wait_gone(pid, 5s)) << "remote worker " << pid << " survived";
+  EXPECT_EQ(recorder.exits_.size(), 0u);  // no events once destruction began
+}
+
+TEST(TestHostsSpawn, UnreachableHostFailsAndItsWorkersFailToStart) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  RemoteSpawnOptions options = spawn_options(home.path());
+  options.ssh.port = 2;
+  RemoteSpawner spawner({{"", "hvdt-h1"}}, options, recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  ASSERT_EQ(recorder.failed_.count(0), 1u);
+  EXPECT_EQ(recorder.failed_[0].failure, SshFailure::kRefused);
+  spawner.start_workers(0, {shell_worker(5, "true")});
+  ASSERT_TRUE(recorder.wait_exits(1));
+  EXPECT_EQ(recorder.exits_.at(5).kind, RemoteExit::Kind::kFailedToStart);
+  EXPECT_NE(recorder.exits_.at(5).message.find("connection refused by SSH host hvdt-h1"),
+            std::string::npos);
+}
+
+// A TCP listener on the bridge address that accepts (in the kernel's backlog) and never speaks
+// SSH: a connect to it hangs in the SSH handshake.
+class MuteServer {
+ public:
+  MuteServer() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "10.213.0.1", &addr.sin_addr);
+    socklen_t len = sizeof addr;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 16) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("cannot listen on 10.213.0.1");
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~MuteServer() { ::close(fd_); }
+  MuteServer(const MuteServer&) = delete;
+  MuteServer& operator=(const MuteServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+TEST(TestHostsSpawn, HandshakeTimeoutIsReported) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  MuteServer mute;
+  Recorder recorder;
+  RemoteSpawnOptions options = spawn_options(home.path());
+  options.ssh.port = mute.port();
+  options.start_timeout = 300ms;
+  const auto start = Clock::now();
+  RemoteSpawner spawner({{"", "10.213.0.1"}}, options, recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  EXPECT_LT(Clock::now() - start, 2s);
+  ASSERT_EQ(recorder.failed_.count(0), 1u);
+  EXPECT_EQ(recorder.failed_[0].failure, SshFailure::kTimeout) << recorder.failed_[0].message;
+  EXPECT_NE(recorder.failed_[0].message.find(
+                "SSH handshake with 10.213.0.1 (10.213.0.1:" + std::to_string(mute.port()) + ")"),
+            std::string::npos)
+      << recorder.failed_[0].message;
+}
+
+TEST(TestHostsSpawn, DestructionDuringHandshakeIsPrompt) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  MuteServer mute;
+  Recorder recorder;
+  RemoteSpawnOptions options = spawn_options(home.path());
+  options.ssh.port = mute.port();
+  const auto start = Clock::now();
+  {
+    RemoteSpawner spawner({{"", "10.213.0.1"}}, options, recorder.events());
+    std::this_thread::sleep_for(200ms);  // in the handshake, which would wait 10 s
+  }
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(recorder.failed_.size(), 0u);  // cancelled silently
+}
+
+TEST(TestHostsSpawn, LostConnectionIsReportedPerRank) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  RemoteSpawner spawner({{"", "hvdt-h2"}}, spawn_options(home.path()), recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  spawner.start_workers(0, {shell_worker(3, "echo up; exec sleep 30")});
+  ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.out_[3] == "up\n"; }));
+  // Everything in the host but its listening sshd: the session's sshd, the agent, the worker.
+  std::ifstream pid_file(test::state_dir() + "/h2/sshd.pid");
+  int listener = 0;
+  pid_file >> listener;
+  for (const int pid : test::namespace_pids(2)) {
+    if (pid != listener) ::kill(pid, SIGKILL);
+  }
+  ASSERT_TRUE(recorder.wait_exits(1));
+  const RemoteExit& exit = recorder.exits_.at(3);
+  EXPECT_EQ(exit.kind, RemoteExit::Kind::kLostConnection) << exit.describe();
+  EXPECT_TRUE(exit.message.starts_with("lost connection to host hvdt-h2 (10.213.0.12:22)"))
+      << exit.message;
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher::ssh
