@@ -6,7 +6,7 @@
 //   4. gradients averaged by allreduce     9. verbose output on rank 0 only
 //   5. initial weights broadcast (rank 0) 10. final weights checked identical on all ranks
 // Flags: --epochs N --batch-size N (per rank) --lr F (per rank) --warmup-epochs N
-//        --samples N --checkpoint-dir DIR --seed N
+//        --samples N --checkpoint-dir DIR --seed N --gpu (train_gpu.cpp: CUDA + NCCL)
 #include <hvdrun/hvdrun.h>
 
 #include <algorithm>
@@ -22,56 +22,14 @@
 #include <vector>
 
 #include "mlp.h"
+#include "train_gpu.h"
+#include "train_options.h"
 
 namespace {
 
-struct Options {
-  int epochs = 5;
-  std::size_t batch_size = 64;
-  float lr = 0.05f;
-  int warmup_epochs = 1;
-  std::size_t samples = 32768;
-  std::size_t features = 32;
-  std::size_t hidden = 64;
-  std::size_t classes = 4;
-  std::string checkpoint_dir;
-  std::uint64_t seed = 42;
-};
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "train: flag %s needs a value\n", flag.c_str());
-      std::exit(2);
-    }
-    const std::string value = argv[++i];
-    if (flag == "--epochs")
-      o.epochs = std::stoi(value);
-    else if (flag == "--batch-size")
-      o.batch_size = std::stoul(value);
-    else if (flag == "--lr")
-      o.lr = std::stof(value);
-    else if (flag == "--warmup-epochs")
-      o.warmup_epochs = std::stoi(value);
-    else if (flag == "--samples")
-      o.samples = std::stoul(value);
-    else if (flag == "--checkpoint-dir")
-      o.checkpoint_dir = value;
-    else if (flag == "--seed")
-      o.seed = std::stoull(value);
-    else {
-      std::fprintf(stderr, "train: unknown flag %s\n", flag.c_str());
-      std::exit(2);
-    }
-  }
-  if (o.batch_size == 0 || o.epochs < 1 || o.samples == 0) {
-    std::fprintf(stderr, "train: --batch-size, --epochs and --samples must be positive\n");
-    std::exit(2);
-  }
-  return o;
-}
+using example::learning_rate;
+using example::Options;
+using example::parse;
 
 // Checkpoint file: epoch (int32) then the parameters (float32), replaced atomically.
 std::filesystem::path checkpoint_path(const Options& o) {
@@ -107,14 +65,6 @@ std::uint64_t fnv1a(std::span<const float> values) {
   return h;
 }
 
-// Warm-up: from the one-rank rate to the size-scaled rate over the first epochs (3).
-float learning_rate(const Options& o, std::size_t world, double epoch_progress) {
-  const float peak = o.lr * static_cast<float>(world);
-  if (o.warmup_epochs <= 0 || epoch_progress >= o.warmup_epochs) return peak;
-  const auto ramp = static_cast<float>(epoch_progress / o.warmup_epochs);
-  return o.lr + (peak - o.lr) * ramp;
-}
-
 struct Metrics {
   double loss = 0.0;
   double accuracy = 0.0;
@@ -138,6 +88,7 @@ Metrics evaluate(const example::Mlp& model, const example::Dataset& data) {
 
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
+  if (opt.gpu) return example::train_on_gpu(opt);
   hvdrun::InitGuard hvd;  // 1
   const int rank = hvdrun::rank();
   const auto world = static_cast<std::size_t>(hvdrun::size());

@@ -82,4 +82,10 @@ void Communicator::barrier() {
   ring_->barrier();
 }
 
+void Communicator::set_device_backend(std::unique_ptr<DeviceCollectives> device,
+                                      std::string reason) {
+  device_ = std::move(device);
+  backend_reason_ = std::move(reason);
+}
+
 }  // namespace hvdrun

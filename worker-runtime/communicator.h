@@ -1,13 +1,16 @@
-// A process's view of one generation of the job: its topology and the collective backend
-// (the TCP ring). The free functions of hvdrun.h delegate to the one Communicator held by
-// runtime.cpp; tests create several, one per thread, to play many ranks in one process.
+// A process's view of one generation of the job: its topology and the collective backends
+// (the TCP ring for host memory, the NCCL backend for device memory when chosen). The free
+// functions of hvdrun.h delegate to the one Communicator held by runtime.cpp; tests create
+// several, one per thread, to play many ranks in one process.
 // Thread rules: one thread at a time. Lifetime: one generation.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "device_collectives.h"
 #include "hvdrun/types.h"
 #include "tcp/ring.h"
 
@@ -37,9 +40,16 @@ class Communicator {
                                      std::vector<std::byte>& out);
   void barrier();
 
+  // The device-memory backend (null: CPU only) and the one-line reason for the choice.
+  void set_device_backend(std::unique_ptr<DeviceCollectives> device, std::string reason);
+  DeviceCollectives* device() noexcept { return device_.get(); }
+  const std::string& backend_reason() const noexcept { return backend_reason_; }
+
  private:
   Topology topology_;
   std::unique_ptr<tcp::Ring> ring_;
+  std::unique_ptr<DeviceCollectives> device_;  // destroyed before the ring
+  std::string backend_reason_ = "cpu (TCP ring)";
 };
 
 }  // namespace hvdrun

@@ -1,8 +1,10 @@
-// join_job(): rendezvous JOIN/ASSIGN, then the ring (see job.h).
+// join_job(): rendezvous JOIN/ASSIGN, then the ring, then the backend choice and the NCCL
+// communicator when chosen (see job.h).
 #include "job.h"
 
 #include <unistd.h>
 
+#include "backend_setup.h"
 #include "error_context.h"
 #include "hvdrun/error.h"
 #include "logging.h"
@@ -42,6 +44,7 @@ JobConnection join(const Options& options) {
                                           options.secret, assignment.generation, options.timeout);
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring));
+  attach_device_backend(*communicator, client.get(), options);
   runtime_log().info("rank {}/{} (local {}/{}, cross {}/{}) ready in {} ms", a.rank, a.size,
                      a.local_rank, a.local_size, a.cross_rank, a.cross_size,
                      duration_cast<milliseconds>(tcp::Clock::now() - start).count());
@@ -52,7 +55,15 @@ JobConnection join(const Options& options) {
 
 JobConnection join_job(const Options& options) {
   configure_runtime_log(options.log_level, options.hostname, options.rendezvous.empty() ? 0 : -1);
-  if (options.rendezvous.empty()) return {nullptr, Communicator::single_process()};
+  if (options.rendezvous.empty()) {
+    auto communicator = Communicator::single_process();
+    try {
+      attach_device_backend(*communicator, nullptr, options);
+    } catch (const Error&) {
+      rethrow_with_prefix(std::current_exception(), "hvdrun::init (world of one): ");
+    }
+    return {nullptr, std::move(communicator)};
+  }
   try {
     return join(options);
   } catch (const Error&) {

@@ -1,5 +1,6 @@
 // Joining the job at init(): rendezvous with the launcher's server, receive rank and peer
-// table, connect the TCP ring. Without a rendezvous address: a world of one process.
+// table, connect the TCP ring, choose the backend and start NCCL when chosen. Without a
+// rendezvous address: a world of one process (with NCCL on one GPU when chosen).
 #pragma once
 
 #include <memory>

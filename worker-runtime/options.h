@@ -1,6 +1,6 @@
 // Settings of libhvdrun, read once by init() from the HVDRUN_* environment (names in
-// rendezvous/env_names.h): rendezvous address, secret, slot, hostname, start timeout,
-// collective timeout, log level.
+// rendezvous/env_names.h and below): rendezvous address, secret, slot, hostname, start
+// timeout, collective timeout, log level, backend, GPU pinning and fusion.
 #pragma once
 
 #include <spdlog/common.h>
@@ -8,9 +8,25 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "nccl/backend_choice.h"
+#include "nccl/fusion_plan.h"
+
 namespace hvdrun {
+
+namespace env {
+// Read by libhvdrun only (the launcher passes them through the environment).
+// CUDA device for every local rank (default: local_rank % device count).
+inline constexpr const char* kGpuDevice = "HVDRUN_GPU_DEVICE";
+// 1: one GPU per local rank, an error when local ranks exceed devices.
+inline constexpr const char* kGpuExclusive = "HVDRUN_GPU_EXCLUSIVE";
+// Bytes up to which allreduce_many packs tensors into one collective (default 64 MiB; 0: off).
+inline constexpr const char* kFusionThreshold = "HVDRUN_FUSION_THRESHOLD";
+// allreduce_many strategy: pack or group.
+inline constexpr const char* kFusionMode = "HVDRUN_FUSION_MODE";
+}  // namespace env
 
 struct Options {
   std::string rendezvous;  // "host:port"; empty: not started by hvdrun, a world of one
@@ -20,6 +36,9 @@ struct Options {
   std::chrono::milliseconds start_timeout{30000};  // HVDRUN_START_TIMEOUT (seconds)
   std::chrono::milliseconds timeout{60000};        // HVDRUN_TIMEOUT (seconds)
   spdlog::level::level_enum log_level = spdlog::level::warn;
+  nccl::GpuRequest gpu;  // HVDRUN_BACKEND (cpu|nccl|auto), HVDRUN_GPU_DEVICE, HVDRUN_GPU_EXCLUSIVE
+  std::size_t fusion_threshold = nccl::kDefaultFusionThreshold;  // HVDRUN_FUSION_THRESHOLD
+  nccl::FusionMode fusion_mode = nccl::FusionMode::kPack;        // HVDRUN_FUSION_MODE
 };
 
 // Returns the value of an environment variable or nullptr.

@@ -1,7 +1,7 @@
-// The free functions of hvdrun.h. Process state: the one function-local static Context
-// below (the rendezvous client and the Communicator of this process), which the free-function
-// API needs exactly once per process; everything else lives in classes (Communicator, Ring)
-// that tests create per thread. Reads the HVDRUN_* environment at init() (options.h).
+// The free functions of hvdrun.h and hvdrun/device.h. Process state: the one function-local static
+// Context below (the rendezvous client and the Communicator of this process), which the
+// free-function API needs exactly once per process; everything else lives in classes (Communicator,
+// Ring) that tests create per thread. Reads the HVDRUN_* environment at init() (options.h).
 #include <memory>
 #include <string>
 
@@ -31,6 +31,16 @@ Communicator& communicator(const char* function) {
     throw UsageError(std::string("hvdrun::") + function + " called before hvdrun::init()");
   }
   return *ctx.communicator;
+}
+
+DeviceCollectives& device_backend(const char* function) {
+  Communicator& c = communicator(function);
+  if (c.device() == nullptr) {
+    throw BackendError(std::string("hvdrun::") + function +
+                       " on device memory needs the NCCL backend, but this process runs " +
+                       c.backend_reason());
+  }
+  return *c.device();
 }
 
 }  // namespace
@@ -88,6 +98,46 @@ std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType
 
 void barrier() {
   communicator("barrier").barrier();
+}
+
+bool has_gpu_backend() {
+  const Context& ctx = context();
+  return ctx.communicator && ctx.communicator->device() != nullptr;
+}
+
+int gpu_device() {
+  return has_gpu_backend() ? context().communicator->device()->device() : -1;
+}
+
+ncclComm* nccl_communicator() {
+  return has_gpu_backend() ? context().communicator->device()->native_comm() : nullptr;
+}
+
+void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+               CUstream_st* stream) {
+  device_backend("allreduce").allreduce(send, recv, count, dtype, op, stream);
+}
+
+void broadcast(void* buffer, std::size_t count, DataType dtype, int root, CUstream_st* stream) {
+  device_backend("broadcast").broadcast(buffer, count, dtype, root, stream);
+}
+
+void allgather(const void* send, void* recv, std::size_t count, DataType dtype,
+               CUstream_st* stream) {
+  device_backend("allgather").allgather(send, recv, count, dtype, stream);
+}
+
+void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
+                    ReduceOp op, CUstream_st* stream) {
+  device_backend("reduce_scatter").reduce_scatter(send, recv, recv_count, dtype, op, stream);
+}
+
+void barrier(CUstream_st* stream) {
+  device_backend("barrier").barrier(stream);
+}
+
+void allreduce_many(std::span<const DeviceTensor> tensors, ReduceOp op, CUstream_st* stream) {
+  device_backend("allreduce_many").allreduce_many(tensors, op, stream);
 }
 
 }  // namespace hvdrun

@@ -9,6 +9,10 @@
 // (HVDRUN_TIMEOUT seconds, default 60).
 //
 // Thread rules: init()/shutdown() and the collectives are called from one thread at a time.
+//
+// Backends: the functions below take host memory and always run on the TCP ring, also when
+// the NCCL backend is active (then they do not touch the GPU). Collectives on CUDA device
+// memory with a caller's stream are in device.h (included here); they need the NCCL backend.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "hvdrun/device.h"
 #include "hvdrun/error.h"
 #include "hvdrun/types.h"
 

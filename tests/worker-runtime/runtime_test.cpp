@@ -19,6 +19,7 @@
 #include "options.h"
 #include "ring_harness.h"
 #include "server.h"
+#include "server_thread.h"
 
 namespace hvdrun {
 namespace {
@@ -148,40 +149,6 @@ TEST(Options, MalformedValuesNameVariableAndValue) {
   no_secret["HVDRUN_SLOT"] = "0";
   EXPECT_NE(message(no_secret).find("HVDRUN_SECRET is not set"), std::string::npos);
 }
-
-// A rendezvous server on 127.0.0.1:0 run by a background io_context thread.
-class ServerThread {
- public:
-  ServerThread(int slots, std::chrono::milliseconds start_timeout) : guard_(io_.get_executor()) {
-    rdzv::ServerOptions options;
-    options.secret = std::string(test::kSecret);
-    for (int s = 0; s < slots; ++s) {
-      options.slots.push_back({s, s, slots, 0, 1, "localhost"});
-    }
-    options.start_timeout = start_timeout;
-    server_ = std::make_unique<rdzv::Server>(io_, options);
-    port_ = server_->port();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~ServerThread() {
-    std::promise<void> closed;
-    boost::asio::post(io_, [&] {
-      server_.reset();
-      closed.set_value();
-    });
-    closed.get_future().wait();
-    io_.stop();
-    thread_.join();
-  }
-  std::uint16_t port() const { return port_; }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::unique_ptr<rdzv::Server> server_;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
-};
 
 TEST(Job, RanksJoinThroughTheRendezvousAndReduce) {
   constexpr int n = 3;

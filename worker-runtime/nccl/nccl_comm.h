@@ -1,0 +1,60 @@
+// Owner of one non-blocking NCCL communicator (ncclConfig_t.blocking = 0): creation with a
+// deadline, settling of ncclInProgress results, completion waits that poll cudaEventQuery and
+// ncclCommGetAsyncError, and abort on any error or timeout. Messages name the operation, the
+// rank and NCCL's text. Thread rules: one thread at a time, with the comm's device current.
+// Lifetime: one generation; the destructor finalizes (bounded) or aborts.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <string>
+
+namespace hvdrun::nccl {
+
+using Clock = std::chrono::steady_clock;
+
+class NcclComm {
+ public:
+  // Joins the communicator of `id` as `rank` of `size` on the current device. Every rank
+  // calls it; returns when all have joined. On error or after `limit` the comm is aborted
+  // and BackendError / TimeoutError thrown. `timeout` bounds later collectives' waits.
+  static NcclComm create(const ncclUniqueId& id, int rank, int size,
+                         std::chrono::milliseconds limit);
+  NcclComm() = default;
+  ~NcclComm();
+  NcclComm(NcclComm&& other) noexcept;
+  NcclComm& operator=(NcclComm&& other) noexcept;
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  ncclComm_t get() const noexcept { return comm_; }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+
+  // Throws BackendError if an earlier failure aborted the communicator.
+  void check_usable(const char* op) const;
+  // For the result of an NCCL call: returns once it is no longer ncclInProgress; on error or
+  // at `deadline` aborts and throws.
+  void settle(ncclResult_t result, const char* op, Clock::time_point deadline);
+  // Returns once `event` has completed; aborts and throws on a CUDA error, an asynchronous
+  // NCCL error, or at `deadline` (TimeoutError naming `limit`).
+  void wait(cudaEvent_t event, const char* op, Clock::time_point deadline,
+            std::chrono::milliseconds limit);
+  // Aborts the communicator and throws BackendError "<op> (rank r of n): <what>".
+  [[noreturn]] void fail(const char* op, const std::string& what);
+
+ private:
+  NcclComm(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  std::string where(const char* op) const;
+  std::string nccl_error(ncclResult_t result) const;  // text + ncclGetLastError
+  void abort() noexcept;
+  void release() noexcept;
+
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0, size_ = 0;
+  std::string broken_;  // first failure, once aborted
+};
+
+}  // namespace hvdrun::nccl

@@ -1,0 +1,28 @@
+// Starting the NCCL backend at init(): the facts the backend choice needs (visible devices,
+// NCCL version, NCCL_MULTI_RANK_GPU_ENABLE), then device pinning, the unique id relayed by the
+// rendezvous key-value store (key "nccl_id", scoped by generation) and the communicator.
+#pragma once
+
+#include <memory>
+
+#include "client.h"
+#include "communicator.h"
+#include "device_collectives.h"
+#include "nccl/backend_choice.h"
+#include "options.h"
+
+namespace hvdrun::nccl {
+
+// Rendezvous key under which rank 0 posts the 128-byte ncclUniqueId.
+inline constexpr const char* kNcclIdKey = "nccl_id";
+
+DeviceFacts probe_devices();
+
+// Every rank calls it after choosing NCCL on `device`. Rank 0 creates the id (its bootstrap
+// root lives in this process) and posts it; the others fetch it within the start timeout.
+// `client` may be null only for a world of one. Errors keep their kind (BackendError,
+// TimeoutError, NetworkError, ...).
+std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, int device,
+                                                      rdzv::Client* client, const Options& options);
+
+}  // namespace hvdrun::nccl
