@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "cli_values.h"
 #include "hosts.h"
 #include "hvdrun/error.h"
 #include "placement.h"
@@ -20,8 +21,6 @@ namespace {
 namespace po = boost::program_options;
 
 constexpr std::string_view kUsage = "usage: hvdrun -np N [options] program [args...]";
-constexpr int kMaxStartTimeout = 86'400;
-constexpr double kMaxGracePeriod = 86'400;
 
 struct OptionInfo {
   std::string_view name;        // Program_options name; "--name" is a spelling if `long_form`
@@ -64,8 +63,18 @@ constexpr OptionInfo kOptions[] = {
      "any"},
     {"network-interfaces", "", "A,B", true, false, kNetwork,
      "network interfaces to use, comma-separated", "any"},
-    {"ssh-port", "-p", "P", true, false, kNetwork, "ssh port of the remote hosts", "ssh's own"},
-    {"ssh-identity-file", "-i", "FILE", true, false, kNetwork, "ssh private key file", "ssh's own"},
+    {"ssh-port", "-p", "P", true, false, kNetwork, "ssh port of the remote hosts",
+     "~/.ssh/config Port, else 22"},
+    {"ssh-identity-file", "-i", "FILE", true, false, kNetwork,
+     "private key tried after ssh-agent, before ~/.ssh/id_*", "~/.ssh/config IdentityFile"},
+    {"ssh-host-key-check", "", "yes|accept-new|no", true, false, kNetwork,
+     "check remote host keys against ~/.ssh/known_hosts; accept-new adds unknown hosts",
+     "accept-new"},
+    {"rendezvous-addr", "", "ADDR", true, false, kNetwork,
+     "address remote workers use to reach hvdrun (the rendezvous server binds it)",
+     "hvdrun's address on the route to each host"},
+    {"remote-hvdrun", "", "PATH", true, false, kNetwork, "path of hvdrun on the remote hosts",
+     "this hvdrun's own path"},
     {"help", "-h", "", true, false, kOther, "print this help and exit", ""},
     {"version", "-v", "", true, false, kOther, "print the version and exit", ""},
 };
@@ -262,99 +271,6 @@ std::string help_text() {
   return text;
 }
 
-// A whole number in [1, max] or a UsageError naming `what` ("-np 0", "--ssh-port x").
-int parse_count(std::string_view what, std::string_view text, int max, std::string_view meaning) {
-  long long value = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  const auto shown = std::string(what) + " " + std::string(text);
-  if (ptr != text.data() + text.size() ||
-      (ec != std::errc{} && ec != std::errc::result_out_of_range)) {
-    throw UsageError(std::string(what) + " " + quoted(text) + ": " + std::string(meaning) +
-                     " must be a whole number");
-  }
-  if (ec == std::errc::result_out_of_range ? !text.starts_with('-') : value > max) {
-    throw UsageError(shown + ": too large (at most " + std::to_string(max) + ")");
-  }
-  if (ec == std::errc::result_out_of_range || value < 1) {
-    throw UsageError(shown + ": " + std::string(meaning) + " must be at least 1");
-  }
-  return static_cast<int>(value);
-}
-
-std::chrono::milliseconds parse_grace(std::string_view what, std::string_view text) {
-  double seconds = 0;
-  const auto [ptr, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), seconds, std::chars_format::fixed);
-  if (ec != std::errc{} || ptr != text.data() + text.size() || !std::isfinite(seconds)) {
-    throw UsageError(std::string(what) + " " + quoted(text) + ": expected seconds, e.g. 5 or 0.5");
-  }
-  if (seconds < 0 || seconds > kMaxGracePeriod) {
-    throw UsageError(std::string(what) + " " + std::string(text) + ": must be between 0 and " +
-                     std::to_string(static_cast<int>(kMaxGracePeriod)) + " seconds");
-  }
-  return std::chrono::milliseconds(std::llround(seconds * 1000));
-}
-
-// HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.
-std::string parse_log_level(std::string_view what, std::string_view text) {
-  std::string lower(text);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::map<std::string, std::string, std::less<>> kLevels = {
-      {"trace", "trace"},       {"debug", "debug"}, {"info", "info"}, {"warn", "warn"},
-      {"warning", "warn"},      {"error", "error"}, {"err", "error"}, {"fatal", "critical"},
-      {"critical", "critical"}, {"off", "off"}};
-  if (const auto it = kLevels.find(lower); it != kLevels.end()) return it->second;
-  throw UsageError(std::string(what) + " " + quoted(text) +
-                   ": expected trace, debug, info, warn, error, critical or off "
-                   "(or TRACE, DEBUG, INFO, WARNING, ERROR, FATAL)");
-}
-
-bool is_env_name(std::string_view name) {
-  const auto ok = [](char c, bool first) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-           (!first && c >= '0' && c <= '9');
-  };
-  if (name.empty() || !ok(name.front(), true)) return false;
-  for (const char c : name.substr(1)) {
-    if (!ok(c, false)) return false;
-  }
-  return true;
-}
-
-EnvForward parse_env_forward(std::string_view text,
-                             const std::map<std::string, std::string>& environment) {
-  const auto eq = text.find('=');
-  EnvForward entry{std::string(text.substr(0, eq)), std::nullopt};
-  if (!is_env_name(entry.name)) {
-    throw UsageError("-x " + quoted(text) + ": " + quoted(entry.name) +
-                     " is not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
-  }
-  if (eq != std::string_view::npos) {
-    entry.value = std::string(text.substr(eq + 1));
-  } else if (!environment.contains(entry.name)) {
-    throw UsageError("-x " + entry.name + ": " + entry.name +
-                     " is not set in hvdrun's environment (use -x " + entry.name + "=VALUE)");
-  }
-  return entry;
-}
-
-void add_interfaces(std::vector<std::string>& out, std::string_view what, std::string_view text) {
-  std::size_t pos = 0;
-  bool any = false;
-  while (pos <= text.size()) {
-    const auto comma = std::min(text.find(',', pos), text.size());
-    auto item = text.substr(pos, comma - pos);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.empty()) {
-      any = true;
-      if (std::find(out.begin(), out.end(), item) == out.end()) out.emplace_back(item);
-    }
-    pos = comma + 1;
-  }
-  if (!any) throw UsageError(std::string(what) + " " + quoted(text) + ": no interface named");
-}
-
 }  // namespace
 
 namespace {
@@ -410,6 +326,13 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
     spec.ssh_port = parse_count(parsed.spelled("ssh-port"), *v, 65535, "the port");
   }
   spec.ssh_identity_file = parsed.value("ssh-identity-file").value_or("");
+  if (const auto v = parsed.value("ssh-host-key-check")) {
+    spec.ssh_host_key_check = parse_host_key_check(parsed.spelled("ssh-host-key-check"), *v);
+  }
+  if (const auto v = parsed.value("rendezvous-addr")) {
+    spec.rendezvous_addr = parse_rendezvous_addr(parsed.spelled("rendezvous-addr"), *v);
+  }
+  spec.remote_hvdrun = parsed.value("remote-hvdrun").value_or("");
   for (const auto& v : parsed.values("x"))
     spec.env_forward.push_back(parse_env_forward(v, environment));
 }

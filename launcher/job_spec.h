@@ -11,8 +11,8 @@ namespace hvdrun::launcher {
 
 // One host entry from -H or a host file.
 struct HostSpec {
-  std::string user;    // from "user@host"; empty = current user
-  std::string name;    // host name or address as written (IPv6 without brackets)
+  std::string user;  // from "user@host"; empty = current user
+  std::string name;  // host name or address as written (IPv6 without brackets)
   int slots = 1;
   std::string origin;  // where it was written, for messages: "-H" or "hosts.txt:3"
   bool operator==(const HostSpec&) const = default;
@@ -26,19 +26,22 @@ struct EnvForward {
 };
 
 struct JobSpec {
-  int num_proc = 0;                 // exactly this many workers
-  std::vector<HostSpec> hosts;      // in the order given; default localhost:num_proc
-  std::vector<std::string> command; // program and its arguments
-  std::chrono::seconds start_timeout{30};       // --start-timeout / HOROVOD_START_TIMEOUT
-  std::chrono::milliseconds grace_period{5000}; // --grace-period (seconds on the CLI)
-  std::optional<std::string> output_dir;        // --output-filename
-  bool prefix_timestamp = false;                // --prefix-output-with-timestamp
-  bool verbose = false;                         // --verbose
-  std::string log_level = "warn";               // --log-level / HVDRUN_LOG_LEVEL
-  std::vector<std::string> network_interfaces;  // --network-interface(s), stored for SSH
-  std::vector<EnvForward> env_forward;          // -x
-  int ssh_port = 0;                             // -p/--ssh-port (0 = default); SSH issue
-  std::string ssh_identity_file;                // -i/--ssh-identity-file; SSH issue
+  int num_proc = 0;                               // exactly this many workers
+  std::vector<HostSpec> hosts;                    // in the order given; default localhost:num_proc
+  std::vector<std::string> command;               // program and its arguments
+  std::chrono::seconds start_timeout{30};         // --start-timeout / HOROVOD_START_TIMEOUT
+  std::chrono::milliseconds grace_period{5000};   // --grace-period (seconds on the CLI)
+  std::optional<std::string> output_dir;          // --output-filename
+  bool prefix_timestamp = false;                  // --prefix-output-with-timestamp
+  bool verbose = false;                           // --verbose
+  std::string log_level = "warn";                 // --log-level / HVDRUN_LOG_LEVEL
+  std::vector<std::string> network_interfaces;    // --network-interface(s): rendezvous address
+  std::vector<EnvForward> env_forward;            // -x
+  int ssh_port = 0;                               // -p/--ssh-port (0 = ~/.ssh/config, else 22)
+  std::string ssh_identity_file;                  // -i/--ssh-identity-file
+  std::string ssh_host_key_check = "accept-new";  // --ssh-host-key-check yes|accept-new|no
+  std::string rendezvous_addr;  // --rendezvous-addr; empty: per host, the route's address
+  std::string remote_hvdrun;    // --remote-hvdrun; empty: this hvdrun's own path
 };
 
 }  // namespace hvdrun::launcher

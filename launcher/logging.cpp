@@ -1,5 +1,5 @@
-// Launcher loggers (pattern "[time] [hvdrun pid] [logger] [level] message") and the
-// unprefixed user-facing lines (logging.h).
+// Launcher loggers "launcher", "rdzv" and "ssh" (pattern "[time] [hvdrun pid] [logger] [level]
+// message") and the unprefixed user-facing lines (logging.h).
 #include "logging.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -14,8 +14,9 @@ namespace hvdrun::launcher {
 void setup_logging(const std::string& level) {
   auto parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off") parsed = spdlog::level::warn;
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
-  for (const char* name : {"launcher", "rdzv"}) {
+  // One thread-safe sink: "ssh" logs from the host threads of the remote spawner.
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  for (const char* name : {"launcher", "rdzv", "ssh"}) {
     spdlog::drop(name);
     auto logger = std::make_shared<spdlog::logger>(name, sink);
     logger->set_pattern("[%H:%M:%S.%e] [hvdrun %P] [%n] [%l] %v");

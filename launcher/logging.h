@@ -1,4 +1,4 @@
-// The launcher's own output: spdlog loggers "launcher" and "rdzv" on stderr (level from
+// The launcher's own output: spdlog loggers "launcher", "rdzv" and "ssh" on stderr (level from
 // --log-level / HVDRUN_LOG_LEVEL, JobSpec::log_level), and the unprefixed "hvdrun: ..." lines
 // a user reads (failures, --verbose phases).
 #pragma once

@@ -1,16 +1,20 @@
-// hvdrun's entry point: argv and environment -> JobSpec (cli.h) -> help, version, or the job
-// (supervisor.h). The only place that maps errors to exit statuses: usage 2, others 1.
+// hvdrun's entry point: `hvdrun --remote-agent` (the remote side of an SSH launch,
+// remote_agent.h) first; otherwise argv and environment -> JobSpec (cli.h) -> help, version,
+// or the job (supervisor.h). The only place that maps errors to exit statuses: usage 2,
+// others 1.
 #include <signal.h>
 
 #include <cstdio>
 #include <exception>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli.h"
 #include "hvdrun/error.h"
 #include "process.h"
+#include "remote_agent.h"
 #include "supervisor.h"
 
 extern char** environ;
@@ -36,6 +40,9 @@ int fail(const char* message, int status) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--remote-agent") {
+    return hvdrun::launcher::ssh::run_remote_agent(0, 1, 2);
+  }
   hvdrun::launcher::ensure_standard_fds();
   ::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher
   try {

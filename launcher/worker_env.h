@@ -14,7 +14,7 @@
 namespace hvdrun::launcher {
 
 struct RendezvousInfo {
-  std::string addr;         // address workers connect to
+  std::string addr;  // address workers connect to
   std::uint16_t port = 0;
   std::string secret;
   std::string master_addr;  // MASTER_ADDR for torch (rank 0's host address)

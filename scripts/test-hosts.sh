@@ -13,6 +13,10 @@
 # only authorized key), known_hosts, ssh_config (`ssh -F <state>/ssh_config hvdt-h1`), count,
 # and h<i>/ with sshd_config, host key, pid file and log. /etc/hosts gets one line per host,
 # ending in "# hvdrun-test-hosts".
+#
+# The hosts share this machine's file system, except $PRIVATE (/tmp/hvdt-private): each sshd
+# runs in its own mount namespace with an empty tmpfs there, so a directory made under it on
+# this machine does not exist on the hosts (for "working directory missing" tests).
 set -euo pipefail
 
 STATE=${HVDRUN_TEST_HOSTS_DIR:-/tmp/hvdrun-test-hosts}
@@ -21,6 +25,7 @@ NET=10.213.0
 MARK='# hvdrun-test-hosts'
 SSHD=/usr/sbin/sshd
 MAX_HOSTS=64
+PRIVATE=/tmp/hvdt-private
 
 die() { echo "test-hosts.sh: $*" >&2; exit 1; }
 addr() { echo "$NET.$((10 + $1))"; }
@@ -107,8 +112,10 @@ start_sshd() {
   dir=$(host_dir "$i")
   rm -f "$dir/sshd.pid"
   # sshd binds, daemonizes, then writes its pid file: once the file exists it accepts.
-  ip netns exec "hvdt$i" unshare --uts sh -c \
-    "hostname $(host_name "$i") && exec $SSHD -f '$dir/sshd_config' -E '$dir/sshd.log'"
+  mkdir -p "$PRIVATE"
+  ip netns exec "hvdt$i" unshare --uts --mount --propagation private sh -c \
+    "mount -t tmpfs -o size=1m,mode=1777 hvdt-private '$PRIVATE' && hostname $(host_name "$i") &&
+     exec $SSHD -f '$dir/sshd_config' -E '$dir/sshd.log'"
   local _
   for _ in $(seq 200); do
     [[ -s $dir/sshd.pid ]] && return 0

@@ -18,6 +18,15 @@
 namespace hvdrun::launcher::ssh {
 namespace {
 
+// "10.213.0.11:22" -> "10.213.0.11"; "[fd00::1]:22" -> "fd00::1".
+std::string address_without_port(const std::string& peer) {
+  const auto colon = peer.rfind(':');
+  std::string addr = colon == std::string::npos ? peer : peer.substr(0, colon);
+  if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']')
+    addr = addr.substr(1, addr.size() - 2);
+  return addr;
+}
+
 std::string ms_since(Clock::time_point start) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f ms",
@@ -221,7 +230,7 @@ void HostLink::run() {
     session.emplace(SshSession::connect(target, options_.ssh, deadline_, &canceller_));
   } catch (const SshError& e) {
     if (!stopping()) {
-      ssh_logger()->error("{}", e.what());
+      ssh_logger()->info("{}", e.what());  // the supervisor reports it
       events_.on_host_failed({index_, e.failure(), e.what()});
     }
     fail_queued(e.what());
@@ -231,8 +240,9 @@ void HostLink::run() {
                      describe_phases(session->phases()));
   if (!session->host_key_note().empty()) ssh_logger()->warn("{}", session->host_key_note());
   if (!stopping()) {
-    events_.on_host_ready({index_, session->where(), session->local_addr(), target.user,
-                           session->phases(), session->host_key_note()});
+    events_.on_host_ready({index_, session->where(), session->local_addr(),
+                           address_without_port(session->peer()), target.user, session->phases(),
+                           session->host_key_note()});
   }
   serve(*session);
 }

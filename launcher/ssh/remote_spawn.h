@@ -46,10 +46,11 @@ struct RemoteSpawnOptions {
 };
 
 struct HostReady {
-  std::size_t host = 0;    // index into the hosts given to the spawner
-  std::string where;       // "hvdt-h1 (10.213.0.11:22)"
-  std::string local_addr;  // this machine's address on the route to the host
-  std::string user;        // the remote user
+  std::size_t host = 0;     // index into the hosts given to the spawner
+  std::string where;        // "hvdt-h1 (10.213.0.11:22)"
+  std::string local_addr;   // this machine's address on the route to the host
+  std::string remote_addr;  // the host's address as connected to ("10.213.0.11"), no port
+  std::string user;         // the remote user
   std::vector<SshPhase> phases;
   std::string host_key_note;  // non-empty when known_hosts was changed or not checked
 };

@@ -72,7 +72,7 @@ TEST(Failure, UsageErrorsExitTwoWithOneLine) {
       {"--no-such-flag", "-np", "1", "/bin/true"},
       {"-np", "0", "/bin/true"},
       {"-np", "2"},
-      {"-np", "1", "-H", "192.0.2.1:1", "/bin/true"},
+      {"-np", "1", "--ssh-host-key-check", "maybe", "/bin/true"},
   };
   for (const auto& args : cases) {
     auto r = run_hvdrun(args);
@@ -81,11 +81,6 @@ TEST(Failure, UsageErrorsExitTwoWithOneLine) {
     EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
     EXPECT_EQ(r.out, "");
   }
-  auto remote = run_hvdrun({"-np", "1", "-H", "192.0.2.1:1", "/bin/true"});
-  EXPECT_TRUE(contains(remote.err,
-                       "host '192.0.2.1' (from -H) is not this machine; SSH launching "
-                       "is not enabled yet"))
-      << remote.err;
 }
 
 }  // namespace

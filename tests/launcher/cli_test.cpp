@@ -310,6 +310,26 @@ TEST(Cli, SshPortRange) {
   EXPECT_THAT(error_of({"--ssh-port", "70000", "-np", "1", "p"}), HasSubstr("--ssh-port 70000"));
 }
 
+TEST(Cli, SshHostKeyCheckRendezvousAddrAndRemoteHvdrun) {
+  const auto defaults = spec_of({"-np", "1", "p"});
+  EXPECT_EQ(defaults.ssh_host_key_check, "accept-new");
+  EXPECT_EQ(defaults.rendezvous_addr, "");
+  EXPECT_EQ(defaults.remote_hvdrun, "");
+  for (const auto* policy : {"yes", "accept-new", "no"}) {
+    EXPECT_EQ(spec_of({"--ssh-host-key-check", policy, "-np", "1", "p"}).ssh_host_key_check,
+              policy);
+  }
+  EXPECT_THAT(error_of({"--ssh-host-key-check", "maybe", "-np", "1", "p"}),
+              HasSubstr("--ssh-host-key-check 'maybe': expected yes"));
+  const auto spec = spec_of({"--rendezvous-addr", "[fd00::1]", "--remote-hvdrun",
+                             "/opt/hvdrun/bin/hvdrun", "-np", "1", "p"});
+  EXPECT_EQ(spec.rendezvous_addr, "fd00::1");
+  EXPECT_EQ(spec.remote_hvdrun, "/opt/hvdrun/bin/hvdrun");
+  EXPECT_EQ(spec_of({"--rendezvous-addr=10.0.0.1", "-np", "1", "p"}).rendezvous_addr, "10.0.0.1");
+  EXPECT_THAT(error_of({"--rendezvous-addr", "10.0.0.1 x", "-np", "1", "p"}),
+              HasSubstr("--rendezvous-addr '10.0.0.1 x'"));
+}
+
 TEST(Cli, HostErrorsComeThrough) {
   EXPECT_THAT(error_of({"-H", "a:x", "p"}), HasSubstr("bad slot count 'x'"));
   EXPECT_THAT(error_of({"--hostfile", "/nonexistent/hvdrun-hosts", "p"}),
@@ -327,7 +347,8 @@ TEST(Cli, HelpListsEveryFlagWithDefaults) {
         "--grace-period S", "--output-filename DIR",
         "-prefix-timestamp, --prefix-output-with-timestamp", "--verbose", "--log-level L",
         "--network-interface X", "--network-interfaces A,B", "-x NAME[=VALUE]", "-p, --ssh-port P",
-        "-i, --ssh-identity-file FILE", "-v, --version", "-h, --help"}) {
+        "-i, --ssh-identity-file FILE", "--ssh-host-key-check yes|accept-new|no",
+        "--rendezvous-addr ADDR", "--remote-hvdrun PATH", "-v, --version", "-h, --help"}) {
     EXPECT_THAT(text, HasSubstr(spelling));
   }
   EXPECT_THAT(text, HasSubstr("(default: $HOROVOD_START_TIMEOUT, else 30)"));

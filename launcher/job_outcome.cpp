@@ -1,0 +1,95 @@
+// RankEnd, the job's exit status and its failure summary (job_outcome.h).
+#include "job_outcome.h"
+
+#include "logging.h"
+
+namespace hvdrun::launcher {
+
+RankEnd RankEnd::from_local(ExitStatus status, std::string cause) {
+  const auto kind = status.kind == ExitStatus::Kind::kExited ? Kind::kExited : Kind::kSignaled;
+  return {kind, status.value, std::move(cause)};
+}
+
+RankEnd RankEnd::from_remote(const ssh::RemoteExit& exit) {
+  using K = ssh::RemoteExit::Kind;
+  switch (exit.kind) {
+    case K::kExited:
+      return {Kind::kExited, exit.value, {}};
+    case K::kSignaled:
+      if (exit.value != 0) return {Kind::kSignaled, exit.value, {}};
+      return {Kind::kFailed, 0, "killed by signal " + exit.message};
+    case K::kFailedToStart:
+    case K::kLostConnection:
+      return {Kind::kFailed, 0, exit.message};
+  }
+  return {Kind::kFailed, 0, exit.message};
+}
+
+int RankEnd::shell_code() const noexcept {
+  switch (kind) {
+    case Kind::kExited:
+      return value;
+    case Kind::kSignaled:
+      return 128 + value;
+    case Kind::kFailed:
+      return 255;
+  }
+  return 255;
+}
+
+std::string RankEnd::describe() const {
+  switch (kind) {
+    case Kind::kExited:
+    case Kind::kSignaled: {
+      const auto status =
+          kind == Kind::kExited ? ExitStatus::exited(value) : ExitStatus::signaled(value);
+      return status.describe() + (message.empty() ? "" : " (" + message + ")");
+    }
+    case Kind::kFailed:
+      return message;
+  }
+  return message;
+}
+
+std::string RankEnd::what_happened() const {
+  if (kind == Kind::kExited) return "exited with code " + std::to_string(value);
+  if (kind == Kind::kSignaled) return "was " + ExitStatus::signaled(value).describe();
+  return "failed: " + message;
+}
+
+int outcome_exit_status(const std::optional<Outcome>& outcome,
+                        const std::vector<std::optional<RankEnd>>& ends) {
+  if (!outcome) return 0;
+  switch (outcome->kind) {
+    case Outcome::Kind::kWorkerFailed:
+      return ends[static_cast<std::size_t>(outcome->rank)]->shell_code();
+    case Outcome::Kind::kInterrupted:
+      return 128 + outcome->signo;
+    case Outcome::Kind::kJobError:
+      return 1;
+    case Outcome::Kind::kHostFailed:
+      return 255;
+  }
+  return 1;
+}
+
+void print_outcome_summary(const std::optional<Outcome>& outcome,
+                           const std::vector<std::optional<RankEnd>>& ends,
+                           const std::vector<Slot>& slots, const OutputSink& sink) {
+  if (!outcome || outcome->kind == Outcome::Kind::kInterrupted) return;
+  if (outcome->kind != Outcome::Kind::kWorkerFailed) {
+    note("job failed: " + outcome->message);
+    return;
+  }
+  const auto rank = outcome->rank;
+  const auto& slot = slots[static_cast<std::size_t>(rank)];
+  note("job failed: first failure was rank " + std::to_string(rank) + " on " + slot.host + ": " +
+       ends[static_cast<std::size_t>(rank)]->describe());
+  const auto& tail = sink.last_stderr_lines(rank);
+  if (tail.empty()) return;
+  std::string text = "last stderr lines of rank " + std::to_string(rank) + ":";
+  for (const auto& line : tail) text += "\n    " + line;
+  note(text);
+}
+
+}  // namespace hvdrun::launcher

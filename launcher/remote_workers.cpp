@@ -1,0 +1,125 @@
+// RemoteWorkers (remote_workers.h): the RemoteSpawner's events, posted to the io thread, turned
+// into output lines, --verbose phase lines and rank ends.
+#include "remote_workers.h"
+
+#include "logging.h"
+
+namespace hvdrun::launcher {
+
+namespace asio = boost::asio;
+
+ssh::SshOptions job_ssh_options(const JobSpec& spec,
+                                const std::map<std::string, std::string>& environment) {
+  auto options = ssh::ssh_options_from_environment(environment);
+  options.port = spec.ssh_port;
+  options.identity_file = spec.ssh_identity_file;
+  if (const auto policy = ssh::parse_host_key_policy(spec.ssh_host_key_check)) {
+    options.host_key_policy = *policy;
+  }
+  return options;
+}
+
+RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSpec& spec,
+                             const std::vector<std::size_t>& hosts,
+                             const std::map<std::string, std::string>& environment,
+                             Callbacks callbacks)
+    : io_(io), sink_(sink), spec_(spec), hosts_(hosts), callbacks_(std::move(callbacks)) {
+  std::vector<ssh::RemoteHost> targets;
+  targets.reserve(hosts_.size());
+  for (const auto index : hosts_)
+    targets.push_back({spec.hosts[index].user, spec.hosts[index].name});
+  ssh::RemoteSpawnOptions options;
+  options.ssh = job_ssh_options(spec, environment);
+  options.agent_path = spec.remote_hvdrun;
+  options.start_timeout = spec.start_timeout;
+  spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
+                                                  posting_events());
+}
+
+RemoteWorkers::~RemoteWorkers() {
+  close();
+}
+
+// Each event is copied onto the io thread; `closed_` drops those that arrive after close().
+ssh::RemoteEvents RemoteWorkers::posting_events() {
+  ssh::RemoteEvents events;
+  events.on_host_ready = [this](ssh::HostReady ready) {
+    asio::post(io_, [this, ready = std::move(ready)]() mutable {
+      if (!closed_) callbacks_.on_host_ready(hosts_[ready.host], std::move(ready));
+    });
+  };
+  events.on_host_failed = [this](ssh::HostFailed failed) {
+    asio::post(io_, [this, failed = std::move(failed)]() mutable {
+      if (!closed_) callbacks_.on_host_failed(hosts_[failed.host], std::move(failed));
+    });
+  };
+  events.on_started = [this](int rank) {
+    asio::post(io_, [this, rank] {
+      if (!closed_) on_started(rank);
+    });
+  };
+  events.on_output = [this](int rank, ssh::OutputStream stream, std::string bytes) {
+    asio::post(io_, [this, rank, stream, bytes = std::move(bytes)] {
+      if (!closed_) on_output(rank, stream, bytes);
+    });
+  };
+  events.on_exit = [this](int rank, ssh::RemoteExit exit) {
+    asio::post(io_, [this, rank, exit = std::move(exit)] {
+      if (!closed_) on_exit(rank, exit);
+    });
+  };
+  return events;
+}
+
+void RemoteWorkers::start(std::size_t host, std::vector<ssh::RemoteWorker> workers) {
+  if (closed_ || workers.empty()) return;
+  std::size_t spawner_index = 0;
+  while (spawner_index < hosts_.size() && hosts_[spawner_index] != host) ++spawner_index;
+  for (const auto& worker : workers) {
+    rank_host_[worker.rank] = host;
+    output_[worker.rank];
+  }
+  starting_[host] = {workers.size(), 0, std::chrono::steady_clock::now()};
+  spawner_->start_workers(spawner_index, std::move(workers));
+}
+
+void RemoteWorkers::on_started(int rank) {
+  const auto host = rank_host_.at(rank);
+  auto& progress = starting_[host];
+  if (++progress.started == progress.workers && spec_.verbose) {
+    note(spec_.hosts[host].name + ": started " + std::to_string(progress.workers) +
+         (progress.workers == 1 ? " worker" : " workers") + " in " + millis_since(progress.since));
+  }
+}
+
+void RemoteWorkers::on_output(int rank, ssh::OutputStream stream, const std::string& bytes) {
+  auto it = output_.find(rank);
+  if (it == output_.end()) return;
+  const bool is_out = stream == ssh::OutputStream::kStdout;
+  const auto kind = is_out ? StreamKind::kStdout : StreamKind::kStderr;
+  auto& splitter = is_out ? it->second.out : it->second.err;
+  splitter.feed(bytes, [&](std::string_view chunk) { sink_.write(rank, kind, chunk); });
+}
+
+void RemoteWorkers::on_exit(int rank, const ssh::RemoteExit& exit) {
+  if (auto it = output_.find(rank); it != output_.end()) {
+    it->second.out.finish(
+        [&](std::string_view chunk) { sink_.write(rank, StreamKind::kStdout, chunk); });
+    it->second.err.finish(
+        [&](std::string_view chunk) { sink_.write(rank, StreamKind::kStderr, chunk); });
+    output_.erase(it);
+  }
+  callbacks_.on_exit(rank, RankEnd::from_remote(exit));
+}
+
+void RemoteWorkers::terminate_all(int signo) {
+  if (!closed_) spawner_->terminate_all(signo);
+}
+
+void RemoteWorkers::close() {
+  if (closed_) return;
+  closed_ = true;
+  spawner_.reset();
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,80 @@
+// The workers on other hosts: one RemoteSpawner (ssh/remote_spawn.h) per job, its events
+// posted from the host threads onto the io_context, their output cut into lines and written
+// through the same OutputSink as local output, their ends reported as RankEnds. Reads JobSpec:
+// ssh_port, ssh_identity_file, ssh_host_key_check, remote_hvdrun, start_timeout, verbose.
+// Lifetime: owned by the supervisor, used on the io thread only; close() (or destruction)
+// closes every SSH session, and the remote agents then kill their workers.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "job_outcome.h"
+#include "job_spec.h"
+#include "output.h"
+#include "remote_spawn.h"
+
+namespace hvdrun::launcher {
+
+class RemoteWorkers {
+ public:
+  // Host indices here are indices into JobSpec::hosts.
+  struct Callbacks {
+    std::function<void(std::size_t host, ssh::HostReady ready)> on_host_ready;
+    std::function<void(std::size_t host, ssh::HostFailed failed)> on_host_failed;
+    std::function<void(int rank, RankEnd end)> on_exit;
+  };
+
+  // Connects to `hosts` (indices into spec.hosts) at once, in parallel.
+  RemoteWorkers(boost::asio::io_context& io, OutputSink& sink, const JobSpec& spec,
+                const std::vector<std::size_t>& hosts,
+                const std::map<std::string, std::string>& environment, Callbacks callbacks);
+  ~RemoteWorkers();
+  RemoteWorkers(const RemoteWorkers&) = delete;
+  RemoteWorkers& operator=(const RemoteWorkers&) = delete;
+
+  // Starts workers on a host after its on_host_ready.
+  void start(std::size_t host, std::vector<ssh::RemoteWorker> workers);
+  void terminate_all(int signo);
+  // Closes every session now (joins the host threads); later events are dropped.
+  void close();
+
+ private:
+  struct RankOutput {
+    LineSplitter out;
+    LineSplitter err;
+  };
+  struct HostStart {
+    std::size_t workers = 0;
+    std::size_t started = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  ssh::RemoteEvents posting_events();
+  void on_output(int rank, ssh::OutputStream stream, const std::string& bytes);
+  void on_started(int rank);
+  void on_exit(int rank, const ssh::RemoteExit& exit);
+
+  boost::asio::io_context& io_;
+  OutputSink& sink_;
+  const JobSpec& spec_;
+  std::vector<std::size_t> hosts_;  // spawner index -> JobSpec::hosts index
+  Callbacks callbacks_;
+  std::map<int, RankOutput> output_;
+  std::map<int, std::size_t> rank_host_;       // rank -> JobSpec::hosts index
+  std::map<std::size_t, HostStart> starting_;  // JobSpec::hosts index -> progress
+  bool closed_ = false;
+  std::unique_ptr<ssh::RemoteSpawner> spawner_;  // last: its events use the members above
+};
+
+// The SSH client options of a job: the environment's (HOME, USER, SSH_AUTH_SOCK) with -p, -i
+// and --ssh-host-key-check applied.
+ssh::SshOptions job_ssh_options(const JobSpec& spec,
+                                const std::map<std::string, std::string>& environment);
+
+}  // namespace hvdrun::launcher

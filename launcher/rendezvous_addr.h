@@ -1,0 +1,31 @@
+// Which address the rendezvous server binds and which addresses the workers are given.
+//   - Only local hosts: bind 127.0.0.1; workers use 127.0.0.1 (or --rendezvous-addr).
+//   - Some remote host: bind --rendezvous-addr, else the address of the first
+//     --network-interface, else 0.0.0.0. Workers use that address when given; otherwise a
+//     remote host's workers use hvdrun's address on the route to that host (the local address
+//     of its SSH connection), and the local workers use the one of the first remote host, so
+//     that the address their TCP ring advertises (the local address of their rendezvous
+//     connection) is reachable from the other hosts.
+//   - MASTER_ADDR: rank 0's host as the worker reaches it: rank 0 on this machine -> the
+//     worker's own rendezvous address; rank 0 remote -> that host's connected address.
+#pragma once
+
+#include <string>
+
+#include "job_spec.h"
+
+namespace hvdrun::launcher {
+
+struct AddressPlan {
+  std::string bind;   // the rendezvous server's bind address
+  std::string fixed;  // non-empty: the address every worker uses
+};
+
+// Throws UsageError if --network-interface names no interface with an address.
+AddressPlan plan_addresses(const JobSpec& spec, bool any_remote);
+
+// The first IPv4 (else IPv6) address of a network interface; UsageError naming the
+// interfaces that exist if there is none.
+std::string interface_address(const std::string& name);
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,148 @@
+// Multi-node jobs on the sshd test hosts (scripts/test-hosts.sh): training across hosts,
+// output and exit codes, fail-fast and teardown across hosts, no process left behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+
+#include "hvdrun_runner.h"
+#include "multinode_hosts.h"
+#include "test_hosts.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(TestHostsJob, ExampleTrainsOnTwoHostsAndAllRanksAgree) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  auto r = run_hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", TRAIN_EXAMPLE, "--epochs", "2"},
+                      home.env(), seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:all 4 ranks agree")) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "training on 4 ranks")) << r.out;
+}
+
+TEST(TestHostsJob, LocalAndRemoteRanksTrainTogether) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  auto r = run_hvdrun({"-np", "3", "-H", "localhost:1,hvdt-h2:2", TRAIN_EXAMPLE, "--epochs", "1"},
+                      home.env(), seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "all 3 ranks agree")) << r.out << r.err;
+}
+
+// Every rank's lines arrive with its prefix and its host; rank 3 (host 2) fails with 7 and
+// hvdrun exits 7 naming it.
+TEST(TestHostsJob, OutputPrefixesAndExitCodeAcrossHosts) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  const std::string script =
+      "echo \"rank $RANK local $LOCAL_RANK on $(hostname)\"; echo \"to stderr $RANK\" >&2; "
+      "if [ \"$RANK\" = 3 ]; then sleep 0.5; echo 'rank 3 gives up' >&2; exit 7; fi; sleep 30";
+  auto r = run_hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", "sh", "-c", script}, home.env(),
+                      seconds(60));
+  EXPECT_EQ(r.status, 7) << r.err;
+  for (const char* line :
+       {"[0]<stdout>:rank 0 local 0 on hvdt-h1\n", "[1]<stdout>:rank 1 local 1 on hvdt-h1\n",
+        "[2]<stdout>:rank 2 local 0 on hvdt-h2\n", "[3]<stdout>:rank 3 local 1 on hvdt-h2\n"}) {
+    EXPECT_TRUE(contains(r.out, line)) << line << " missing from:\n" << r.out;
+  }
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto line = "[" + std::to_string(rank) + "]<stderr>:to stderr " + std::to_string(rank);
+    EXPECT_TRUE(contains(r.err, line)) << line << " missing from:\n" << r.err;
+  }
+  EXPECT_TRUE(
+      contains(r.err, "hvdrun: job failed: first failure was rank 3 on hvdt-h2: exit code 7"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "    rank 3 gives up")) << r.err;
+  EXPECT_LT(r.seconds, 20.0);
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
+// A rank that SIGKILLs itself on host 2 takes down host 1: exit 137, named in the summary.
+TEST(TestHostsJob, RankKilledOnHostTwoTakesDownHostOne) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  const std::string script = "echo $$ > " + pids.path.string() +
+                             "/$RANK.pid; if [ \"$RANK\" = 3 ]; then sleep 0.5; kill -9 $$; fi; "
+                             "exec sleep 60";
+  auto r = run_hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", "sh", "-c", script}, home.env(),
+                      seconds(60));
+  EXPECT_EQ(r.status, 137) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 3 (host hvdt-h2) was killed by signal SIGKILL (9)")) << r.err;
+  EXPECT_TRUE(contains(
+      r.err, "job failed: first failure was rank 3 on hvdt-h2: killed by signal SIGKILL (9)"))
+      << r.err;
+  EXPECT_LT(r.seconds, 10.0) << "sleep honours SIGTERM: no grace period needed";
+  const auto workers = wait_for_pids(pids.path, 4, milliseconds(0));
+  EXPECT_EQ(workers.size(), 4u);
+  EXPECT_TRUE(wait_until_gone(workers, seconds(2)).empty());
+}
+
+TEST(TestHostsJob, CtrlCStopsEveryHost) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  HvdrunProcess hvdrun(
+      {"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "sleep", pids.path.string()}, home.env());
+  const auto workers = wait_for_pids(pids.path, 4, seconds(20));
+  ASSERT_EQ(workers.size(), 4u);
+  hvdrun.signal(SIGINT);
+  auto r = hvdrun.finish(seconds(20));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_TRUE(contains(r.err, "interrupted (SIGINT), terminating 4 ranks")) << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, seconds(2)).empty());
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
+// hvdrun dies without a chance to clean up: the SSH sessions close, the remote agents kill
+// their workers and the workers' children; nothing is left on either host after 5 s.
+TEST(TestHostsJob, SigkillOfHvdrunLeavesNoProcessOnAnyHost) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  HvdrunProcess hvdrun(
+      {"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "sleep", pids.path.string(), "child"},
+      home.env());
+  const auto workers = wait_for_pids(pids.path, 8, seconds(20));
+  ASSERT_EQ(workers.size(), 8u);
+  ASSERT_FALSE(host_processes(1).empty());
+  hvdrun.signal(SIGKILL);
+  auto r = hvdrun.finish(seconds(10));
+  EXPECT_EQ(r.status, 128 + SIGKILL);
+  const auto left = wait_hosts_idle({1, 2}, seconds(5));
+  EXPECT_TRUE(left.empty()) << "left: " << (left.empty() ? "" : left.front());
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(100)).empty());
+}
+
+// The SSH connection to host 2 breaks while its ranks run: that is those ranks' failure,
+// reported as a lost connection, and the job ends with 255 on every host.
+TEST(TestHostsJob, LostConnectionFailsTheJob) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  HvdrunProcess hvdrun(
+      {"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "sleep", pids.path.string()}, home.env());
+  const auto workers = wait_for_pids(pids.path, 4, seconds(20));
+  ASSERT_EQ(workers.size(), 4u);
+  kill_ssh_sessions(2);
+  auto r = hvdrun.finish(seconds(30));
+  EXPECT_EQ(r.status, 255) << r.err;
+  EXPECT_TRUE(contains(r.err, "lost connection to host hvdt-h2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "first failure was rank 2 on hvdt-h2") ||
+              contains(r.err, "first failure was rank 3 on hvdt-h2"))
+      << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, seconds(5)).empty());
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
