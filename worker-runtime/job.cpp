@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include "backend_setup.h"
+#include "data_address.h"
 #include "error_context.h"
 #include "hvdrun/error.h"
 #include "logging.h"
+#include "rdzv_failure_board.h"
 
 namespace hvdrun {
 namespace {
@@ -25,13 +27,16 @@ JobConnection join(const Options& options) {
   using std::chrono::milliseconds;
   const auto start = tcp::Clock::now();
   const rdzv::Endpoint server = rdzv::Endpoint::parse(options.rendezvous);
-  tcp::Listener listener = tcp::Listener::bind("0.0.0.0", 0);
+  const DataAddress data = options.network_interface.empty()
+                               ? DataAddress{}
+                               : resolve_data_address(options.network_interface, ipv4_interfaces());
+  tcp::Listener listener = tcp::Listener::bind(data.bind, 0);
   auto client = std::make_unique<rdzv::Client>(server, options.secret, options.start_timeout);
   rdzv::Join request;
   request.slot = options.slot;
   request.pid = static_cast<std::uint32_t>(::getpid());
   request.host = options.hostname;
-  request.data_addr = client->local_address();
+  request.data_addr = data.advertise.empty() ? client->local_address() : data.advertise;
   request.data_port = listener.port();
   rdzv::Assignment assignment = client->join(request, options.start_timeout);
   const rdzv::Assign& a = assignment.assign;
@@ -40,8 +45,14 @@ JobConnection join(const Options& options) {
   runtime_log().debug("joined as rank {}/{} (generation {}); data socket {}:{}", a.rank, a.size,
                       assignment.generation, request.data_addr, request.data_port);
 
+  // The board's entry exists before the ring connects (see rdzv_failure_board.h).
+  std::shared_ptr<tcp::FailureBoard> board;
+  if (a.size > 1) {
+    board = std::make_shared<RendezvousFailureBoard>(*client, a.rank, options.start_timeout);
+  }
   auto ring = std::make_unique<tcp::Ring>(a.rank, a.size, a.peers, std::move(listener),
                                           options.secret, assignment.generation, options.timeout);
+  ring->set_failure_board(std::move(board));
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring));
   attach_device_backend(*communicator, client.get(), options);

@@ -133,6 +133,7 @@ Options parse_options(const EnvLookup& lookup) {
   parse_gpu_options(get, options);
   const std::string_view host = get(env::kHostname);
   options.hostname = host.empty() ? local_hostname() : std::string(host);
+  options.network_interface = std::string(get(env::kNetworkInterface));
   options.rendezvous = std::string(get(env::kRendezvousAddr));
   if (options.rendezvous.empty()) return options;
 

@@ -1,6 +1,6 @@
 // Settings of libhvdrun, read once by init() from the HVDRUN_* environment (names in
 // rendezvous/env_names.h and below): rendezvous address, secret, slot, hostname, start
-// timeout, collective timeout, log level, backend, GPU pinning and fusion.
+// timeout, collective timeout, log level, network interface, backend, GPU pinning and fusion.
 #pragma once
 
 #include <spdlog/common.h>
@@ -36,6 +36,7 @@ struct Options {
   std::chrono::milliseconds start_timeout{30000};  // HVDRUN_START_TIMEOUT (seconds)
   std::chrono::milliseconds timeout{60000};        // HVDRUN_TIMEOUT (seconds)
   spdlog::level::level_enum log_level = spdlog::level::warn;
+  std::string network_interface;  // HVDRUN_NETWORK_INTERFACE (data_address.h); empty: default
   nccl::GpuRequest gpu;  // HVDRUN_BACKEND (cpu|nccl|auto), HVDRUN_GPU_DEVICE, HVDRUN_GPU_EXCLUSIVE
   std::size_t fusion_threshold = nccl::kDefaultFusionThreshold;  // HVDRUN_FUSION_THRESHOLD
   nccl::FusionMode fusion_mode = nccl::FusionMode::kPack;        // HVDRUN_FUSION_MODE

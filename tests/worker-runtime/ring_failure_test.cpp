@@ -1,6 +1,7 @@
-// Ring error paths with real faults: a rank whose ring is destroyed mid-collective, a rank
-// that never calls (timeout), the broken state afterwards, and ring setup in the presence
-// of stray, garbage and wrongly authenticated connections.
+// Ring error paths with real faults, as each rank's own links see them (no FailureBoard; see
+// ring_blame_test.cpp for naming the first failure): a rank that never calls (timeout), the
+// broken state afterwards, and ring setup in the presence of stray, garbage and wrongly
+// authenticated connections.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -35,36 +36,6 @@ std::string expect_throws(const std::function<void()>& fn) {
   }
   ADD_FAILURE() << "no error";
   return {};
-}
-
-TEST(RingFailure, DestroyedPeerFailsOthersWithNetworkErrorNamingIt) {
-  constexpr int n = 3;
-  auto rings = test::make_rings(n, milliseconds(10000));
-  test::run_ranks(n, [&](int r) {
-    if (r == 2) {
-      std::this_thread::sleep_for(milliseconds(100));
-      rings[2].reset();  // closes both of its links while ranks 0 and 1 wait in allreduce
-      return;
-    }
-    std::vector<float> data(8 << 20, 1.0f);
-    const auto start = Clock::now();
-    const std::string message = expect_throws<NetworkError>([&] {
-      rings[r]->allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
-                          ReduceOp::kSum);
-    });
-    EXPECT_LT(seconds_since(start), 10.0) << "rank " << r;
-    EXPECT_NE(message.find("allreduce: connection to rank 2 (127.0.0.1:"), std::string::npos)
-        << message;
-    EXPECT_NE(message.find("lost"), std::string::npos) << message;
-    EXPECT_NE(message.find("(generation 0)"), std::string::npos) << message;
-    // Broken from now on: the next call fails at once with the same kind.
-    EXPECT_TRUE(rings[r]->broken());
-    const auto again = Clock::now();
-    const std::string later = expect_throws<NetworkError>([&] { rings[r]->barrier(); });
-    EXPECT_LT(seconds_since(again), 1.0);
-    EXPECT_NE(later.find("barrier"), std::string::npos) << later;
-    EXPECT_NE(later.find("rank 2"), std::string::npos) << later;
-  });
 }
 
 void expect_message(const std::string& message, const std::string& head, const std::string& tail) {

@@ -106,6 +106,7 @@ TEST(Options, DefaultsAndValues) {
   EXPECT_EQ(defaults.timeout, std::chrono::seconds(60));
   EXPECT_EQ(defaults.start_timeout, std::chrono::seconds(30));
   EXPECT_EQ(defaults.log_level, spdlog::level::warn);
+  EXPECT_TRUE(defaults.network_interface.empty());
   EXPECT_FALSE(defaults.hostname.empty());
 
   const Options o = parse({{"HVDRUN_RENDEZVOUS_ADDR", "127.0.0.1:5000"},
@@ -114,7 +115,8 @@ TEST(Options, DefaultsAndValues) {
                            {"HVDRUN_HOSTNAME", "node7"},
                            {"HVDRUN_TIMEOUT", "0.25"},
                            {"HVDRUN_START_TIMEOUT", "90"},
-                           {"HVDRUN_LOG_LEVEL", "debug"}});
+                           {"HVDRUN_LOG_LEVEL", "debug"},
+                           {"HVDRUN_NETWORK_INTERFACE", "eth1"}});
   EXPECT_EQ(o.rendezvous, "127.0.0.1:5000");
   EXPECT_EQ(o.secret, "abc");
   EXPECT_EQ(o.slot, 3u);
@@ -122,6 +124,7 @@ TEST(Options, DefaultsAndValues) {
   EXPECT_EQ(o.timeout, std::chrono::milliseconds(250));
   EXPECT_EQ(o.start_timeout, std::chrono::seconds(90));
   EXPECT_EQ(o.log_level, spdlog::level::debug);
+  EXPECT_EQ(o.network_interface, "eth1");
 }
 
 TEST(Options, MalformedValuesNameVariableAndValue) {

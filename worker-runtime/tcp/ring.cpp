@@ -11,6 +11,7 @@
 #include "hvdrun/error.h"
 #include "logging.h"
 #include "reduce.h"
+#include "tcp/blame.h"
 #include "tcp/handshake.h"
 
 namespace hvdrun::tcp {
@@ -21,6 +22,8 @@ constexpr std::size_t kChunkBytes = 256 << 10;
 // Allreduce of at most this many bytes in total (count * element * ranks) gathers every
 // rank's input and reduces locally: P-1 latency hops instead of 2(P-1).
 constexpr std::size_t kSmallAllreduceBytes = 64 << 10;
+// Longest wait for a stalled neighbour's failure report (HVDRUN_TIMEOUT when shorter).
+constexpr std::chrono::milliseconds kMaxReportWait{1000};
 // Largest allgather result accepted from the announced counts (bounds a hostile count).
 constexpr std::size_t kMaxGatherBytes = std::size_t{1} << 46;
 
@@ -74,6 +77,16 @@ Plan allreduce_plan(int rank, int size, const std::byte* in, std::byte* out, std
 
 void put_u64(std::byte* out, std::uint64_t value) {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>(value >> (8 * i));
+}
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
 }
 
 std::uint64_t get_u64(const std::byte* in) {
@@ -137,15 +150,23 @@ void Ring::guarded(std::string_view what, Fn&& fn) {
     fn();
   } catch (const UsageError&) {
     throw;  // a bad argument leaves the links intact
-  } catch (const Error& e) {
-    runtime_log().error("{}", e.what());
-    failure_ = std::current_exception();
+  } catch (const std::exception& e) {
+    // Anything else (e.g. bad_alloc part-way) leaves the streams out of step as well; the
+    // caller sees it as it was, later calls a BackendError.
+    const bool ours = dynamic_cast<const Error*>(&e) != nullptr;
+    std::exception_ptr error =
+        ours ? std::current_exception()
+             : std::make_exception_ptr(BackendError(std::string(what) + ": " + e.what()));
+    if (board_ && size_ > 1) {
+      const RingPlace place{rank_, size_, links_.generation, &peers_,
+                            std::min(links_.timeout, kMaxReportWait)};
+      error = attribute_failure(*board_, place, what, error);  // before the links close
+    }
+    failure_ = error;
+    runtime_log().error("{}", message_of(error));
     abort();
-    throw;
-  } catch (const std::exception& e) {  // e.g. bad_alloc part-way: the streams are out of step
-    failure_ = std::make_exception_ptr(BackendError(std::string(what) + ": " + e.what()));
-    abort();
-    throw;
+    if (!ours) throw;
+    std::rethrow_exception(error);
   }
 }
 

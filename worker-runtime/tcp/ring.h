@@ -7,19 +7,23 @@
 // Thread and lifetime rules: one thread at a time per Ring; every rank calls the same
 // collectives in the same order. Any error (peer closed or reset, no progress for
 // `timeout`, protocol breach) closes both links, so neighbours fail promptly too, and
-// leaves the Ring broken: later calls throw at once. A size-1 Ring has no sockets.
+// leaves the Ring broken: later calls throw at once. With a FailureBoard, the rank posts its
+// view first and names the rank the failure started at (tcp/blame.h). A size-1 Ring has no
+// sockets.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hvdrun/types.h"
 #include "protocol.h"
+#include "tcp/failure_board.h"
 #include "tcp/socket.h"
 #include "tcp/transfer.h"
 
@@ -40,6 +44,8 @@ class Ring {
   int size() const noexcept { return size_; }
   std::uint32_t generation() const noexcept { return links_.generation; }
   bool broken() const noexcept { return static_cast<bool>(failure_); }
+  // Every rank's data listener as advertised (empty for a size-1 Ring).
+  const std::vector<rdzv::PeerAddr>& peers() const noexcept { return peers_; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root);
@@ -47,6 +53,12 @@ class Ring {
   std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType dtype,
                                      std::vector<std::byte>& out);
   void barrier();
+
+  // Where this rank posts and reads failure reports (shared with the other ranks of this
+  // generation); null: errors name only what this rank's own links saw.
+  void set_failure_board(std::shared_ptr<FailureBoard> board) noexcept {
+    board_ = std::move(board);
+  }
 
   // Closes both links (the neighbours see the connection end); later calls throw.
   void abort() noexcept;
@@ -65,6 +77,7 @@ class Ring {
   Fd next_, prev_;
   Links links_;
   std::vector<std::byte> staging_;
+  std::shared_ptr<FailureBoard> board_;
   std::exception_ptr failure_;  // the first error; the Ring is unusable after it
 };
 

@@ -50,6 +50,11 @@ class Mover {
   void wait(Clock::time_point deadline);
   void check_next_link();
   [[noreturn]] void lost(bool next, int error) const;
+  // Throws LinkError<E> for the next (or previous) link.
+  template <class E>
+  [[noreturn]] void fail(bool next, LinkFault::Kind kind, std::string how,
+                         std::string observed) const;
+  std::string peer(bool next) const;  // "rank 1 (host:port)"
 
   std::string suffix() const { return " (generation " + std::to_string(links_.generation) + ")"; }
 
@@ -172,12 +177,11 @@ void Mover::wait(Clock::time_point deadline) {
   if (n == 0 && Clock::now() >= deadline) {
     const std::string secs = format_seconds(links_.timeout);
     if (receiving) {
-      throw TimeoutError(std::string(what_) + ": no data from rank " +
-                         std::to_string(links_.prev_rank) + " (" + links_.prev_addr + ") for " +
-                         secs + suffix());
+      fail<TimeoutError>(false, LinkFault::Kind::kStalled, "sent no data for " + secs,
+                         "no data from " + peer(false) + " for " + secs);
     }
-    throw TimeoutError(std::string(what_) + ": rank " + std::to_string(links_.next_rank) + " (" +
-                       links_.next_addr + ") took no data for " + secs + suffix());
+    fail<TimeoutError>(true, LinkFault::Kind::kStalled, "took no data for " + secs,
+                       peer(true) + " took no data for " + secs);
   }
   if (sending && (fds[0].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) check_next_link();
 }
@@ -188,19 +192,28 @@ void Mover::check_next_link() {
   const ssize_t r = ::recv(links_.next_fd, &byte, 1, MSG_DONTWAIT);
   if (r == 0) lost(true, 0);
   if (r > 0) {
-    throw ProtocolError(std::string(what_) + ": unexpected data from rank " +
-                        std::to_string(links_.next_rank) + " (" + links_.next_addr +
-                        ") on the send link" + suffix());
+    fail<ProtocolError>(true, LinkFault::Kind::kBreach, "sent data on a send-only link",
+                        "unexpected data from " + peer(true) + " on the send link");
   }
   if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) lost(true, errno);
 }
 
 void Mover::lost(bool next, int error) const {
-  const int rank = next ? links_.next_rank : links_.prev_rank;
-  const std::string& addr = next ? links_.next_addr : links_.prev_addr;
   const std::string why = error == 0 ? "closed by peer" : errno_text(error);
-  throw NetworkError(std::string(what_) + ": connection to rank " + std::to_string(rank) + " (" +
-                     addr + ") lost: " + why + suffix());
+  fail<NetworkError>(next, LinkFault::Kind::kClosed, "connection lost: " + why,
+                     "connection to " + peer(next) + " lost: " + why);
+}
+
+template <class E>
+void Mover::fail(bool next, LinkFault::Kind kind, std::string how, std::string observed) const {
+  const std::string message = std::string(what_) + ": " + observed + suffix();
+  throw LinkError<E>(message, LinkFault(next ? links_.next_rank : links_.prev_rank, kind,
+                                        std::move(how), std::move(observed)));
+}
+
+std::string Mover::peer(bool next) const {
+  return "rank " + std::to_string(next ? links_.next_rank : links_.prev_rank) + " (" +
+         (next ? links_.next_addr : links_.prev_addr) + ")";
 }
 
 }  // namespace

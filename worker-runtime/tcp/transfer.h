@@ -9,8 +9,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hvdrun/types.h"
@@ -48,10 +50,37 @@ struct Links {
   std::chrono::milliseconds timeout{60000};  // longest time without progress
 };
 
+// What a failed transfer saw on one link. The NetworkError, TimeoutError and ProtocolError that
+// run_plan() throws also derive from LinkFault: dynamic_cast<const LinkFault*>(&error).
+struct LinkFault {
+  enum class Kind {
+    kClosed,   // the peer closed or reset the connection (perhaps because it failed first)
+    kStalled,  // nothing moved for `timeout`
+    kBreach,   // the peer sent bytes on a send-only link
+  };
+  LinkFault(int peer_rank, Kind fault_kind, std::string peer_did, std::string seen)
+      : peer(peer_rank), kind(fault_kind), how(std::move(peer_did)), observed(std::move(seen)) {}
+  virtual ~LinkFault() = default;
+
+  int peer;  // the rank at the other end of the failed link
+  Kind kind;
+  std::string how;       // what the peer did, as other ranks report it: "connection lost: ..."
+  std::string observed;  // this rank's view: "connection to rank 1 (host:port) lost: ..."
+};
+
+// An error of kind E (NetworkError, ...) that carries its LinkFault.
+template <class E>
+class LinkError final : public E, public LinkFault {
+ public:
+  LinkError(const std::string& message, LinkFault fault)
+      : E(message), LinkFault(std::move(fault)) {}
+};
+
 // Moves the plan's bytes. `staging` is scratch space for reduced pieces (its size is the
 // reduction chunk; a multiple of 8). Throws NetworkError when a peer closes or resets,
 // TimeoutError when nothing moves for links.timeout, ProtocolError when the next rank sends
-// bytes on a send-only link; messages start with `what` (the collective's name).
+// bytes on a send-only link (each a LinkError); messages start with `what` (the collective's
+// name).
 void run_plan(const Links& links, const Plan& plan, std::vector<std::byte>& staging,
               std::string_view what);
 

@@ -1,0 +1,33 @@
+// The address this worker's ring listener binds and advertises to its peers, from
+// HVDRUN_NETWORK_INTERFACE (set by the launcher's --network-interface): an interface name
+// ("eth0"), or an IPv4 address of this host, or a comma-separated list of either (the first
+// that exists is used). Unset: bind every address and advertise the local address of the
+// rendezvous connection (the route to the launcher).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hvdrun {
+
+struct DataAddress {
+  std::string bind = "0.0.0.0";
+  std::string advertise;  // empty: the rendezvous connection's local address
+};
+
+struct InterfaceAddress {
+  std::string name;  // "lo", "eth0"
+  std::string ipv4;  // "127.0.0.1"
+};
+
+// This host's interfaces that have an IPv4 address, in the kernel's order.
+std::vector<InterfaceAddress> ipv4_interfaces();
+
+// Resolves the setting against `interfaces` (ipv4_interfaces() in production). An empty
+// setting or "0.0.0.0" keeps the default. Throws UsageError naming the setting and listing the
+// available interfaces when nothing in it matches.
+DataAddress resolve_data_address(std::string_view setting,
+                                 const std::vector<InterfaceAddress>& interfaces);
+
+}  // namespace hvdrun
