@@ -17,7 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,25 +38,36 @@ std::filesystem::path checkpoint_path(const Options& o) {
   return std::filesystem::path(o.checkpoint_dir) / "checkpoint.bin";
 }
 
+// The epoch to resume at (0 without a checkpoint); a checkpoint of the wrong size is an error
+// and leaves `params` untouched.
 std::int32_t load_checkpoint(const Options& o, std::span<float> params) {
-  std::ifstream in(checkpoint_path(o), std::ios::binary);
-  std::int32_t epoch = 0;
+  const auto path = checkpoint_path(o);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return 0;
+  const auto expected = sizeof(std::int32_t) + params.size_bytes();
+  const auto size = std::filesystem::file_size(path);
+  if (size != expected) {
+    throw std::runtime_error("checkpoint " + path.string() + " has " + std::to_string(size) +
+                             " bytes, expected " + std::to_string(expected) + " for this model");
+  }
+  std::int32_t epoch = 0;
+  std::vector<float> saved(params.size());
   in.read(reinterpret_cast<char*>(&epoch), sizeof epoch);
-  in.read(reinterpret_cast<char*>(params.data()),
-          static_cast<std::streamsize>(params.size_bytes()));
-  return in ? epoch : 0;
+  in.read(reinterpret_cast<char*>(saved.data()), static_cast<std::streamsize>(params.size_bytes()));
+  if (!in || epoch < 0) throw std::runtime_error("cannot read checkpoint " + path.string());
+  std::copy(saved.begin(), saved.end(), params.begin());
+  return epoch;
 }
 
 void save_checkpoint(const Options& o, std::int32_t epoch, std::span<const float> params) {
   std::filesystem::create_directories(o.checkpoint_dir);
   const auto tmp = checkpoint_path(o).string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&epoch), sizeof epoch);
-    out.write(reinterpret_cast<const char*>(params.data()),
-              static_cast<std::streamsize>(params.size_bytes()));
-  }
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(&epoch), sizeof epoch);
+  out.write(reinterpret_cast<const char*>(params.data()),
+            static_cast<std::streamsize>(params.size_bytes()));
+  out.close();
+  if (!out) throw std::runtime_error("cannot write checkpoint " + tmp);
   std::filesystem::rename(tmp, checkpoint_path(o));
 }
 
@@ -84,11 +97,51 @@ Metrics evaluate(const example::Mlp& model, const example::Dataset& data) {
   return {sums[0] / sums[2], sums[1] / sums[2]};
 }
 
-}  // namespace
+// One pass over the training set; returns the summed loss of this rank's samples.
+double train_epoch(const Options& opt, int epoch, const example::Dataset& train,
+                   example::Mlp& model) {
+  const auto world = static_cast<std::size_t>(hvdrun::size());
+  const auto rank = static_cast<std::size_t>(hvdrun::rank());
+  const std::size_t global_batch = world * opt.batch_size;
+  const std::size_t steps = (train.size() + global_batch - 1) / global_batch;
+  std::vector<std::size_t> order(train.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(),
+               std::mt19937_64(opt.seed + static_cast<std::uint64_t>(epoch)));
+  // One extra slot carries the number of samples behind the gradient sum.
+  std::vector<float> grad(model.count() + 1);
+  double loss = 0.0;
+  for (std::size_t step = 0; step < steps; ++step) {
+    const float lr =
+        learning_rate(opt, world, epoch + static_cast<double>(step) / static_cast<double>(steps));
+    // 2: the global batch is order[step*world*B, (step+1)*world*B); this rank takes every
+    // world-th row.
+    std::vector<std::size_t> rows;
+    const std::size_t last = std::min(order.size(), (step + 1) * global_batch);
+    for (std::size_t i = step * global_batch + rank; i < last; i += world) rows.push_back(order[i]);
+    std::fill(grad.begin(), grad.end(), 0.0f);
+    std::size_t correct = 0;
+    loss += model.accumulate(train, rows, std::span<float>(grad).first(model.count()), correct);
+    grad.back() = static_cast<float>(rows.size());
+    hvdrun::allreduce(std::span<float>(grad), hvdrun::ReduceOp::kSum);  // 4
+    const float samples_in_batch = grad.back();
+    for (float& g : grad) g /= samples_in_batch;
+    model.sgd_step(grad, lr);
+  }
+  return loss;
+}
 
-int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
-  if (opt.gpu) return example::train_on_gpu(opt);
+// 10: every rank's weights must be bitwise identical. Returns the common hash or nothing.
+std::optional<std::uint64_t> weights_agree(const example::Mlp& model) {
+  const std::int64_t hash = static_cast<std::int64_t>(fnv1a(model.params()));
+  const auto hashes = hvdrun::allgather(std::span<const std::int64_t>(&hash, 1));
+  const bool agree =
+      std::all_of(hashes.begin(), hashes.end(), [&](std::int64_t h) { return h == hashes[0]; });
+  if (!agree) return std::nullopt;
+  return static_cast<std::uint64_t>(hashes[0]);
+}
+
+int train_on_cpu(const Options& opt) {
   hvdrun::InitGuard hvd;  // 1
   const int rank = hvdrun::rank();
   const auto world = static_cast<std::size_t>(hvdrun::size());
@@ -110,40 +163,12 @@ int main(int argc, char** argv) {
         train.size(), model.count(), opt.batch_size,
         start_epoch > 0 ? (", resuming at epoch " + std::to_string(start_epoch + 1)).c_str() : "");
   }
-
-  // One extra slot carries the number of samples behind the gradient sum.
-  std::vector<float> grad(model.count() + 1);
-  std::vector<std::size_t> order(train.size());
-  const std::size_t steps = (train.size() + world * opt.batch_size - 1) / (world * opt.batch_size);
   for (int epoch = start_epoch; epoch < opt.epochs; ++epoch) {
     const auto begin = std::chrono::steady_clock::now();
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(),
-                 std::mt19937_64(opt.seed + static_cast<std::uint64_t>(epoch)));
-    double loss = 0.0;
-    for (std::size_t step = 0; step < steps; ++step) {
-      const float lr =
-          learning_rate(opt, world, epoch + static_cast<double>(step) / static_cast<double>(steps));
-      // 2: the global batch is order[step*world*B, (step+1)*world*B); this rank takes every
-      // world-th row.
-      std::vector<std::size_t> rows;
-      const std::size_t first = step * world * opt.batch_size;
-      const std::size_t last = std::min(order.size(), first + world * opt.batch_size);
-      for (std::size_t i = first + static_cast<std::size_t>(rank); i < last; i += world)
-        rows.push_back(order[i]);
-      std::fill(grad.begin(), grad.end(), 0.0f);
-      std::size_t correct = 0;
-      loss += model.accumulate(train, rows, std::span<float>(grad).first(model.count()), correct);
-      grad.back() = static_cast<float>(rows.size());
-      hvdrun::allreduce(std::span<float>(grad), hvdrun::ReduceOp::kSum);  // 4
-      const float samples_in_batch = grad.back();
-      for (float& g : grad) g /= samples_in_batch;
-      model.sgd_step(grad, lr);
-    }
+    double train_loss = train_epoch(opt, epoch, train, model);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     const Metrics m = evaluate(model, valid);  // 8
-    double train_loss = loss;
     hvdrun::allreduce(std::span<double>(&train_loss, 1), hvdrun::ReduceOp::kSum);
     if (verbose) {
       std::printf(
@@ -154,23 +179,34 @@ int main(int argc, char** argv) {
     }
   }
 
-  // 10: every rank's weights must be bitwise identical.
-  const std::int64_t hash = static_cast<std::int64_t>(fnv1a(model.params()));
-  const auto hashes = hvdrun::allgather(std::span<const std::int64_t>(&hash, 1));
-  const bool agree =
-      std::all_of(hashes.begin(), hashes.end(), [&](std::int64_t h) { return h == hashes[0]; });
+  const auto hash = weights_agree(model);
   const Metrics final_metrics = evaluate(model, valid);
   if (verbose) {
     std::printf("final: val loss %.4f  val accuracy %.4f\n", final_metrics.loss,
                 final_metrics.accuracy);
-    if (agree) {
+    if (hash) {
       std::printf("all %zu ranks agree: weights hash %016llx\n", world,
-                  static_cast<unsigned long long>(hashes[0]));
+                  static_cast<unsigned long long>(*hash));
     }
   }
-  if (!agree) {
+  if (!hash) {
     std::fprintf(stderr, "rank %d: final weights differ between ranks\n", rank);
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  try {
+    return opt.gpu ? example::train_on_gpu(opt) : train_on_cpu(opt);
+  } catch (const hvdrun::Error& e) {
+    // A failed peer, a timeout, a bad setting: one line, and a non-zero exit for hvdrun.
+    std::fprintf(stderr, "train: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train: error: %s\n", e.what());
+  }
+  return 1;
 }

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
+#include <type_traits>
 
 namespace example {
 
@@ -24,35 +26,64 @@ struct Options {
   bool gpu = false;  // --gpu: model, gradients and SGD on the GPU, NCCL allreduce
 };
 
+inline constexpr const char* kUsage =
+    "usage: train [--epochs N] [--batch-size N] [--lr F] [--warmup-epochs N] [--samples N]\n"
+    "             [--checkpoint-dir DIR] [--seed N] [--gpu]\n";
+
+// A number given for `flag`, or a one-line error and exit status 2.
+template <class T>
+T parse_number(const std::string& flag, const std::string& value) {
+  try {
+    std::size_t used = 0;
+    T result{};
+    if constexpr (std::is_same_v<T, float>)
+      result = std::stof(value, &used);
+    else if constexpr (std::is_same_v<T, int>)
+      result = std::stoi(value, &used);
+    else
+      result = static_cast<T>(std::stoull(value, &used));
+    if (used == value.size() && (value.empty() || value[0] != '-' || std::is_signed_v<T>))
+      return result;
+  } catch (const std::exception&) {
+  }
+  std::fprintf(stderr, "train: %s '%s' is not a valid number\n%s", flag.c_str(), value.c_str(),
+               kUsage);
+  std::exit(2);
+}
+
 inline Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::printf("%s", kUsage);
+      std::exit(0);
+    }
     if (flag == "--gpu") {
       o.gpu = true;
       continue;
     }
     if (i + 1 >= argc) {
-      std::fprintf(stderr, "train: flag %s needs a value\n", flag.c_str());
+      std::fprintf(stderr, "train: flag %s needs a value\n%s", flag.c_str(), kUsage);
       std::exit(2);
     }
     const std::string value = argv[++i];
     if (flag == "--epochs")
-      o.epochs = std::stoi(value);
+      o.epochs = parse_number<int>(flag, value);
     else if (flag == "--batch-size")
-      o.batch_size = std::stoul(value);
+      o.batch_size = parse_number<std::size_t>(flag, value);
     else if (flag == "--lr")
-      o.lr = std::stof(value);
+      o.lr = parse_number<float>(flag, value);
     else if (flag == "--warmup-epochs")
-      o.warmup_epochs = std::stoi(value);
+      o.warmup_epochs = parse_number<int>(flag, value);
     else if (flag == "--samples")
-      o.samples = std::stoul(value);
+      o.samples = parse_number<std::size_t>(flag, value);
     else if (flag == "--checkpoint-dir")
       o.checkpoint_dir = value;
     else if (flag == "--seed")
-      o.seed = std::stoull(value);
+      o.seed = parse_number<std::uint64_t>(flag, value);
     else {
-      std::fprintf(stderr, "train: unknown flag %s\n", flag.c_str());
+      std::fprintf(stderr, "train: unknown flag %s\n%s", flag.c_str(), kUsage);
       std::exit(2);
     }
   }
