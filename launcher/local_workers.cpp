@@ -40,7 +40,7 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, const std::vec
     w.slot = slots[i];
     w.exec_errno = exec_error(s);
     w.child = std::move(s.child);
-    for (Fd* fd : {&s.out, &s.err}) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+    for (UniqueFd* fd : {&s.out, &s.err}) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
     w.out.emplace(io_, s.out.release());
     w.err.emplace(io_, s.err.release());
     open_streams_ += 2;

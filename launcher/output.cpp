@@ -55,8 +55,8 @@ void write_all(int fd, std::array<iovec, 3> parts, int count) {
   }
 }
 
-Fd open_tee_file(const std::filesystem::path& path) {
-  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+UniqueFd open_tee_file(const std::filesystem::path& path) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) {
     throw UsageError("cannot open --output-filename file '" + path.string() +
                      "': " + std::strerror(errno));

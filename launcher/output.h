@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "process.h"
+#include "unique_fd.h"
 
 namespace hvdrun::launcher {
 
@@ -73,7 +73,7 @@ class OutputSink {
 
  private:
   OutputOptions options_;
-  std::vector<Fd> files_;  // 2 per rank (stdout, stderr), empty without a directory
+  std::vector<UniqueFd> files_;  // 2 per rank (stdout, stderr), empty without a directory
   std::vector<std::deque<std::string>> tails_;
 };
 

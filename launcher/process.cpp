@@ -1,4 +1,4 @@
-// fork/execve spawner of workers and the RAII owners of fds and children (process.h).
+// fork/execve spawner of workers and the RAII owner of children (process.h).
 // Everything the child needs is prepared before fork(); between fork and exec the child
 // makes only async-signal-safe calls.
 #include "process.h"
@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <string_view>
+#include <utility>
 
 #include "hvdrun/error.h"
 
@@ -40,6 +41,7 @@ struct ChildPlan {
   int report = -1;
   pid_t parent = 0;
   int max_fd = 1024;
+  sigset_t mask{};
 };
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings) {
@@ -109,9 +111,7 @@ void mark_fds_cloexec(const ChildPlan& plan) noexcept {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
-  sigset_t empty;
-  ::sigemptyset(&empty);
-  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  ::sigprocmask(SIG_SETMASK, &plan.mask, nullptr);
   if (::dup2(plan.devnull, 0) < 0) child_fail(plan, errno);
   if (plan.out >= 0 && ::dup2(plan.out, 1) < 0) child_fail(plan, errno);
   if (plan.err >= 0 && ::dup2(plan.err, 2) < 0) child_fail(plan, errno);
@@ -131,28 +131,6 @@ int max_fd_limit() {
 }
 
 }  // namespace
-
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) reset(other.release());
-  return *this;
-}
-
-int Fd::release() noexcept {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void Fd::reset(int fd) noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
-Pipe make_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) < 0) throw Error("pipe2 failed: " + errno_text(errno));
-  return Pipe{Fd(fds[0]), Fd(fds[1])};
-}
 
 ExitStatus ExitStatus::decode(int wait_status) {
   if (WIFSIGNALED(wait_status)) return signaled(WTERMSIG(wait_status));
@@ -227,6 +205,10 @@ int Child::signal_group(int signo) const noexcept {
   return ::kill(-pid_, signo) == 0 ? 0 : errno;
 }
 
+pid_t Child::release() noexcept {
+  return std::exchange(pid_, -1);
+}
+
 Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
               const SpawnOptions& options) {
   if (argv.empty()) throw UsageError("no program to run");
@@ -236,7 +218,12 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
   plan.envp = c_strings(env);
   plan.parent = ::getpid();
   plan.max_fd = max_fd_limit();
-  Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (options.child_mask != nullptr) {
+    plan.mask = *options.child_mask;
+  } else {
+    ::sigemptyset(&plan.mask);
+  }
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull.valid()) throw Error("cannot open /dev/null: " + errno_text(errno));
   plan.devnull = devnull.get();
   Pipe out, err;
@@ -258,7 +245,7 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
 
 int exec_error(Spawned& spawned) {
   if (!spawned.exec_report.valid()) return 0;
-  Fd report = std::move(spawned.exec_report);
+  UniqueFd report = std::move(spawned.exec_report);
   pollfd pfd{report.get(), POLLIN, 0};
   int ready;
   do {

@@ -1,42 +1,18 @@
-// Local processes: RAII owners for fds, pipes and children, the fork/exec spawner of workers
+// Local processes: the RAII owner of children, the fork/exec spawner of workers
 // (own process group, parent-death signal, stdout/stderr on pipes, exec errors reported
 // through a close-on-exec pipe), and the one decoder of wait statuses.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "unique_fd.h"
+
 namespace hvdrun::launcher {
-
-// Owns one file descriptor; closes it on destruction. Move-only.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const noexcept { return fd_; }
-  bool valid() const noexcept { return fd_ >= 0; }
-  int release() noexcept;
-  void reset(int fd = -1) noexcept;
-
- private:
-  int fd_ = -1;
-};
-
-// Both ends close-on-exec. Throws hvdrun::Error naming the syscall.
-struct Pipe {
-  Fd read;
-  Fd write;
-};
-Pipe make_pipe();
 
 // How a child ended, decoded once from a wait status.
 struct ExitStatus {
@@ -80,6 +56,8 @@ class Child {
   ExitStatus wait();
   // kill(-pgid, signo). Returns 0 or the errno (ESRCH: the group is empty).
   int signal_group(int signo) const noexcept;
+  // Gives up ownership: returns the pid, which the caller now reaps (and kills) itself.
+  pid_t release() noexcept;
 
  private:
   void kill_and_reap() noexcept;
@@ -90,19 +68,20 @@ class Child {
 // A started child: stdout/stderr read ends, and the read end of its exec-report pipe.
 struct Spawned {
   Child child;
-  Fd out;
-  Fd err;
-  Fd exec_report;
+  UniqueFd out;
+  UniqueFd err;
+  UniqueFd exec_report;
 };
 
 struct SpawnOptions {
-  bool capture_output = true;  // false: the child inherits the launcher's stdout/stderr
+  bool capture_output = true;            // false: the child inherits the launcher's stdout/stderr
+  const sigset_t* child_mask = nullptr;  // the child's signal mask; nullptr: empty
 };
 
 // Starts argv[0] (searched in the PATH of `env`, else the launcher's PATH, if it has no '/')
 // with exactly `env` ("NAME=VALUE"). The child: stdin from /dev/null, stdout/stderr on
 // pipes, its own process group, SIGKILL when the launcher dies, default signal dispositions
-// and an empty mask, every other fd closed on exec. Does not wait for the exec: call
+// and the options' mask, every other fd closed on exec. Does not wait for the exec: call
 // exec_error() once every child is started, so that N spawns run back to back.
 Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
               const SpawnOptions& options = {});

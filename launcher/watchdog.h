@@ -39,7 +39,7 @@ class Watchdog {
 
  private:
   void send(const std::string& record) noexcept;
-  Fd pipe_;
+  UniqueFd pipe_;
   Child process_;
 };
 

@@ -30,6 +30,21 @@ std::uint32_t to_ms(milliseconds timeout) {
   return static_cast<std::uint32_t>(std::clamp<long long>(timeout.count(), 0, UINT32_MAX));
 }
 
+// Connects to the rendezvous server, retrying refused connections every 20 ms until
+// `deadline`. Throws TimeoutError ("rendezvous H:P not reachable within N ms: why") or
+// NetworkError.
+UniqueFd connect_to(const Endpoint& server, const std::string& where, Clock::time_point deadline,
+                    milliseconds timeout) {
+  net::Connected c = net::connect_until(server.host, server.port, deadline, net::RetryPolicy{});
+  if (c.fd) return std::move(c.fd);
+  if (!c.resolve_error.empty()) {
+    throw NetworkError(where + ": cannot resolve '" + server.host + "': " + c.resolve_error);
+  }
+  if (c.hard_error) throw NetworkError(where + ": connect failed: " + net::errno_text(c.error));
+  throw TimeoutError(where + " not reachable within " + std::to_string(timeout.count()) +
+                     " ms: " + net::errno_text(c.error));
+}
+
 [[noreturn]] void throw_server_error(const std::string& where, const ErrorMsg& e) {
   const std::string text = where + ": " + e.text;
   switch (e.code) {
@@ -53,7 +68,7 @@ class Client::Impl {
   Impl(const Endpoint& server, std::string_view secret, milliseconds timeout)
       : where_("rendezvous " + net::describe(server.host, server.port)) {
     const auto deadline = Clock::now() + timeout;
-    fd_ = net::connect_retrying(server.host, server.port, deadline, timeout);
+    fd_ = connect_to(server, where_, deadline, timeout);
     guarded([&] {
       auto challenge = receive(MsgType::kChallenge, deadline, "Challenge", timeout);
       const auto& nonce = std::get<Challenge>(challenge.body).nonce;
@@ -152,36 +167,37 @@ class Client::Impl {
 
   void io_failed(const net::IoResult& r, const std::string& what, milliseconds timeout) const {
     switch (r.status) {
-      case net::IoResult::kOk:
+      case net::IoResult::Status::kOk:
         return;
-      case net::IoResult::kTimeout:
+      case net::IoResult::Status::kTimeout:
         throw TimeoutError(where_ + ": no " + what + " within " + std::to_string(timeout.count()) +
                            " ms");
-      case net::IoResult::kClosed:
+      case net::IoResult::Status::kClosed:
         throw NetworkError(where_ + " closed the connection while waiting for " + what);
-      case net::IoResult::kError:
-        throw NetworkError(where_ + ": I/O error while waiting for " + what + ": " +
-                           std::strerror(r.err));
+      case net::IoResult::Status::kError:
+        throw NetworkError(where_ + ": I/O error while waiting for " + what + ": " + r.text());
     }
   }
 
   void send(const Message& m, Clock::time_point deadline, const std::string& what,
             milliseconds timeout) {
     const auto frame = encode(m);
-    io_failed(net::write_all(fd_.get(), frame, deadline), "send of " + what, timeout);
+    io_failed(net::send_all(fd_.get(), frame.data(), frame.size(), deadline), "send of " + what,
+              timeout);
   }
 
   Message receive(MsgType expected, Clock::time_point deadline, const std::string& what,
                   milliseconds timeout) {
     std::vector<std::uint8_t> frame(kHeaderSize);
-    io_failed(net::read_exact(fd_.get(), frame, deadline), what, timeout);
+    io_failed(net::recv_all(fd_.get(), frame.data(), frame.size(), deadline), what, timeout);
     auto header = decode_header(frame);
     if (auto* e = std::get_if<DecodeError>(&header)) {
       throw ProtocolError(where_ + ": bad frame while waiting for " + what + ": " + e->text);
     }
     frame.resize(kHeaderSize + std::get<Header>(header).length);
-    io_failed(net::read_exact(fd_.get(), std::span(frame).subspan(kHeaderSize), deadline), what,
-              timeout);
+    io_failed(
+        net::recv_all(fd_.get(), frame.data() + kHeaderSize, frame.size() - kHeaderSize, deadline),
+        what, timeout);
     auto decoded = decode(frame);
     if (auto* e = std::get_if<DecodeError>(&decoded)) {
       throw ProtocolError(where_ + ": bad frame while waiting for " + what + ": " + e->text);
@@ -196,7 +212,7 @@ class Client::Impl {
   }
 
   std::string where_;
-  net::Fd fd_;
+  UniqueFd fd_;
   std::uint32_t generation_ = 0;
 };
 

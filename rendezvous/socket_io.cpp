@@ -1,13 +1,12 @@
-// Client-side TCP I/O with poll() deadlines: connect with retry, read/write exact byte counts.
+// TCP client I/O with poll() deadlines (socket_io.h): connect with retry, send/receive exact
+// byte counts.
 #include "socket_io.h"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,29 +14,20 @@
 #include <memory>
 #include <thread>
 
-#include "hvdrun/error.h"
-
-namespace hvdrun::rdzv::net {
+namespace hvdrun::net {
 namespace {
 
-constexpr std::chrono::milliseconds kRetryInterval{20};
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
-}
-
-// Waits until `fd` is ready for `events`; false at the deadline.
-bool wait_ready(int fd, short events, Clock::time_point deadline, int& err) {
+// Waits for `events` on fd until deadline; returns revents, 0 on timeout, -1 (errno) on error.
+int wait_for(int fd, short events, Clock::time_point deadline) {
   for (;;) {
     pollfd p{fd, events, 0};
-    const int rc = ::poll(&p, 1, remaining_ms(deadline));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) {
-      err = errno;
-      return true;  // the following syscall reports the error
+    const int n = ::poll(&p, 1, poll_timeout_ms(deadline));
+    if (n > 0) return p.revents;
+    if (n == 0) {
+      if (Clock::now() >= deadline) return 0;
+      continue;
     }
+    if (errno != EINTR) return -1;
   }
 }
 
@@ -46,55 +36,40 @@ bool transient(int err) {
          err == EAGAIN || err == EINTR;
 }
 
-// One connect attempt; returns the socket or sets err.
-Fd try_connect(const addrinfo& ai, Clock::time_point deadline, int& err) {
-  Fd fd(::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
+// One non-blocking connect attempt; returns the socket or an empty UniqueFd with `error` set.
+UniqueFd try_connect(const addrinfo& ai, Clock::time_point deadline, int& error) {
+  UniqueFd fd(
+      ::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
   if (!fd) {
-    err = errno;
+    error = errno;
     return {};
   }
-  if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0) {
-    if (errno != EINPROGRESS) {
-      err = errno;
-      return {};
-    }
-    int poll_err = 0;
-    if (!wait_ready(fd.get(), POLLOUT, deadline, poll_err)) {
-      err = ETIMEDOUT;
-      return {};
-    }
-    int so_error = 0;
-    socklen_t len = sizeof so_error;
-    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) so_error = errno;
-    if (so_error != 0) {
-      err = so_error;
-      return {};
-    }
+  const int one = 1;
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) == 0) return fd;
+  if (errno != EINPROGRESS) {
+    error = errno;
+    return {};
   }
-  int one = 1;
-  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
+  const int revents = wait_for(fd.get(), POLLOUT, deadline);
+  if (revents <= 0) {
+    error = revents == 0 ? ETIMEDOUT : errno;
+    return {};
+  }
+  socklen_t len = sizeof(error);
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &len) != 0) error = errno;
+  return error == 0 ? std::move(fd) : UniqueFd{};
 }
 
 }  // namespace
 
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) {
-    reset();
-    fd_ = other.release();
-  }
-  return *this;
+std::string errno_text(int error) {
+  return std::strerror(error);
 }
 
-int Fd::release() noexcept {
-  const int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void Fd::reset() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+int poll_timeout_ms(Clock::time_point deadline) noexcept {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
 }
 
 std::string describe(const std::string& host, std::uint16_t port) {
@@ -102,67 +77,86 @@ std::string describe(const std::string& host, std::uint16_t port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-Fd connect_retrying(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                    std::chrono::milliseconds timeout) {
-  const std::string where = "rendezvous " + describe(host, port);
+Connected connect_until(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                        const RetryPolicy& policy) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
+  Connected out;
   if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found); rc != 0) {
-    throw NetworkError(where + ": cannot resolve '" + host + "': " + ::gai_strerror(rc));
+    out.resolve_error = ::gai_strerror(rc);
+    return out;
   }
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
-  int err = ETIMEDOUT;
+  out.error = ETIMEDOUT;
+  auto pause = policy.first_pause;
   for (;;) {
     for (const addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
-      if (Fd fd = try_connect(*ai, deadline, err)) return fd;
-      if (!transient(err)) {
-        throw NetworkError(where + ": connect failed: " + std::strerror(err));
+      out.fd = try_connect(*ai, deadline, out.error);
+      if (out.fd) return out;
+      if (policy.stop_on_hard_error && !transient(out.error)) {
+        out.hard_error = true;
+        return out;
       }
     }
     const auto now = Clock::now();
-    if (now >= deadline) break;
-    std::this_thread::sleep_for(std::min<Clock::duration>(kRetryInterval, deadline - now));
+    if (now >= deadline) return out;
+    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    pause = std::min(pause * 2, policy.max_pause);
   }
-  throw TimeoutError(where + " not reachable within " + std::to_string(timeout.count()) +
-                     " ms: " + std::strerror(err));
 }
 
-IoResult write_all(int fd, std::span<const std::uint8_t> bytes, Clock::time_point deadline) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return {IoResult::kError, errno};
-    int err = 0;
-    if (!wait_ready(fd, POLLOUT, deadline, err)) return {IoResult::kTimeout, 0};
-    if (err != 0) return {IoResult::kError, err};
+std::string IoResult::text() const {
+  switch (status) {
+    case Status::kOk:
+      return "ok";
+    case Status::kClosed:
+      return "closed by peer";
+    case Status::kTimeout:
+      return "timed out";
+    case Status::kError:
+      return errno_text(error);
   }
-  return {};
+  return "unknown";
 }
 
-IoResult read_exact(int fd, std::span<std::uint8_t> out, Clock::time_point deadline) {
-  std::size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::recv(fd, out.data() + done, out.size() - done, 0);
+IoResult send_all(int fd, const void* data, std::size_t size, Clock::time_point deadline) {
+  const auto* p = static_cast<const std::byte*>(data);
+  while (size > 0) {
+    const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      done += static_cast<std::size_t>(n);
+      p += n;
+      size -= static_cast<std::size_t>(n);
       continue;
     }
-    if (n == 0) return {IoResult::kClosed, 0};
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return {IoResult::kError, errno};
-    int err = 0;
-    if (!wait_ready(fd, POLLIN, deadline, err)) return {IoResult::kTimeout, 0};
-    if (err != 0) return {IoResult::kError, err};
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return {IoResult::Status::kError, errno};
+    const int revents = wait_for(fd, POLLOUT, deadline);
+    if (revents == 0) return {IoResult::Status::kTimeout, 0};
+    if (revents < 0) return {IoResult::Status::kError, errno};
   }
   return {};
 }
 
-}  // namespace hvdrun::rdzv::net
+IoResult recv_all(int fd, void* data, std::size_t size, Clock::time_point deadline) {
+  auto* p = static_cast<std::byte*>(data);
+  while (size > 0) {
+    const ssize_t n = ::recv(fd, p, size, MSG_DONTWAIT);
+    if (n > 0) {
+      p += n;
+      size -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0) return {IoResult::Status::kClosed, 0};
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return {IoResult::Status::kError, errno};
+    const int revents = wait_for(fd, POLLIN, deadline);
+    if (revents == 0) return {IoResult::Status::kTimeout, 0};
+    if (revents < 0) return {IoResult::Status::kError, errno};
+  }
+  return {};
+}
+
+}  // namespace hvdrun::net

@@ -1,50 +1,56 @@
-// Blocking-style TCP I/O for the rendezvous client over non-blocking sockets with poll()
-// deadlines: an RAII fd, connect with retry of refused connections, read/write all bytes.
+// TCP client I/O over non-blocking sockets with poll() deadlines, shared by the rendezvous
+// client and the runtime's ring: connect with retry until a deadline, send/receive whole
+// buffers. Results are values; callers turn them into errors naming who and where.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <span>
 #include <string>
 
-namespace hvdrun::rdzv::net {
+#include "unique_fd.h"
+
+namespace hvdrun::net {
 
 using Clock = std::chrono::steady_clock;
 
-// Move-only owner of a file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-  int release() noexcept;
-  void reset() noexcept;
-
- private:
-  int fd_ = -1;
+// How connect_until retries: pauses start at `first_pause` and double up to `max_pause`.
+struct RetryPolicy {
+  std::chrono::milliseconds first_pause{20};
+  std::chrono::milliseconds max_pause{20};
+  // true: an error other than refused/reset/aborted/timed out ends the retries at once.
+  bool stop_on_hard_error = true;
 };
+
+struct Connected {
+  UniqueFd fd;                // a connected, non-blocking TCP_NODELAY socket, or empty
+  int error = 0;              // the last connect errno when `fd` is empty
+  bool hard_error = false;    // retries stopped on a hard error, before the deadline
+  std::string resolve_error;  // gai_strerror when the name did not resolve (nothing tried)
+};
+
+// Connects to host:port (any address family), retrying until `deadline` per `policy`.
+Connected connect_until(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                        const RetryPolicy& policy);
 
 struct IoResult {
-  enum Status { kOk, kTimeout, kClosed, kError };
-  Status status = kOk;
-  int err = 0;  // errno for kError
+  enum class Status { kOk, kClosed, kTimeout, kError };
+  Status status = Status::kOk;
+  int error = 0;  // errno for kError
+  bool ok() const noexcept { return status == Status::kOk; }
+  // "closed by peer", "timed out", or strerror(error).
+  std::string text() const;
 };
 
-// Connects a non-blocking TCP_NODELAY socket, retrying refused connections every ~20 ms
-// until `deadline`. Throws TimeoutError ("rendezvous H:P not reachable within N ms: why")
-// or NetworkError.
-Fd connect_retrying(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                    std::chrono::milliseconds timeout);
-IoResult write_all(int fd, std::span<const std::uint8_t> bytes, Clock::time_point deadline);
-IoResult read_exact(int fd, std::span<std::uint8_t> out, Clock::time_point deadline);
+// Sends / receives exactly `size` bytes on a socket without blocking in the syscall, waiting
+// with poll() until `deadline`.
+IoResult send_all(int fd, const void* data, std::size_t size, Clock::time_point deadline);
+IoResult recv_all(int fd, void* data, std::size_t size, Clock::time_point deadline);
+
+// Milliseconds left until `deadline` as a poll() timeout (0 when passed).
+int poll_timeout_ms(Clock::time_point deadline) noexcept;
+std::string errno_text(int error);
 // "ip:port" style name for messages: "127.0.0.1:4567" or "[::1]:4567".
 std::string describe(const std::string& host, std::uint16_t port);
 
-}  // namespace hvdrun::rdzv::net
+}  // namespace hvdrun::net

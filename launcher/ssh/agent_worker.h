@@ -26,7 +26,8 @@ std::vector<std::string> overlay_environment(const std::vector<std::string>& bas
                                              const std::vector<std::string>& overlay);
 
 // Forks and execs spec.argv with `env`; the child gets `child_mask` as its signal mask and
-// default dispositions. Waits until the exec succeeded or failed (close-on-exec report pipe).
+// default dispositions. Waits (bounded, see exec_error in process.h) until the exec succeeded
+// or failed.
 // Throws hvdrun::Error naming the syscall if fork or a pipe fails.
 AgentWorker start_agent_worker(const AgentSpec& spec, const std::vector<std::string>& env,
                                const sigset_t& child_mask);

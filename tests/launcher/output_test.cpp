@@ -150,8 +150,8 @@ struct TempDir {
 
 TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
   TempDir tmp;
-  Fd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
-  Fd err(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  UniqueFd err(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
   ASSERT_TRUE(out.valid() && err.valid());
   auto dir = (tmp.path / "logs" / "deep").string();
   {
@@ -170,7 +170,7 @@ TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
 
 TEST(OutputSink, TimestampComesBeforeThePrefix) {
   TempDir tmp;
-  Fd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
   OutputSink sink({1, true, std::nullopt, out.get(), out.get(), 10});
   sink.write(0, StreamKind::kStdout, "x\n");
   std::string text = read_all(out.get());
@@ -182,7 +182,7 @@ TEST(OutputSink, TimestampComesBeforeThePrefix) {
 
 TEST(OutputSink, KeepsTheLastStderrLinesOfEachRank) {
   TempDir tmp;
-  Fd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
   OutputSink sink({2, false, std::nullopt, out.get(), out.get(), 3});
   for (int i = 0; i < 5; ++i) sink.write(1, StreamKind::kStderr, "err " + std::to_string(i) + "\n");
   sink.write(1, StreamKind::kStdout, "not stderr\n");

@@ -15,7 +15,7 @@ std::vector<std::string> base_env() {
   return {"PATH=/usr/bin:/bin"};
 }
 
-std::string read_until_eof(const Fd& fd) {
+std::string read_until_eof(const UniqueFd& fd) {
   std::string text;
   char buffer[4096];
   ssize_t n;

@@ -6,6 +6,7 @@
 
 #include "hvdrun/error.h"
 #include "protocol.h"
+#include "test_util.h"
 #include "wire_io.h"
 
 namespace hvdrun::rdzv {
@@ -46,15 +47,8 @@ std::string decode_error(std::span<const std::uint8_t> frame) {
 
 // A frame of `type` with the given body bytes (header written by hand).
 std::vector<std::uint8_t> frame_of(MsgType type, const std::vector<std::uint8_t>& body) {
-  std::vector<std::uint8_t> out;
-  wire::Writer w(out);
-  w.u32(kMagic);
-  w.u16(kVersion);
-  w.u16(static_cast<std::uint16_t>(type));
-  w.u32(0);
-  w.u32(static_cast<std::uint32_t>(body.size()));
-  w.u32(0);
-  w.raw(body);
+  std::vector<std::uint8_t> out = test::frame_header(type, static_cast<std::uint32_t>(body.size()));
+  out.insert(out.end(), body.begin(), body.end());
   return out;
 }
 
@@ -146,14 +140,7 @@ TEST(Codec, BadMagicVersionTypeReserved) {
 }
 
 TEST(Codec, OversizedBodyIsRefusedFromTheHeader) {
-  std::vector<std::uint8_t> header;
-  wire::Writer w(header);
-  w.u32(kMagic);
-  w.u16(kVersion);
-  w.u16(static_cast<std::uint16_t>(MsgType::kKvSet));
-  w.u32(0);
-  w.u32(kMaxBody + 1);
-  w.u32(0);
+  const std::vector<std::uint8_t> header = test::frame_header(MsgType::kKvSet, kMaxBody + 1);
   auto h = decode_header(header);
   ASSERT_TRUE(std::holds_alternative<DecodeError>(h));
   EXPECT_EQ(std::get<DecodeError>(h).text, "body length 16777217 exceeds 16777216");

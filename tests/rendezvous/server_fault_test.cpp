@@ -2,30 +2,21 @@
 // a slot dropping before the generation completes, close() with pending waits, and the
 // client's connect timeout.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "hvdrun/error.h"
 #include "test_util.h"
-#include "wire_io.h"
 
 namespace hvdrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
+using test::frame_header;
 using test::kSecret;
 using test::kTimeout;
 using test::make_join;
-using test::make_slots;
 using test::RawConn;
 using test::ServerThread;
-
-ServerOptions slots(int n) {
-  ServerOptions o;
-  o.slots = make_slots(n);
-  return o;
-}
+using test::slot_options;
 
 // Expects the next message to be ErrorMsg{code} containing `text`, then the connection closed.
 void expect_error_then_close(RawConn& raw, ErrorCode code, const std::string& text) {
@@ -38,18 +29,6 @@ void expect_error_then_close(RawConn& raw, ErrorCode code, const std::string& te
   EXPECT_TRUE(raw.closed_by_server());
 }
 
-std::vector<std::uint8_t> header(MsgType type, std::uint32_t length) {
-  std::vector<std::uint8_t> out;
-  wire::Writer w(out);
-  w.u32(kMagic);
-  w.u16(kVersion);
-  w.u16(static_cast<std::uint16_t>(type));
-  w.u32(0);
-  w.u32(length);
-  w.u32(0);
-  return out;
-}
-
 // A full join of every slot still works after the faults injected by a test.
 void expect_server_still_serves(ServerThread& server) {
   Client c(server.endpoint(), kSecret, kTimeout);
@@ -57,7 +36,7 @@ void expect_server_still_serves(ServerThread& server) {
 }
 
 TEST(ServerFaults, GarbageBytesCloseOnlyThatConnection) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   RawConn bystander(server.endpoint().port);
   ASSERT_TRUE(std::holds_alternative<AuthOk>(bystander.authenticate(kSecret)->body));
   RawConn raw(server.endpoint().port);
@@ -72,24 +51,24 @@ TEST(ServerFaults, GarbageBytesCloseOnlyThatConnection) {
 }
 
 TEST(ServerFaults, OversizedHeaderClosesOnlyThatConnection) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   RawConn raw(server.endpoint().port);
   ASSERT_TRUE(std::holds_alternative<AuthOk>(raw.authenticate(kSecret)->body));
-  raw.send_bytes(header(MsgType::kKvSet, kMaxBody + 1));
+  raw.send_bytes(frame_header(MsgType::kKvSet, kMaxBody + 1));
   expect_error_then_close(raw, ErrorCode::kBadRequest, "body length 16777217 exceeds 16777216");
   expect_server_still_serves(server);
 }
 
 TEST(ServerFaults, LargeFrameBeforeAuthenticationIsRefused) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   RawConn raw(server.endpoint().port);
   ASSERT_TRUE(raw.receive());
-  raw.send_bytes(header(MsgType::kKvSet, 1u << 20));
+  raw.send_bytes(frame_header(MsgType::kKvSet, 1u << 20));
   expect_error_then_close(raw, ErrorCode::kBadRequest, "before authentication");
 }
 
 TEST(ServerFaults, RequestBeforeAuthIsRefused) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   RawConn raw(server.endpoint().port);
   ASSERT_TRUE(raw.receive());
   raw.send(Message{0, make_join(0)});
@@ -98,7 +77,7 @@ TEST(ServerFaults, RequestBeforeAuthIsRefused) {
 }
 
 TEST(ServerFaults, WrongMacGetsAuthFailed) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   RawConn raw(server.endpoint().port);
   auto reply = raw.authenticate("wrong");
   ASSERT_TRUE(reply);
@@ -109,7 +88,7 @@ TEST(ServerFaults, WrongMacGetsAuthFailed) {
 }
 
 TEST(ServerFaults, SilentPeerIsClosedAfterAuthTimeout) {
-  ServerOptions o = slots(1);
+  ServerOptions o = slot_options(1);
   o.auth_timeout = 100ms;
   ServerThread server(o);
   RawConn raw(server.endpoint().port);
@@ -120,7 +99,7 @@ TEST(ServerFaults, SilentPeerIsClosedAfterAuthTimeout) {
 }
 
 TEST(ServerFaults, StaleJoinAndSecondJoinAreRefused) {
-  ServerThread server(slots(2));
+  ServerThread server(slot_options(2));
   RawConn stale(server.endpoint().port);
   ASSERT_TRUE(std::holds_alternative<AuthOk>(stale.authenticate(kSecret)->body));
   stale.send(Message{5, make_join(0)});
@@ -134,7 +113,7 @@ TEST(ServerFaults, StaleJoinAndSecondJoinAreRefused) {
 }
 
 TEST(ServerFaults, SlotThatDropsBeforeCompletionCanJoinAgain) {
-  ServerThread server(slots(2));
+  ServerThread server(slot_options(2));
   {
     RawConn raw(server.endpoint().port);
     ASSERT_TRUE(std::holds_alternative<AuthOk>(raw.authenticate(kSecret)->body));
@@ -154,7 +133,7 @@ TEST(ServerFaults, SlotThatDropsBeforeCompletionCanJoinAgain) {
 }
 
 TEST(ServerFaults, CloseFailsPendingWaits) {
-  ServerThread server(slots(2));
+  ServerThread server(slot_options(2));
   std::thread waiter([&] {
     Client c(server.endpoint(), kSecret, kTimeout);
     try {
@@ -177,7 +156,7 @@ TEST(ServerFaults, CloseFailsPendingWaits) {
 }
 
 TEST(ServerFaults, ServerDestroyedWithConnectedClients) {
-  auto server = std::make_unique<ServerThread>(slots(2));
+  auto server = std::make_unique<ServerThread>(slot_options(2));
   const Endpoint endpoint = server->endpoint();
   Client idle(endpoint, kSecret, kTimeout);
   Client waiting(endpoint, kSecret, kTimeout);
@@ -189,15 +168,7 @@ TEST(ServerFaults, ServerDestroyedWithConnectedClients) {
 }
 
 TEST(Client, ConnectTimeoutOnAClosedPort) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);  // nothing listens on this port now
-  const std::uint16_t port = ntohs(addr.sin_port);
+  const std::uint16_t port = test::unused_port();  // nothing listens on it
   const auto start = std::chrono::steady_clock::now();
   try {
     Client c(Endpoint{"127.0.0.1", port}, kSecret, 200ms);
@@ -212,18 +183,10 @@ TEST(Client, ConnectTimeoutOnAClosedPort) {
 }
 
 TEST(Client, ConnectRetriesUntilTheServerListens) {
-  ServerOptions o = slots(1);
+  ServerOptions o = slot_options(1);
   std::unique_ptr<ServerThread> server;
   // Reserve a port, then start the server on it a little after the client began retrying.
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  const std::uint16_t port = ntohs(addr.sin_port);
+  const std::uint16_t port = test::unused_port();
   boost::asio::io_context io;
   o.secret = std::string(kSecret);
   o.port = port;

@@ -15,17 +15,11 @@ using namespace std::chrono_literals;
 using test::kSecret;
 using test::kTimeout;
 using test::make_join;
-using test::make_slots;
 using test::ServerThread;
-
-ServerOptions slots(int n) {
-  ServerOptions o;
-  o.slots = make_slots(n);
-  return o;
-}
+using test::slot_options;
 
 TEST(ServerKv, SetThenGetAcrossClients) {
-  ServerThread server(slots(2));
+  ServerThread server(slot_options(2));
   Client a(server.endpoint(), kSecret, kTimeout), b(server.endpoint(), kSecret, kTimeout);
   const std::string blob("\0\x01nccl-id\xff", 11);
   a.set("nccl_id", blob, kTimeout);
@@ -37,7 +31,7 @@ TEST(ServerKv, SetThenGetAcrossClients) {
 }
 
 TEST(ServerKv, BlockingGetIsWokenByALaterSet) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   Client setter(server.endpoint(), kSecret, kTimeout);
   std::vector<std::thread> getters;
   std::atomic<int> got{0};
@@ -57,7 +51,7 @@ TEST(ServerKv, BlockingGetIsWokenByALaterSet) {
 }
 
 TEST(ServerKv, GetTimesOutWithTheServersMessage) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   Client c(server.endpoint(), kSecret, kTimeout);
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -76,7 +70,7 @@ TEST(ServerKv, GetTimesOutWithTheServersMessage) {
 }
 
 TEST(ServerKv, KeysAreScopedByGenerationOfTheFrame) {
-  ServerThread server(slots(1));
+  ServerThread server(slot_options(1));
   test::RawConn raw(server.endpoint().port);
   ASSERT_TRUE(std::holds_alternative<AuthOk>(raw.authenticate(kSecret)->body));
   raw.send(Message{3, KvSet{"k", "v"}});
@@ -91,7 +85,7 @@ TEST(ServerKv, KeysAreScopedByGenerationOfTheFrame) {
 
 TEST(ServerBarrier, CompletesOnlyWhenAllEnteredAndIsReusable) {
   constexpr int kN = 3;
-  ServerThread server(slots(kN));
+  ServerThread server(slot_options(kN));
   std::atomic<int> done{0};
   std::latch release_last(1);
   std::vector<std::thread> ranks;
@@ -114,7 +108,7 @@ TEST(ServerBarrier, CompletesOnlyWhenAllEnteredAndIsReusable) {
 }
 
 TEST(ServerBarrier, TimeoutNamesTheMissingRanks) {
-  ServerThread server(slots(2));
+  ServerThread server(slot_options(2));
   std::latch joined(2), finished(1);
   std::thread other([&] {
     Client c(server.endpoint(), kSecret, kTimeout);
@@ -139,7 +133,7 @@ TEST(ServerBarrier, TimeoutNamesTheMissingRanks) {
 }
 
 TEST(ServerBarrier, BeforeJoinIsRefused) {
-  ServerThread server(slots(2));
+  ServerThread server(slot_options(2));
   Client c(server.endpoint(), kSecret, kTimeout);
   try {
     c.barrier("b", kTimeout);

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "auth.h"
+#include "wire_io.h"
 
 namespace hvdrun::rdzv::test {
 
@@ -60,27 +61,53 @@ Join make_join(std::uint32_t slot) {
   return j;
 }
 
-RawConn::RawConn(std::uint16_t port) {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+ServerOptions slot_options(int n) {
+  ServerOptions o;
+  o.slots = make_slots(n);
+  return o;
+}
+
+std::vector<std::uint8_t> frame_header(MsgType type, std::uint32_t length) {
+  std::vector<std::uint8_t> out;
+  wire::Writer w(out);
+  w.u32(kMagic);
+  w.u16(kVersion);
+  w.u16(static_cast<std::uint16_t>(type));
+  w.u32(0);
+  w.u32(length);
+  w.u32(0);
+  return out;
+}
+
+std::uint16_t unused_port() {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error(std::string("unused_port: ") + std::strerror(errno));
+  }
+  return ntohs(addr.sin_port);
+}
+
+RawConn::RawConn(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   timeval tv{5, 0};
-  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (!fd_ || ::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     throw std::runtime_error(std::string("RawConn connect: ") + std::strerror(errno));
   }
-}
-
-RawConn::~RawConn() {
-  if (fd_ >= 0) ::close(fd_);
 }
 
 void RawConn::send_bytes(const std::vector<std::uint8_t>& bytes) {
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd_.get(), bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
     if (n <= 0) return;  // the server may already have closed; receive() will tell
     done += static_cast<std::size_t>(n);
   }
@@ -101,11 +128,11 @@ bool read_all(int fd, std::span<std::uint8_t> out) {
 
 std::optional<Message> RawConn::receive() {
   std::vector<std::uint8_t> frame(kHeaderSize);
-  if (!read_all(fd_, frame)) return std::nullopt;
+  if (!read_all(fd_.get(), frame)) return std::nullopt;
   auto header = decode_header(frame);
   if (!std::holds_alternative<Header>(header)) throw std::runtime_error("bad header from server");
   frame.resize(kHeaderSize + std::get<Header>(header).length);
-  if (!read_all(fd_, std::span(frame).subspan(kHeaderSize))) return std::nullopt;
+  if (!read_all(fd_.get(), std::span(frame).subspan(kHeaderSize))) return std::nullopt;
   auto decoded = decode(frame);
   if (!std::holds_alternative<Message>(decoded)) throw std::runtime_error("bad frame from server");
   return std::get<Message>(std::move(decoded));
@@ -122,7 +149,7 @@ std::optional<Message> RawConn::authenticate(std::string_view secret) {
 
 bool RawConn::closed_by_server() {
   std::uint8_t byte = 0;
-  return ::recv(fd_, &byte, 1, 0) == 0;
+  return ::recv(fd_.get(), &byte, 1, 0) == 0;
 }
 
 }  // namespace hvdrun::rdzv::test

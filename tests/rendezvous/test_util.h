@@ -17,6 +17,7 @@
 #include "client.h"
 #include "protocol.h"
 #include "server.h"
+#include "unique_fd.h"
 
 namespace hvdrun::rdzv::test {
 
@@ -25,6 +26,14 @@ inline constexpr std::chrono::milliseconds kTimeout{10000};
 
 // n slots, rank = slot, on hosts of `per_host` slots named "host0", "host1", ...
 std::vector<SlotInfo> make_slots(int n, int per_host = 1000000);
+// Server options with make_slots(n) and every other setting at its default.
+ServerOptions slot_options(int n);
+
+// A loopback port that was free a moment ago (bound to port 0, then closed).
+std::uint16_t unused_port();
+
+// A frame header written by hand (generation 0) whose length field says `length`.
+std::vector<std::uint8_t> frame_header(MsgType type, std::uint32_t length);
 
 class ServerThread {
  public:
@@ -65,7 +74,6 @@ Join make_join(std::uint32_t slot);
 class RawConn {
  public:
   explicit RawConn(std::uint16_t port);
-  ~RawConn();
   RawConn(const RawConn&) = delete;
   RawConn& operator=(const RawConn&) = delete;
 
@@ -79,7 +87,7 @@ class RawConn {
   bool closed_by_server();
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 }  // namespace hvdrun::rdzv::test

@@ -20,6 +20,7 @@
 
 #include "agent_process.h"
 #include "test_hosts.h"
+#include "unique_fd.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
@@ -229,19 +230,17 @@ class MuteServer {
     addr.sin_family = AF_INET;
     ::inet_pton(AF_INET, "10.213.0.1", &addr.sin_addr);
     socklen_t len = sizeof addr;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd_, 16) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(fd_.get(), 16) != 0 ||
+        ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
       throw std::runtime_error("cannot listen on 10.213.0.1");
     }
     port_ = ntohs(addr.sin_port);
   }
-  ~MuteServer() { ::close(fd_); }
-  MuteServer(const MuteServer&) = delete;
-  MuteServer& operator=(const MuteServer&) = delete;
   int port() const { return port_; }
 
  private:
-  int fd_;
+  UniqueFd fd_;
   int port_ = 0;
 };
 

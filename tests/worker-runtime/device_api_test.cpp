@@ -141,23 +141,12 @@ TEST(DeviceApi, NcclRequestWithoutAGpuFailsInit) {
   clear_env();
 }
 
-Options job_options(std::uint16_t port, int slot) {
-  Options options;
-  options.rendezvous = "127.0.0.1:" + std::to_string(port);
-  options.secret = std::string(test::kSecret);
-  options.slot = static_cast<std::uint32_t>(slot);
-  options.hostname = "localhost";
-  options.timeout = std::chrono::seconds(10);
-  options.start_timeout = std::chrono::seconds(10);
-  return options;
-}
-
 TEST(BackendAgreement, RanksShareOneHostWithoutEnoughGpusUseTheCpu) {
   constexpr int n = 2;
   if (visible_gpus() >= n) GTEST_SKIP() << "enough CUDA devices for NCCL";
   ServerThread server(n, std::chrono::seconds(10));
   const auto errors = test::run_ranks(n, [&](int slot) {
-    JobConnection job = join_job(job_options(server.port(), slot));
+    JobConnection job = join_job(test::job_options(server.port(), slot));
     EXPECT_EQ(job.communicator->device(), nullptr);
     EXPECT_NE(job.communicator->backend_reason().find("cpu (TCP ring)"), std::string::npos)
         << job.communicator->backend_reason();
@@ -169,7 +158,7 @@ TEST(BackendAgreement, OneRanksFailedChoiceFailsEveryRank) {
   constexpr int n = 2;
   ServerThread server(n, std::chrono::seconds(10));
   const auto errors = test::run_ranks(n, [&](int slot) {
-    Options options = job_options(server.port(), slot);
+    Options options = test::job_options(server.port(), slot);
     if (slot == 0) {
       options.gpu.backend = nccl::BackendRequest::kNccl;
       options.gpu.device = 9999;  // no such device, or no device at all

@@ -18,17 +18,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-Options job_options(std::uint16_t port, int slot) {
-  Options options;
-  options.rendezvous = "127.0.0.1:" + std::to_string(port);
-  options.secret = std::string(test::kSecret);
-  options.slot = static_cast<std::uint32_t>(slot);
-  options.hostname = "localhost";
-  options.timeout = std::chrono::seconds(10);
-  options.start_timeout = std::chrono::seconds(10);
-  return options;
-}
-
 bool starts_with(const std::string& text, const std::string& head) {
   return text.rfind(head, 0) == 0;
 }
@@ -41,7 +30,7 @@ TEST(JobFailure, RankThatLeavesIsNamedByEveryOtherRank) {
   constexpr int dead = 1;
   ServerThread server(n, std::chrono::seconds(10));
   const auto errors = test::run_ranks(n, [&](int slot) {
-    JobConnection job = join_job(job_options(server.port(), slot));
+    JobConnection job = join_job(test::job_options(server.port(), slot));
     const tcp::Ring& ring = job.communicator->ring();
     const std::string dead_peer =
         "rank 1 (127.0.0.1:" + std::to_string(ring.peers()[dead].port) + ")";
@@ -76,7 +65,7 @@ TEST(JobFailure, NetworkInterfaceLoBindsAndAdvertisesLoopback) {
   constexpr int n = 2;
   ServerThread server(n, std::chrono::seconds(10));
   const auto errors = test::run_ranks(n, [&](int slot) {
-    Options options = job_options(server.port(), slot);
+    Options options = test::job_options(server.port(), slot);
     options.network_interface = slot == 0 ? "lo" : "127.0.0.1";
     JobConnection job = join_job(options);
     for (const auto& peer : job.communicator->ring().peers()) EXPECT_EQ(peer.addr, "127.0.0.1");
@@ -88,7 +77,7 @@ TEST(JobFailure, NetworkInterfaceLoBindsAndAdvertisesLoopback) {
 }
 
 TEST(JobFailure, UnknownNetworkInterfaceIsAUsageErrorListingTheAvailableOnes) {
-  Options options = job_options(1, 0);  // fails before it contacts the rendezvous
+  Options options = test::job_options(1, 0);  // fails before it contacts the rendezvous
   options.network_interface = "bogus0";
   try {
     join_job(options);

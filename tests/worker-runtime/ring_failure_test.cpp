@@ -107,11 +107,11 @@ TEST(RingSetup, StrayAndUnauthenticatedConnectionsDoNotBreakTheRing) {
   test::Listeners l = test::bind_listeners(n);
   const auto deadline = Clock::now() + milliseconds(5000);
   const std::uint16_t port = l.peers[1].port;  // rank 1 accepts from rank 0
-  std::vector<tcp::Fd> strays;
+  std::vector<UniqueFd> strays;
   const auto connect_and_send = [&](std::span<const std::uint8_t> bytes) {
     strays.push_back(tcp::connect_with_retry("127.0.0.1", port, deadline));
     if (!bytes.empty()) {
-      ASSERT_TRUE(tcp::send_all(strays.back().get(), bytes.data(), bytes.size(), deadline).ok());
+      ASSERT_TRUE(net::send_all(strays.back().get(), bytes.data(), bytes.size(), deadline).ok());
     }
   };
   connect_and_send({});  // silent, stays open

@@ -158,14 +158,7 @@ TEST(Job, RanksJoinThroughTheRendezvousAndReduce) {
   ServerThread server(n, std::chrono::seconds(10));
   const std::uint16_t port = server.port();
   const auto errors = test::run_ranks(n, [&](int slot) {
-    Options options;
-    options.rendezvous = "127.0.0.1:" + std::to_string(port);
-    options.secret = std::string(test::kSecret);
-    options.slot = static_cast<std::uint32_t>(slot);
-    options.hostname = "localhost";
-    options.timeout = std::chrono::seconds(10);
-    options.start_timeout = std::chrono::seconds(10);
-    JobConnection job = join_job(options);
+    JobConnection job = join_job(test::job_options(port, slot));
     ASSERT_NE(job.client, nullptr);
     const Topology& t = job.communicator->topology();
     EXPECT_EQ(t.rank, slot);

@@ -1,5 +1,6 @@
 // A rendezvous server on 127.0.0.1:0 on a background io_context thread, for tests that run
-// join_job() with threads as ranks. Slot s is rank s, all on one host ("localhost").
+// join_job() with threads as ranks. Slot s is rank s, all on one host ("localhost");
+// job_options() gives the worker Options of one slot.
 #pragma once
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -11,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "options.h"
 #include "ring_harness.h"
 #include "server.h"
 
@@ -49,4 +51,19 @@ class ServerThread {
   std::thread thread_;
 };
 
+namespace test {
+
+// A worker's options for `slot` of a ServerThread on `port`: 10 s timeouts.
+inline Options job_options(std::uint16_t port, int slot) {
+  Options options;
+  options.rendezvous = "127.0.0.1:" + std::to_string(port);
+  options.secret = std::string(kSecret);
+  options.slot = static_cast<std::uint32_t>(slot);
+  options.hostname = "localhost";
+  options.timeout = std::chrono::seconds(10);
+  options.start_timeout = std::chrono::seconds(10);
+  return options;
+}
+
+}  // namespace test
 }  // namespace hvdrun

@@ -79,7 +79,7 @@ std::string gen_text(const RingIdentity& me) {
 
 // An accepted connection whose hello is not complete yet.
 struct Candidate {
-  Fd fd;
+  UniqueFd fd;
   std::string peer;
   Hello hello{};
   std::size_t got = 0;
@@ -101,7 +101,7 @@ bool read_candidate(Candidate& c) {
 
 void accept_pending(Listener& listener, std::vector<Candidate>& pending) {
   std::string peer;
-  while (Fd fd = listener.accept_one(peer)) {
+  while (UniqueFd fd = listener.accept_one(peer)) {
     if (pending.size() == kMaxPending) {
       runtime_log().warn("ring setup: dropping silent connection from {}", pending.front().peer);
       pending.erase(pending.begin());
@@ -111,13 +111,13 @@ void accept_pending(Listener& listener, std::vector<Candidate>& pending) {
 }
 
 // Accepts connections until one carries a valid hello from rank `from`.
-Fd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int from,
-               Listener& listener, Clock::time_point deadline) {
+UniqueFd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int from,
+                     Listener& listener, Clock::time_point deadline) {
   std::vector<Candidate> pending;
   for (;;) {
     std::vector<pollfd> fds{{listener.fd(), POLLIN, 0}};
     for (const auto& c : pending) fds.push_back({c.fd.get(), POLLIN, 0});
-    const int n = ::poll(fds.data(), fds.size(), poll_timeout_ms(deadline));
+    const int n = ::poll(fds.data(), fds.size(), net::poll_timeout_ms(deadline));
     if (n == 0 && Clock::now() >= deadline) {
       throw TimeoutError("ring setup: " + peer_text(peers, from) + " did not connect to rank " +
                          std::to_string(me.rank) + " on port " + std::to_string(listener.port()) +
@@ -138,7 +138,7 @@ Fd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers,
 void send_hello(int fd, const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int to,
                 Clock::time_point deadline) {
   const Hello hello = make_hello(me, to);
-  const IoResult result = send_all(fd, hello.data(), hello.size(), deadline);
+  const net::IoResult result = net::send_all(fd, hello.data(), hello.size(), deadline);
   if (!result.ok()) {
     throw NetworkError("ring setup: sending hello to " + peer_text(peers, to) +
                        " failed: " + result.text() + gen_text(me));
@@ -164,8 +164,9 @@ RingLinks connect_ring(const RingIdentity& me, const std::vector<rdzv::PeerAddr>
   send_hello(links.prev.get(), me, peers, prev, deadline);
 
   Hello answer{};
-  const IoResult result = recv_all(links.next.get(), answer.data(), answer.size(), deadline);
-  if (result.status == IoResult::Status::kTimeout) {
+  const net::IoResult result =
+      net::recv_all(links.next.get(), answer.data(), answer.size(), deadline);
+  if (result.status == net::IoResult::Status::kTimeout) {
     throw TimeoutError("ring setup: " + peer_text(peers, next) + " did not answer the hello" +
                        gen_text(me));
   }

@@ -26,8 +26,8 @@ struct RingIdentity {
 };
 
 struct RingLinks {
-  Fd next;  // connected to rank+1, send-only
-  Fd prev;  // accepted from rank-1, receive-only
+  UniqueFd next;  // connected to rank+1, send-only
+  UniqueFd prev;  // accepted from rank-1, receive-only
 };
 
 // Connects both links (size >= 2). Throws TimeoutError naming the rank that did not

@@ -74,7 +74,7 @@ class Ring {
   int rank_;
   int size_;
   std::vector<rdzv::PeerAddr> peers_;
-  Fd next_, prev_;
+  UniqueFd next_, prev_;
   Links links_;
   std::vector<std::byte> staging_;
   std::shared_ptr<FailureBoard> board_;

@@ -172,7 +172,7 @@ void Mover::wait(Clock::time_point deadline) {
                     static_cast<short>(POLLIN | POLLRDHUP | (want_out_ ? POLLOUT : 0)), 0};
   }
   if (receiving) fds[count++] = {links_.prev_fd, POLLIN, 0};
-  const int n = ::poll(fds, count, poll_timeout_ms(deadline));
+  const int n = ::poll(fds, count, net::poll_timeout_ms(deadline));
   if (n < 0 && errno != EINTR) lost(!receiving, errno);
   if (n == 0 && Clock::now() >= deadline) {
     const std::string secs = format_seconds(links_.timeout);
@@ -199,7 +199,7 @@ void Mover::check_next_link() {
 }
 
 void Mover::lost(bool next, int error) const {
-  const std::string why = error == 0 ? "closed by peer" : errno_text(error);
+  const std::string why = error == 0 ? "closed by peer" : net::errno_text(error);
   fail<NetworkError>(next, LinkFault::Kind::kClosed, "connection lost: " + why,
                      "connection to " + peer(next) + " lost: " + why);
 }

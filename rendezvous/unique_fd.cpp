@@ -1,4 +1,4 @@
-// EINTR-safe fd helpers of unique_fd.h.
+// The pipe and EINTR-safe fd helpers of unique_fd.h.
 #include "unique_fd.h"
 
 #include <fcntl.h>
@@ -9,7 +9,15 @@
 
 #include "hvdrun/error.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun {
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw Error(std::string("pipe2 failed: ") + std::strerror(errno));
+  }
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
 
 int write_all(int fd, std::string_view data) noexcept {
   while (!data.empty()) {
@@ -30,12 +38,4 @@ long read_some(int fd, char* buffer, std::size_t size) noexcept {
   }
 }
 
-PipePair make_cloexec_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    throw Error(std::string("pipe2 failed: ") + std::strerror(errno));
-  }
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun

@@ -1,5 +1,5 @@
-// UniqueFd: move-only owner of one file descriptor (closed on destruction), and the EINTR-safe
-// read/write helpers the SSH code and the remote agent share.
+// UniqueFd: the one move-only owner of a file descriptor (closed on destruction), a
+// close-on-exec pipe made of two of them, and EINTR-safe read/write on blocking fds.
 #pragma once
 
 #include <unistd.h>
@@ -8,8 +8,9 @@
 #include <string_view>
 #include <utility>
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun {
 
+// Owns one file descriptor; closes it on destruction. Move-only; not thread-safe.
 class UniqueFd {
  public:
   UniqueFd() = default;
@@ -25,7 +26,9 @@ class UniqueFd {
 
   int get() const noexcept { return fd_; }
   bool valid() const noexcept { return fd_ >= 0; }
+  explicit operator bool() const noexcept { return valid(); }
   int release() noexcept { return std::exchange(fd_, -1); }
+  // Closes the owned fd (if any) and takes `fd`.
   void reset(int fd = -1) noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
@@ -35,17 +38,18 @@ class UniqueFd {
   int fd_ = -1;
 };
 
+// Both ends close-on-exec.
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+// Throws hvdrun::Error ("pipe2 failed: why").
+Pipe make_pipe();
+
 // Writes all of `data` (blocking fd), retrying on EINTR. Returns 0 or the errno.
 int write_all(int fd, std::string_view data) noexcept;
 
 // read() retried on EINTR: bytes read, 0 at EOF, -1 with errno set.
 long read_some(int fd, char* buffer, std::size_t size) noexcept;
 
-// A pipe with both ends close-on-exec; throws hvdrun::Error naming pipe2 on failure.
-struct PipePair {
-  UniqueFd read;
-  UniqueFd write;
-};
-PipePair make_cloexec_pipe();
-
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun
