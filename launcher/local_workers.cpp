@@ -3,11 +3,15 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
+#include <csignal>
 #include <cstring>
 
+#include "hvdrun/error.h"
 #include "logging.h"
 
 namespace hvdrun::launcher {
@@ -15,6 +19,16 @@ namespace {
 
 namespace asio = boost::asio;
 constexpr std::size_t kReadBufferBytes = 32 * 1024;
+
+// "64 (hard 64)": the soft and hard RLIMIT_NOFILE.
+std::string open_file_limit_text() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return "unknown";
+  auto text = [](rlim_t v) {
+    return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
+  };
+  return text(limit.rlim_cur) + " (hard " + text(limit.rlim_max) + ")";
+}
 
 }  // namespace
 
@@ -30,7 +44,15 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, const std::vec
   std::vector<Spawned> spawned;
   spawned.reserve(slots.size());
   for (std::size_t i = 0; i < slots.size(); ++i) {
-    spawned.push_back(launcher::spawn(command, environments[i]));
+    try {
+      spawned.push_back(launcher::spawn(command, environments[i]));
+    } catch (const Error& e) {
+      const int error = errno;
+      if (error != EMFILE && error != ENFILE) throw;
+      throw Error("cannot start rank " + std::to_string(slots[i].rank) + " (" + std::to_string(i) +
+                  " of " + std::to_string(slots.size()) + " local workers started): " + e.what() +
+                  "; open-file limit " + open_file_limit_text() + ": raise ulimit -n");
+    }
     watchdog_.watch(spawned.back().child.pgid());
   }
   workers_.reserve(slots.size());
@@ -77,39 +99,86 @@ asio::awaitable<void> LocalWorkers::pump(std::size_t index, StreamKind kind) {
     auto [ec, n] =
         co_await stream.async_read_some(asio::buffer(buffer), asio::as_tuple(asio::use_awaitable));
     if (n > 0) splitter.feed({buffer.data(), n}, emit);
-    if (ec) break;
+    if (sink_.console_closed(kind)) drop_streams(kind);
+    if (ec || dropped(kind)) break;
   }
   // Cancelled by close_streams(): take what the pipe still holds, without waiting.
-  while (closing_streams_) {
+  while (closing_streams_ && !dropped(kind)) {
     ssize_t n = ::read(stream.native_handle(), buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     splitter.feed({buffer.data(), static_cast<std::size_t>(n)}, emit);
   }
-  splitter.finish(emit);
+  if (!dropped(kind)) splitter.finish(emit);
   boost::system::error_code ignored;
   stream.close(ignored);
-  if (--open_streams_ == 0) callbacks_.on_streams_closed();
+  --open_streams_;
+  forget_empty_groups();
+  callbacks_.on_stream_closed(w.slot.rank);
 }
 
+// The console reader of `kind` is gone: close that pipe of every rank, so the workers get
+// SIGPIPE/EPIPE on their next write, as in a shell pipeline.
+void LocalWorkers::drop_streams(StreamKind kind) {
+  bool& dropped_kind = dropped_[kind == StreamKind::kStderr ? 1 : 0];
+  if (dropped_kind) return;
+  dropped_kind = true;
+  spdlog::get("launcher")
+      ->debug("the console's {} was closed; closing that pipe of every rank",
+              kind == StreamKind::kStderr ? "stderr" : "stdout");
+  for (auto& w : workers_) {
+    auto& stream = kind == StreamKind::kStdout ? *w.out : *w.err;
+    boost::system::error_code ignored;
+    if (stream.is_open()) stream.cancel(ignored);
+  }
+}
+
+bool LocalWorkers::streams_open(int rank) const {
+  for (const auto& w : workers_) {
+    if (w.slot.rank == rank) return w.out->is_open() || w.err->is_open();
+  }
+  return false;
+}
+
+// Exits of one pass, those killed by a signal the launcher did not send first: when a rank
+// is SIGKILLed and its peers exit 1 because it vanished, the signalled one is the cause.
 void LocalWorkers::reap() {
+  std::vector<std::pair<Worker*, ExitStatus>> ended;
   for (auto& w : workers_) {
     if (w.exited) continue;
-    if (auto status = w.child.try_reap()) on_exit(w, *status);
+    if (auto status = w.child.try_reap()) ended.emplace_back(&w, *status);
+  }
+  if (!signalled_) {
+    std::stable_partition(ended.begin(), ended.end(), [](const auto& e) {
+      return e.second.kind == ExitStatus::Kind::kSignaled;
+    });
+  }
+  for (auto& [w, status] : ended) on_exit(*w, status);
+  forget_empty_groups();
+}
+
+// Tells the watchdog about exited workers whose group has become empty, so that it never
+// kills a group id the system has given to someone else.
+void LocalWorkers::forget_empty_groups() {
+  for (auto& w : workers_) {
+    if (!w.exited || w.group_empty) continue;
+    if (w.child.signal_group(0) == ESRCH) {
+      w.group_empty = true;
+      watchdog_.forget(w.child.pgid());
+    }
   }
 }
 
 void LocalWorkers::on_exit(Worker& w, ExitStatus status) {
   w.exited = true;
-  if (w.child.signal_group(0) == ESRCH) {
-    w.group_empty = true;
-    watchdog_.forget(w.child.pgid());
-  }
   spdlog::get("launcher")
       ->debug("rank {} (pid {}) ended: {}", w.slot.rank, w.child.pid(), status.describe());
   std::string cause;
   if (w.exec_errno != 0) {
     cause = "cannot run '" + program_ + "': " + std::strerror(w.exec_errno);
+  } else if (status.kind == ExitStatus::Kind::kSignaled && status.value == SIGPIPE &&
+             (dropped(StreamKind::kStdout) || dropped(StreamKind::kStderr))) {
+    cause = "hvdrun's output was closed by its reader, e.g. `| head`";
   }
   auto end = RankEnd::from_local(status, std::move(cause));
   end.pid = w.child.pid();
@@ -117,6 +186,7 @@ void LocalWorkers::on_exit(Worker& w, ExitStatus status) {
 }
 
 void LocalWorkers::signal_all(int signo) {
+  if (signo != 0) signalled_ = true;
   for (auto& w : workers_) {
     if (w.group_empty) continue;
     if (w.child.signal_group(signo) == ESRCH && w.exited) {

@@ -4,6 +4,7 @@
 // io thread only.
 #pragma once
 
+#include <array>
 #include <boost/asio.hpp>
 #include <cstddef>
 #include <functional>
@@ -24,7 +25,7 @@ class LocalWorkers {
  public:
   struct Callbacks {
     std::function<void(int rank, RankEnd end)> on_exit;
-    std::function<void()> on_streams_closed;  // the last open pipe reached EOF
+    std::function<void(int rank)> on_stream_closed;  // a pipe of `rank` reached EOF or closed
   };
 
   LocalWorkers(boost::asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
@@ -33,11 +34,14 @@ class LocalWorkers {
   // Spawns one worker per (slot, environment) pair, all at once, and starts pumping.
   void spawn(const std::vector<std::string>& command, const std::vector<Slot>& slots,
              const std::vector<std::vector<std::string>>& environments, bool verbose);
-  // Collects exits (call on SIGCHLD and after spawning).
+  // Collects exits (call on SIGCHLD and after spawning). Within one pass, workers killed by
+  // a signal the launcher did not send are reported first.
   void reap();
   // Signals every worker's process group that may still hold a process.
   void signal_all(int signo);
   std::size_t open_streams() const noexcept { return open_streams_; }
+  // Whether a pipe of `rank` (a local rank) is still open.
+  bool streams_open(int rank) const;
   std::size_t size() const noexcept { return workers_.size(); }
   // Every worker exited but a pipe stays open (held by a worker's child): kill the groups and
   // take what the pipes hold without waiting.
@@ -55,6 +59,9 @@ class LocalWorkers {
   };
   boost::asio::awaitable<void> pump(std::size_t index, StreamKind kind);
   void on_exit(Worker& w, ExitStatus status);
+  void drop_streams(StreamKind kind);
+  bool dropped(StreamKind kind) const { return dropped_[kind == StreamKind::kStderr ? 1 : 0]; }
+  void forget_empty_groups();
 
   boost::asio::io_context& io_;
   Watchdog& watchdog_;
@@ -64,6 +71,8 @@ class LocalWorkers {
   std::string program_;
   std::size_t open_streams_ = 0;
   bool closing_streams_ = false;
+  bool signalled_ = false;         // signal_all() sent a signal
+  std::array<bool, 2> dropped_{};  // stdout, stderr: the console reader is gone
 };
 
 }  // namespace hvdrun::launcher

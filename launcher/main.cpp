@@ -3,6 +3,7 @@
 // or the job (supervisor.h). The only place that maps errors to exit statuses: usage 2,
 // others 1.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <exception>
@@ -32,6 +33,14 @@ std::map<std::string, std::string> environment_map() {
   return env;
 }
 
+// Raises the soft RLIMIT_NOFILE to the hard limit (workers inherit it, as with horovodrun).
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 int fail(const char* message, int status) {
   std::fprintf(stderr, "hvdrun: error: %s\n", message);
   return status;
@@ -45,6 +54,7 @@ int main(int argc, char** argv) {
   }
   hvdrun::launcher::ensure_standard_fds();
   ::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher
+  raise_open_file_limit();     // 3 pipes per local worker and a socket per rank
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
     auto environment = environment_map();

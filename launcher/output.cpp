@@ -31,8 +31,9 @@ std::size_t terminator_length(std::string_view chunk) {
 }
 
 // Writes every byte of `parts` to fd (one loop over partial writes and EINTR). A console
-// in non-blocking mode is waited for, bounded; any other error drops the rest.
-void write_all(int fd, std::array<iovec, 3> parts, int count) {
+// in non-blocking mode is waited for, bounded; any other error drops the rest. Returns 0 or
+// the errno of the failed write.
+int write_all(int fd, std::array<iovec, 3> parts, int count) {
   iovec* iov = parts.data();
   while (count > 0) {
     ssize_t n = ::writev(fd, iov, count);
@@ -40,7 +41,7 @@ void write_all(int fd, std::array<iovec, 3> parts, int count) {
       if (errno == EINTR) continue;
       pollfd pfd{fd, POLLOUT, 0};
       if (errno == EAGAIN && ::poll(&pfd, 1, kConsoleBlockedTimeoutMs) > 0) continue;
-      return;
+      return errno;
     }
     auto left = static_cast<std::size_t>(n);
     while (count > 0 && left >= iov->iov_len) {
@@ -53,6 +54,7 @@ void write_all(int fd, std::array<iovec, 3> parts, int count) {
       iov->iov_len -= left;
     }
   }
+  return 0;
 }
 
 UniqueFd open_tee_file(const std::filesystem::path& path) {
@@ -181,7 +183,11 @@ void OutputSink::write(int rank, StreamKind stream, std::string_view chunk) {
                              iovec{const_cast<char*>(chunk.data()), chunk.size()},
                              iovec{const_cast<char*>(kNewline), 1}};
   int count = is_terminator(chunk.back()) ? 2 : 3;
-  write_all(is_err ? options_.stderr_fd : options_.stdout_fd, parts, count);
+  bool& closed = console_closed_[is_err ? 1 : 0];
+  if (!closed &&
+      write_all(is_err ? options_.stderr_fd : options_.stdout_fd, parts, count) == EPIPE) {
+    closed = true;
+  }
   if (!files_.empty()) {
     write_all(files_[static_cast<std::size_t>(rank) * 2 + (is_err ? 1 : 0)].get(), parts, count);
   }

@@ -4,6 +4,7 @@
 // DIR/rank.N/{stdout,stderr} with --output-filename. Reads JobSpec's output settings.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <ctime>
 #include <deque>
@@ -60,7 +61,9 @@ std::string asctime_text(std::time_t when);
 
 // Writes prefixed chunks. Each chunk is one writev loop per destination, all from one thread,
 // so chunks of different ranks never interleave. A chunk without a terminator (partial last
-// line, cap piece) gets a '\n' appended. Write errors on the console (EPIPE) are ignored.
+// line, cap piece) gets a '\n' appended. Other write errors on the console are ignored; a
+// console stream that failed with EPIPE (its reader is gone, as with `hvdrun ... | head`) is
+// marked closed and never written again (the tee files still are).
 // Lifetime: owns the tee files; used on the io thread only.
 class OutputSink {
  public:
@@ -70,11 +73,16 @@ class OutputSink {
   void write(int rank, StreamKind stream, std::string_view chunk);
   // The last stderr lines of `rank`, oldest first, terminators removed.
   const std::deque<std::string>& last_stderr_lines(int rank) const;
+  // True once a write of that stream to the console failed with EPIPE.
+  bool console_closed(StreamKind stream) const noexcept {
+    return console_closed_[stream == StreamKind::kStderr ? 1 : 0];
+  }
 
  private:
   OutputOptions options_;
   std::vector<UniqueFd> files_;  // 2 per rank (stdout, stderr), empty without a directory
   std::vector<std::deque<std::string>> tails_;
+  std::array<bool, 2> console_closed_{};  // stdout, stderr
 };
 
 }  // namespace hvdrun::launcher

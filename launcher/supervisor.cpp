@@ -66,10 +66,15 @@ class Supervisor {
         signals_(io, SIGCHLD, SIGINT, SIGTERM),
         grace_timer_(io),
         drain_timer_(io),
+        announce_timer_(io),
         ends_(slots_.size()),
         local_(io, watchdog, sink,
                {[this](int rank, RankEnd end) { on_rank_exit(rank, std::move(end)); },
-                [this] { maybe_finish(); }}) {}
+                [this](int rank) { on_stream_closed(rank); }}) {
+    boost::system::error_code ignored;
+    signals_.add(SIGHUP, ignored);  // a closed terminal or session: as SIGTERM
+    signals_.add(SIGQUIT, ignored);
+  }
 
   void launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
               const std::vector<std::size_t>& remote);
@@ -84,6 +89,8 @@ class Supervisor {
   void start_workers();
   RendezvousInfo rendezvous_for(std::size_t host) const;
   void on_rank_exit(int rank, RankEnd end);
+  void on_stream_closed(int rank);
+  void announce_failure();
   void wait_signal();
   void on_signal(int signo);
   void terminate();
@@ -101,6 +108,7 @@ class Supervisor {
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
   asio::steady_timer drain_timer_;
+  asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
   AddressPlan plan_;
   RendezvousInfo rdzv_;                          // port, secret, master port; addresses per host
   std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
@@ -114,6 +122,7 @@ class Supervisor {
   bool killed_ = false;
   bool draining_ = false;
   bool finished_ = false;
+  bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
   LocalWorkers local_;
   std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above
 };
@@ -203,16 +212,40 @@ void Supervisor::on_rank_exit(int rank, RankEnd end) {
   ++ended_;
   if (!slot_end->success() && !outcome_) {
     outcome_ = Outcome{Outcome::Kind::kWorkerFailed, rank, 0, {}};
-    const auto& slot = slots_[static_cast<std::size_t>(rank)];
-    const std::size_t others = running();
-    note("rank " + std::to_string(rank) + " (host " + slot.host +
-         (slot_end->pid ? ", pid " + std::to_string(slot_end->pid) : "") + ") " +
-         slot_end->what_happened() +
-         (others ? "; terminating " + std::to_string(others) + " other " +
-                       (others == 1 ? "rank" : "ranks")
-                 : ""));
-    terminate();
+    if (!local_.streams_open(rank)) {
+      announce_failure();
+    } else {  // its last lines come first, bounded like the final drain
+      announce_pending_ = true;
+      announce_timer_.expires_after(kDrainTimeout);
+      announce_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && !finished_) announce_failure();
+      });
+    }
   }
+  maybe_finish();
+}
+
+void Supervisor::on_stream_closed(int rank) {
+  if (announce_pending_ && outcome_ && rank == outcome_->rank && !local_.streams_open(rank)) {
+    announce_failure();
+  }
+  maybe_finish();
+}
+
+// The note about the first failed rank, then the teardown of the others.
+void Supervisor::announce_failure() {
+  announce_pending_ = false;
+  announce_timer_.cancel();
+  const int rank = outcome_->rank;
+  const auto& slot = slots_[static_cast<std::size_t>(rank)];
+  const auto& end = *ends_[static_cast<std::size_t>(rank)];
+  const std::size_t others = terminating_ ? 0 : running();
+  note("rank " + std::to_string(rank) + " (host " + slot.host +
+       (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
+       (others ? "; terminating " + std::to_string(others) + " other " +
+                     (others == 1 ? "rank" : "ranks")
+               : ""));
+  terminate();
   maybe_finish();
 }
 
@@ -267,7 +300,7 @@ void Supervisor::kill_all(int signo) {
 }
 
 void Supervisor::maybe_finish() {
-  if (finished_ || !started_ || ended_ < slots_.size()) return;
+  if (finished_ || !started_ || announce_pending_ || ended_ < slots_.size()) return;
   if (local_.open_streams() == 0) {
     finish();
     return;
@@ -284,6 +317,7 @@ void Supervisor::finish() {
   finished_ = true;
   grace_timer_.cancel();
   drain_timer_.cancel();
+  announce_timer_.cancel();
   boost::system::error_code ignored;
   signals_.clear(ignored);  // restores the default dispositions
   signals_.cancel(ignored);
@@ -296,7 +330,13 @@ void Supervisor::finish() {
 void Supervisor::fail_job(const std::string& message) {
   if (finished_) return;
   if (!outcome_) {
-    outcome_ = Outcome{Outcome::Kind::kJobError, 0, 0, message};
+    std::string text = message;
+    if (message.starts_with("start timeout")) {
+      text +=
+          " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
+          "slow to start)";
+    }
+    outcome_ = Outcome{Outcome::Kind::kJobError, 0, 0, std::move(text)};
     note("rendezvous failed; terminating " + plural(running(), "rank"));
   }
   terminate();

@@ -66,7 +66,13 @@ void apply_record(std::string_view line, std::vector<pid_t>& groups, bool& done)
     }
   }
   if (!done) {
-    for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
+    const pid_t session = ::getsid(0);
+    for (pid_t pgid : groups) {
+      // A leader in another session means the id was given to someone else's group.
+      const pid_t leader_session = ::getsid(pgid);
+      if (leader_session >= 0 && leader_session != session) continue;
+      ::kill(-pgid, SIGKILL);
+    }
   }
   ::_exit(0);
 }

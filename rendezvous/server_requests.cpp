@@ -82,7 +82,11 @@ asio::awaitable<void> ServerCore::start_timer() {
 void ServerCore::start_timed_out() {
   const std::string text = "start timeout after " + describe_duration(options_.start_timeout) +
                            ": " + generation_.join_status();
-  logger()->error("{}", text);
+  if (callbacks_.on_error) {
+    logger()->info("{}", text);  // the owner reports it
+  } else {
+    logger()->error("{}", text);
+  }
   for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kTimeout, text);
   if (auto on_error = callbacks_.on_error) on_error(text);
 }

@@ -1,7 +1,11 @@
 // Integration: exit statuses, the failure summary, and errors before any worker runs.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "hvdrun_runner.h"
@@ -80,6 +84,55 @@ TEST(Failure, UsageErrorsExitTwoWithOneLine) {
     EXPECT_TRUE(r.err.starts_with("hvdrun: error: ")) << r.err;
     EXPECT_EQ(lines_of(r.err).size(), 1u) << r.err;
     EXPECT_EQ(r.out, "");
+  }
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
+
+namespace hvdrun::itest {
+namespace {
+
+// Runs `hvdrun -np 40 /bin/true` under `ulimit <flags> 64`; returns {status, stderr}.
+std::pair<int, std::string> run_with_open_file_limit(const std::string& flags) {
+  TempDir dir;
+  const auto err = dir.path / "err";
+  const std::string command = "sh -c 'ulimit " + flags + " 64 && exec \"" +
+                              std::string(HVDRUN_BINARY) + "\" -np 40 /bin/true' 2>'" +
+                              err.string() + "'";
+  const int rc = std::system(("timeout -s KILL 60 " + command).c_str());
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text};
+}
+
+TEST(Failure, SoftOpenFileLimitIsRaisedToTheHardLimit) {
+  auto [status, err] = run_with_open_file_limit("-S -n");
+  EXPECT_EQ(status, 0) << err;
+}
+
+TEST(Failure, OpenFileLimitTooLowNamesTheRankAndTheRemedy) {
+  auto [status, err] = run_with_open_file_limit("-n");
+  EXPECT_EQ(status, 1) << err;
+  EXPECT_NE(err.find("cannot start rank "), std::string::npos) << err;
+  EXPECT_NE(err.find("open-file limit 64 (hard 64): raise ulimit -n"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
+
+namespace hvdrun::itest {
+namespace {
+
+TEST(Failure, FailedRanksLastLinesComeBeforeTheTerminationNote) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto r = run_hvdrun({"-np", "2", worker(), "fail", "1", "3"});
+    EXPECT_EQ(r.status, 3) << r.err;
+    const auto last_line = r.err.find("[1]<stderr>:rank 1 failing with 3");
+    const auto note = r.err.find("hvdrun: rank 1 (host localhost");
+    ASSERT_NE(last_line, std::string::npos) << r.err;
+    ASSERT_NE(note, std::string::npos) << r.err;
+    EXPECT_LT(last_line, note) << r.err;
   }
 }
 

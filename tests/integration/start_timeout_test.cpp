@@ -15,6 +15,10 @@ TEST(StartTimeout, MissingRankIsNamed) {
   EXPECT_NE(r.status, 0) << r.err;
   EXPECT_LT(r.seconds, 15.0);
   EXPECT_NE(r.err.find("rank 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has not called hvdrun::init(); raise --start-timeout"), std::string::npos)
+      << r.err;
+  // Said once, by the launcher: not also as a rendezvous log line.
+  EXPECT_EQ(r.err.find("[error]"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.find("initialised"), std::string::npos) << r.out;
 }
 

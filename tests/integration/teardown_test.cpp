@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -94,6 +96,42 @@ TEST(Teardown, ChildHoldingAPipeAfterItsWorkerExitedDoesNotHangTheLauncher) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "[0]<stdout>:parent leaving\n");
   EXPECT_LT(r.seconds, 5.0);
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
+
+namespace hvdrun::itest {
+namespace {
+
+TEST(Teardown, SighupToHvdrunIsHandledLikeSigterm) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"-np", "2", worker(), "sleep", pids.path.string()});
+  auto workers = wait_for_pids(pids.path, 2, std::chrono::seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  hvdrun.signal(SIGHUP);
+  auto r = hvdrun.finish(std::chrono::seconds(20));
+  EXPECT_EQ(r.status, 129) << r.err;
+  EXPECT_NE(r.err.find("hvdrun: interrupted (SIGHUP), terminating 2 ranks"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, std::chrono::milliseconds(500)).empty());
+}
+
+// `hvdrun ... | head -1`: once the reader is gone, the workers get SIGPIPE and the job ends.
+TEST(Teardown, ClosedStdoutReaderEndsTheJob) {
+  TempDir dir;
+  const auto status = dir.path / "status";
+  const std::string script = "{ '" + std::string(HVDRUN_BINARY) + "' -np 2 yes; echo \\$? > '" +
+                             status.string() + "'; } | head -1 > /dev/null";
+  const auto start = std::chrono::steady_clock::now();
+  int rc = std::system(("timeout -s KILL 20 sh -c \"" + script + "\" 2>/dev/null").c_str());
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(rc, 0);
+  EXPECT_LT(took.count(), 5.0);
+  std::ifstream in(status);
+  int code = -1;
+  in >> code;
+  EXPECT_EQ(code, 128 + SIGPIPE);
 }
 
 }  // namespace
