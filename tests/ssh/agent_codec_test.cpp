@@ -9,7 +9,7 @@ namespace hvdrun::launcher::ssh {
 namespace {
 
 AgentSpec sample() {
-  return {"/work/dir with space",
+  return {"/srv/dir with space",
           {"A=1", "EMPTY=", "MULTI=line1\nline2", "Q='\"$x`"},
           {"/bin/sh", "-c", "echo $A", ""}};
 }
