@@ -1,0 +1,51 @@
+// The KV server's logger and the per-limit rate limiter (kv_log.h).
+#include "launcher/horovod/kv_log.h"
+
+#include <spdlog/spdlog.h>
+
+namespace hvdrun::launcher::horovod {
+
+std::shared_ptr<spdlog::logger> kv_logger() {
+  if (auto launcher = spdlog::get("launcher")) return launcher;
+  return spdlog::default_logger();
+}
+
+std::string_view limit_name(Limit limit) noexcept {
+  switch (limit) {
+    case Limit::kBodyBytes:
+      return "max_body_bytes";
+    case Limit::kHeaderBytes:
+      return "max_header_bytes";
+    case Limit::kConnections:
+      return "max_connections";
+    case Limit::kStoredBytes:
+      return "max_stored_bytes";
+    case Limit::kRequestTimeout:
+      return "request_timeout";
+    case Limit::kBadRequest:
+      return "bad requests";
+    case Limit::kAcceptFailed:
+      return "accept errors";
+    case Limit::kElasticQuery:
+      return "elastic rank_and_size queries";
+    case Limit::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+bool LimitLog::admit(Limit limit, std::uint64_t& held_back, Clock::time_point now) {
+  State& s = state_[index(limit)];
+  ++s.hits;
+  if (s.logged && now - s.last < kInterval) {
+    ++s.held_back;
+    return false;
+  }
+  held_back = s.held_back;
+  s.held_back = 0;
+  s.last = now;
+  s.logged = true;
+  return true;
+}
+
+}  // namespace hvdrun::launcher::horovod

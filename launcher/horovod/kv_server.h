@@ -1,0 +1,68 @@
+// KvServer: the HTTP key-value rendezvous that real Horovod gloo workers (horovod 0.28)
+// talk to: GET/PUT/DELETE /<scope>/<key>, one request per TCP connection, served on the
+// caller's io_context. Settings: KvServerOptions (address, port, limits) and the KvPlan of
+// scope sizes. It serves static jobs: the elastic rank_and_size query gets the
+// "not in this job" answer, so such a worker fails at once instead of hanging.
+// Thread: construct, call and destroy on the io_context's thread (or before it runs); no
+// locks. Lifetime: close() or the destructor stops accepting and closes every connection;
+// connections then unwind on the io_context, which must outlive the object.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "launcher/horovod/kv_plan.h"
+
+namespace hvdrun::launcher::horovod {
+
+class KvServerCore;
+
+struct KvServerOptions {
+  std::string bind_address = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: an ephemeral port
+  std::size_t max_body_bytes = 8u << 20;
+  std::size_t max_header_bytes = 8u << 10;
+  std::size_t max_connections = 4096;  // at the cap, new connections wait in the backlog
+  std::size_t max_stored_bytes = 256u << 20;
+  std::chrono::milliseconds request_timeout{10'000};  // the whole request, then the reply
+};
+
+// A snapshot for tests and diagnostics.
+struct KvServerStats {
+  std::size_t open_connections = 0;
+  std::size_t peak_connections = 0;
+  std::uint64_t requests = 0;  // requests read and answered by the store (any status)
+  std::size_t stored_bytes = 0;
+  std::size_t stored_keys = 0;
+  std::uint64_t refused_body = 0;       // over max_body_bytes
+  std::uint64_t refused_header = 0;     // over max_header_bytes
+  std::uint64_t refused_stored = 0;     // PUTs over max_stored_bytes
+  std::uint64_t connection_pauses = 0;  // times accepting paused at max_connections
+  std::uint64_t timeouts = 0;           // connections closed by request_timeout
+  std::uint64_t bad_requests = 0;       // malformed, bad path or method
+  std::uint64_t elastic_queries = 0;    // rank_and_size GETs
+};
+
+class KvServer {
+ public:
+  // Binds and starts accepting. Throws hvdrun::NetworkError (address:port, call, reason).
+  KvServer(boost::asio::io_context& io, KvServerOptions options, KvPlan plan);
+  ~KvServer();
+  KvServer(const KvServer&) = delete;
+  KvServer& operator=(const KvServer&) = delete;
+
+  std::uint16_t port() const noexcept;
+  // Wipes every scope and takes the sizes of `plan` (an elastic restart).
+  void reset(KvPlan plan);
+  void close();
+  KvServerStats stats() const;
+
+ private:
+  std::shared_ptr<KvServerCore> core_;
+};
+
+}  // namespace hvdrun::launcher::horovod
