@@ -2,7 +2,7 @@
 // rules: long-option prefixes, -np/-hostfile/-prefix-timestamp, `--`), normalised to
 // --name=value and parsed by Boost.Program_options. Reads HOROVOD_START_TIMEOUT,
 // HVDRUN_LOG_LEVEL and the -x NAME variables from the given environment.
-#include "cli.h"
+#include "launcher/cli.h"
 
 #include <boost/program_options.hpp>
 #include <charconv>
@@ -10,74 +10,19 @@
 #include <optional>
 #include <string_view>
 
-#include "cli_values.h"
-#include "hosts.h"
 #include "hvdrun/error.h"
-#include "placement.h"
+#include "launcher/check_build.h"
+#include "launcher/cli_options.h"
+#include "launcher/cli_values.h"
+#include "launcher/config_file.h"
+#include "launcher/horovod_tuning.h"
+#include "launcher/hosts.h"
+#include "launcher/placement.h"
 
 namespace hvdrun::launcher {
 namespace {
 
 namespace po = boost::program_options;
-
-constexpr std::string_view kUsage = "usage: hvdrun -np N [options] program [args...]";
-
-struct OptionInfo {
-  std::string_view name;        // Program_options name; "--name" is a spelling if `long_form`
-  std::string_view alias;       // "-np", "-H", ... or empty
-  std::string_view value_name;  // empty for a flag
-  bool long_form = true;
-  bool repeatable = false;
-  std::string_view group;
-  std::string_view help;
-  std::string_view default_text;  // empty: no default shown
-};
-
-constexpr std::string_view kJob = "Job";
-constexpr std::string_view kHosts = "Hosts";
-constexpr std::string_view kOutput = "Output and logging";
-constexpr std::string_view kNetwork = "Network and SSH (remote hosts)";
-constexpr std::string_view kOther = "Other";
-
-constexpr OptionInfo kOptions[] = {
-    {"num-proc", "-np", "N", true, false, kJob, "number of worker processes",
-     "the slots of -H/--hostfile; required without them"},
-    {"x", "-x", "NAME[=VALUE]", false, true, kJob,
-     "set NAME=VALUE for the workers, or forward hvdrun's NAME; repeatable", "none"},
-    {"start-timeout", "", "S", true, false, kJob, "seconds for all workers to join",
-     "$HOROVOD_START_TIMEOUT, else 30"},
-    {"grace-period", "", "S", true, false, kJob,
-     "seconds from SIGTERM to SIGKILL; decimals allowed", "5"},
-    {"hosts", "-H", "LIST", true, false, kHosts,
-     "[user@]host[:slots],... (1 slot if not given; IPv6 as [addr]:slots)", "localhost:N"},
-    {"hostfile", "-hostfile", "FILE", true, false, kHosts,
-     "lines 'host slots=N', 'host:N' or 'host'; # comments", "none"},
-    {"output-filename", "", "DIR", true, false, kOutput,
-     "also write rank N's output to DIR/rank.N/{stdout,stderr}", "none"},
-    {"prefix-output-with-timestamp", "-prefix-timestamp", "", true, false, kOutput,
-     "put a time stamp in front of every output line", "off"},
-    {"verbose", "", "", true, false, kOutput, "print each phase of the launch", "off"},
-    {"log-level", "", "L", true, false, kOutput,
-     "trace debug info warn error critical off, or TRACE..FATAL", "$HVDRUN_LOG_LEVEL, else warn"},
-    {"network-interface", "", "X", true, true, kNetwork, "network interface to use (repeatable)",
-     "any"},
-    {"network-interfaces", "", "A,B", true, false, kNetwork,
-     "network interfaces to use, comma-separated", "any"},
-    {"ssh-port", "-p", "P", true, false, kNetwork, "ssh port of the remote hosts",
-     "~/.ssh/config Port, else 22"},
-    {"ssh-identity-file", "-i", "FILE", true, false, kNetwork,
-     "private key tried after ssh-agent, before ~/.ssh/id_*", "~/.ssh/config IdentityFile"},
-    {"ssh-host-key-check", "", "yes|accept-new|no", true, false, kNetwork,
-     "check remote host keys against ~/.ssh/known_hosts; accept-new adds unknown hosts",
-     "accept-new"},
-    {"rendezvous-addr", "", "ADDR", true, false, kNetwork,
-     "address remote workers use to reach hvdrun (the rendezvous server binds it)",
-     "hvdrun's address on the route to each host"},
-    {"remote-hvdrun", "", "PATH", true, false, kNetwork, "path of hvdrun on the remote hosts",
-     "this hvdrun's own path"},
-    {"help", "-h", "", true, false, kOther, "print this help and exit", ""},
-    {"version", "-v", "", true, false, kOther, "print the version and exit", ""},
-};
 
 std::string see_help(std::string message) {
   return message + " (see hvdrun --help)";
@@ -100,7 +45,7 @@ Match match_long(std::string_view word) {
   std::optional<std::string> inline_value;
   if (eq != std::string_view::npos) inline_value = std::string(word.substr(eq + 1));
   std::vector<const OptionInfo*> candidates;
-  for (const auto& option : kOptions) {
+  for (const auto& option : cli_options()) {
     if (!option.long_form || name.empty()) continue;
     if (option.name == name) return {&option, "--" + std::string(name), inline_value};
     if (option.name.starts_with(name)) candidates.push_back(&option);
@@ -121,7 +66,7 @@ Match match_long(std::string_view word) {
 Match match_single(std::string_view word) {
   const auto eq = word.find('=');
   const auto name = word.substr(0, eq);
-  for (const auto& option : kOptions) {
+  for (const auto& option : cli_options()) {
     if (option.alias.empty()) continue;
     if (option.alias == name) {
       std::optional<std::string> inline_value;
@@ -129,7 +74,7 @@ Match match_single(std::string_view word) {
       return {&option, std::string(name), inline_value};
     }
   }
-  for (const auto& option : kOptions) {  // a one-letter option with its value attached
+  for (const auto& option : cli_options()) {  // a one-letter option with its value attached
     if (option.alias.size() == 2 && !option.value_name.empty() && word.starts_with(option.alias)) {
       return {&option, std::string(option.alias), std::string(word.substr(2))};
     }
@@ -163,6 +108,8 @@ Scanned scan(std::span<const std::string> args) {
     if (word.size() < 2 || word.front() != '-') break;  // the program
     auto match = word.starts_with("--") ? match_long(word) : match_single(word);
     const auto& option = *match.option;
+    if (!option.refusal.empty())
+      throw UsageError(match.spelling + " " + std::string(option.refusal));
     const std::string name(option.name);
     out.spelling[name] = match.spelling;
     if (option.value_name.empty()) {
@@ -202,7 +149,7 @@ Scanned scan(std::span<const std::string> args) {
 
 po::options_description describe_options() {
   po::options_description description;
-  for (const auto& option : kOptions) {
+  for (const auto& option : cli_options()) {
     const std::string name(option.name);
     if (option.value_name.empty()) {
       description.add_options()(name.c_str(), po::bool_switch());
@@ -214,66 +161,6 @@ po::options_description describe_options() {
   }
   return description;
 }
-
-// Appends one option's line: `left`, then the words of `help` and the unbreakable
-// `tail` from column kHelpColumn, wrapped before kHelpWidth.
-constexpr std::size_t kHelpColumn = 32;
-constexpr std::size_t kHelpWidth = 100;
-
-void append_wrapped(std::string& text, std::string left, std::string_view help,
-                    const std::string& tail) {
-  std::vector<std::string> units;
-  for (std::size_t pos = 0; pos < help.size();) {
-    const auto end = std::min(help.find(' ', pos), help.size());
-    if (end > pos) units.emplace_back(help.substr(pos, end - pos));
-    pos = end + 1;
-  }
-  if (!tail.empty()) units.push_back(tail);
-  const std::string indent(kHelpColumn, ' ');
-  left +=
-      left.size() + 2 > kHelpColumn ? "\n" + indent : std::string(kHelpColumn - left.size(), ' ');
-  std::size_t column = kHelpColumn;
-  for (const auto& unit : units) {
-    if (column > kHelpColumn && column + 1 + unit.size() > kHelpWidth) {
-      left += "\n" + indent;
-      column = kHelpColumn;
-    } else if (column > kHelpColumn) {
-      left += ' ';
-      ++column;
-    }
-    left += unit;
-    column += unit.size();
-  }
-  text += left + "\n";
-}
-
-std::string help_text() {
-  std::string text = "hvdrun: run a distributed job, one worker process per slot.\n";
-  text += std::string(kUsage) + "\n";
-  for (const auto group : {kJob, kHosts, kOutput, kNetwork, kOther}) {
-    text += "\n" + std::string(group) + ":\n";
-    for (const auto& option : kOptions) {
-      if (option.group != group) continue;
-      std::string left = "  " + std::string(option.alias);
-      if (option.long_form) {
-        left += (option.alias.empty() ? "--" : ", --") + std::string(option.name);
-      }
-      if (!option.value_name.empty()) left += " " + std::string(option.value_name);
-      const auto tail = option.default_text.empty()
-                            ? std::string()
-                            : "(default: " + std::string(option.default_text) + ")";
-      append_wrapped(text, std::move(left), option.help, tail);
-    }
-  }
-  text +=
-      "\nOptions end at `--` or at the program; everything after it belongs to the program.\n"
-      "Long options may be shortened to any unambiguous prefix (--verb).\n";
-  return text;
-}
-
-}  // namespace
-
-namespace {
 
 struct Parsed {
   po::variables_map vm;
@@ -288,6 +175,12 @@ struct Parsed {
     return vm[name].as<std::vector<std::string>>();
   }
   bool flag(const std::string& name) const { return vm.count(name) && vm[name].as<bool>(); }
+  // Given on the command line (a switch set, or a value).
+  bool given(const std::string& name) const {
+    if (!vm.count(name)) return false;
+    const auto& any = vm[name].value();
+    return any.type() != typeid(bool) || vm[name].as<bool>();
+  }
   std::string spelled(const std::string& name) const { return spelling.at(name); }
 };
 
@@ -335,6 +228,48 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
   spec.remote_hvdrun = parsed.value("remote-hvdrun").value_or("");
   for (const auto& v : parsed.values("x"))
     spec.env_forward.push_back(parse_env_forward(v, environment));
+}
+
+// horovodrun's tuning flags, over its --config-file, become
+// spec.tuning_env. A tuning variable also given with -x: the flag is an error (two values on
+// one command line), the config file's value gives way to -x.
+void apply_horovod_settings(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& notes) {
+  std::vector<TuningSetting> settings;
+  std::optional<std::string> file_level;
+  if (const auto path = parsed.value("config-file")) {
+    auto file = load_config_file(*path);
+    settings = std::move(file.settings);
+    file_level = file.log_level;
+    notes.insert(notes.end(), file.notes.begin(), file.notes.end());
+  }
+  for (const auto& param : tuning_params()) {
+    const std::string name(param.option.name);
+    if (!parsed.given(name)) continue;
+    if (const auto* sibling = switch_sibling(param);
+        sibling && parsed.given(std::string(sibling->option.name))) {
+      throw UsageError(parsed.spelled(name) + " and --" + std::string(sibling->option.name) +
+                       " cannot be used together");
+    }
+    const auto value = param.kind == TuningKind::kSwitch ? std::string() : *parsed.value(name);
+    settings.push_back({&param, value, parsed.spelled(name)});
+  }
+  auto env = tuning_environment(settings);
+  if (parsed.given("log-level")) {
+    env["HOROVOD_LOG_LEVEL"] = {horovod_log_level(spec.log_level), parsed.spelled("log-level")};
+  } else if (file_level) {
+    spec.log_level = *file_level;
+    env["HOROVOD_LOG_LEVEL"] = {horovod_log_level(*file_level), *parsed.value("config-file")};
+  }
+  for (const auto& forward : spec.env_forward) {
+    const auto it = env.find(forward.name);
+    if (it == env.end()) continue;
+    if (it->second.origin.starts_with("-")) {
+      throw UsageError("-x " + forward.name + " and " + it->second.origin + " both set " +
+                       forward.name + "; give one");
+    }
+    env.erase(it);  // the config file's value gives way to -x
+  }
+  for (auto& [name, value] : env) spec.tuning_env.emplace(name, std::move(value.value));
 }
 
 // Hosts from -H or --hostfile (default localhost:num_proc), and num_proc (default: all slots).
@@ -393,7 +328,13 @@ CliResult parse_cli(std::span<const std::string> args,
     result.text = std::string("hvdrun ") + HVDRUN_VERSION + "\n";
     return result;
   }
+  if (parsed.flag("check-build")) {
+    result.action = CliAction::kCheckBuild;
+    result.text = check_build_text();
+    return result;
+  }
   apply_settings(result.spec, parsed, environment);
+  apply_horovod_settings(result.spec, parsed, result.notes);
   if (scanned.command.empty()) throw UsageError("no program given: " + std::string(kUsage));
   result.spec.command = std::move(scanned.command);
   apply_hosts(result.spec, parsed, result.notes);

@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "job_spec.h"
+#include "launcher/job_spec.h"
 
 namespace hvdrun::launcher {
 
-enum class CliAction { kRun, kHelp, kVersion };
+enum class CliAction { kRun, kHelp, kVersion, kCheckBuild };
 
 struct CliResult {
   CliAction action = CliAction::kRun;
   JobSpec spec;      // valid when action == kRun
-  std::string text;  // help or version text otherwise
+  std::string text;  // help, version or --check-build text otherwise
   // Non-fatal remarks for the user, e.g. "hosts.txt:3: max_slots ignored".
   std::vector<std::string> notes;
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,17 +27,19 @@ struct EnvForward {
 };
 
 struct JobSpec {
-  int num_proc = 0;                               // exactly this many workers
-  std::vector<HostSpec> hosts;                    // in the order given; default localhost:num_proc
-  std::vector<std::string> command;               // program and its arguments
-  std::chrono::seconds start_timeout{30};         // --start-timeout / HOROVOD_START_TIMEOUT
-  std::chrono::milliseconds grace_period{5000};   // --grace-period (seconds on the CLI)
-  std::optional<std::string> output_dir;          // --output-filename
-  bool prefix_timestamp = false;                  // --prefix-output-with-timestamp
-  bool verbose = false;                           // --verbose
-  std::string log_level = "warn";                 // --log-level / HVDRUN_LOG_LEVEL
-  std::vector<std::string> network_interfaces;    // --network-interface(s): rendezvous address
-  std::vector<EnvForward> env_forward;            // -x
+  int num_proc = 0;                              // exactly this many workers
+  std::vector<HostSpec> hosts;                   // in the order given; default localhost:num_proc
+  std::vector<std::string> command;              // program and its arguments
+  std::chrono::seconds start_timeout{30};        // --start-timeout / HOROVOD_START_TIMEOUT
+  std::chrono::milliseconds grace_period{5000};  // --grace-period (seconds on the CLI)
+  std::optional<std::string> output_dir;         // --output-filename
+  bool prefix_timestamp = false;                 // --prefix-output-with-timestamp
+  bool verbose = false;                          // --verbose
+  std::string log_level = "warn";                // --log-level / HVDRUN_LOG_LEVEL
+  std::vector<std::string> network_interfaces;   // --network-interface(s): rendezvous address
+  std::vector<EnvForward> env_forward;           // -x
+  // HOROVOD_* variables from horovodrun's tuning flags and --config-file (horovod_tuning.h).
+  std::map<std::string, std::string> tuning_env;
   int ssh_port = 0;                               // -p/--ssh-port (0 = ~/.ssh/config, else 22)
   std::string ssh_identity_file;                  // -i/--ssh-identity-file
   std::string ssh_host_key_check = "accept-new";  // --ssh-host-key-check yes|accept-new|no

@@ -7,12 +7,18 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <random>
 
 #include "auth.h"
 #include "hvdrun/error.h"
+#include "interfaces.h"
 #include "job_outcome.h"
+#include "launcher/horovod/kv_server.h"
+#include "launcher/job_setup.h"
+#include "launcher/port_reservation.h"
 #include "local_host.h"
 #include "local_workers.h"
 #include "logging.h"
@@ -33,21 +39,6 @@ constexpr auto kDrainTimeout = std::chrono::seconds(1);
 
 std::string plural(std::size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
-std::uint16_t free_local_port(asio::io_context& io) {
-  asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-  return probe.local_endpoint().port();
-}
-
-// The hosts that received ranks and are not this machine, in host order.
-std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slot>& slots) {
-  std::vector<std::size_t> out;
-  for (const auto& slot : slots) {
-    if (!out.empty() && out.back() == slot.host_index) continue;
-    if (!is_local_host(spec.hosts[slot.host_index].name)) out.push_back(slot.host_index);
-  }
-  return out;
 }
 
 // Owns the workers and every asynchronous operation of the job. Lives on the stack of
@@ -176,6 +167,9 @@ RendezvousInfo Supervisor::rendezvous_for(std::size_t host) const {
     return ready_.empty() ? "127.0.0.1" : ready_.begin()->second.local_addr;
   };
   info.addr = route(host);
+  // A remote host's agent picks its own interface (ssh/agent_worker.h).
+  if (!ready_.contains(host))
+    info.gloo_iface = interface_with_address(info.addr, ipv4_interfaces());
   const auto rank0_host = slots_.front().host_index;
   const auto rank0_remote = ready_.find(rank0_host);
   info.master_addr = rank0_remote != ready_.end() ? rank0_remote->second.remote_addr : info.addr;
@@ -350,15 +344,6 @@ void Supervisor::all_joined() {
   }
 }
 
-std::vector<rdzv::SlotInfo> slot_infos(const std::vector<Slot>& slots) {
-  std::vector<rdzv::SlotInfo> infos;
-  infos.reserve(slots.size());
-  for (const auto& s : slots) {
-    infos.push_back({s.rank, s.local_rank, s.local_size, s.cross_rank, s.cross_size, s.host});
-  }
-  return infos;
-}
-
 }  // namespace
 
 int run_job(const JobSpec& spec, const std::map<std::string, std::string>& environment) {
@@ -378,8 +363,11 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
 
   start = Clock::now();
   std::optional<rdzv::Server> server;
-  Supervisor supervisor(io, spec, slots, watchdog, sink, environment,
-                        [&server] { server->close(); });
+  std::optional<horovod::KvServer> horovod_kv;
+  Supervisor supervisor(io, spec, slots, watchdog, sink, environment, [&server, &horovod_kv] {
+    server->close();
+    horovod_kv->close();
+  });
   rdzv::ServerOptions options;
   options.secret = rdzv::make_secret();
   options.slots = slot_infos(slots);
@@ -389,11 +377,25 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
                  rdzv::ServerCallbacks{
                      [&supervisor](const std::string& message) { supervisor.fail_job(message); },
                      [&supervisor] { supervisor.all_joined(); }});
-  RendezvousInfo rdzv{plan.fixed, server->port(), options.secret, plan.fixed, free_local_port(io)};
+  horovod::KvServerOptions horovod_options;
+  horovod_options.bind_address = plan.bind;  // Horovod's clients send no credentials
+  horovod_kv.emplace(io, horovod_options, horovod_plan(slots));
+  const auto master_port = PortReservation::reserve();
+  RendezvousInfo rdzv;
+  rdzv.addr = plan.fixed;
+  rdzv.port = server->port();
+  rdzv.secret = options.secret;
+  rdzv.master_addr = plan.fixed;
+  rdzv.master_port = master_port.port();
+  rdzv.horovod_port = horovod_kv->port();
+  rdzv.run_id = make_run_id();
+  rdzv.host_count = static_cast<int>(slots.back().host_index) + 1;
   if (spec.verbose) {
-    note("rendezvous server up on " + plan.bind + ":" + std::to_string(rdzv.port) + " in " +
+    note("rendezvous server up on " + plan.bind + ":" + std::to_string(rdzv.port) +
+         ", Horovod's on port " + std::to_string(rdzv.horovod_port) + ", in " +
          millis_since(start));
   }
+  note_omp_default(spec, slots, environment);
   supervisor.launch(plan, rdzv, remote);
   io.run();
   watchdog.disarm();

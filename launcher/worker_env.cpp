@@ -1,6 +1,7 @@
-// The environment of one worker: the launcher's (minus inherited HVDRUN_*), then -x entries,
-// then the per-slot values, which therefore win over anything inherited or forwarded.
-#include "worker_env.h"
+// The environment of one worker, layer by layer (worker_env.h).
+#include "launcher/worker_env.h"
+
+#include <algorithm>
 
 #include "env_names.h"
 
@@ -39,11 +40,37 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   env[env::kTorchLocalRank] = str(slot.local_rank);
   env[env::kTorchLocalWorldSize] = str(slot.local_size);
   env[env::kTorchGroupRank] = str(slot.host_index);
+  env[env::kTorchGroupWorldSize] = str(rendezvous.host_count);
+  env[env::kTorchRoleRank] = str(slot.rank);
+  env[env::kTorchRoleWorldSize] = str(spec.num_proc);
+  env[env::kTorchRoleName] = "default";
+  env[env::kTorchRunId] = rendezvous.run_id;
+  env[env::kTorchRestartCount] = "0";
+  env[env::kTorchMaxRestarts] = "0";
   if (!rendezvous.master_addr.empty()) env[env::kTorchMasterAddr] = rendezvous.master_addr;
   if (rendezvous.master_port != 0) env[env::kTorchMasterPort] = str(rendezvous.master_port);
+
+  if (rendezvous.horovod_port != 0) {
+    env[env::kHorovodController] = "gloo";
+    env[env::kHorovodCpuOperations] = "gloo";
+    env[env::kHorovodGlooRendezvousAddr] = rendezvous.addr;
+    env[env::kHorovodGlooRendezvousPort] = str(rendezvous.horovod_port);
+  }
+}
+
+bool user_sets(const std::map<std::string, std::string>& launcher_env, const JobSpec& spec,
+               const std::string& name) {
+  return launcher_env.contains(name) ||
+         std::any_of(spec.env_forward.begin(), spec.env_forward.end(),
+                     [&](const EnvForward& forward) { return forward.name == name; });
 }
 
 }  // namespace
+
+bool omp_threads_defaulted(const std::map<std::string, std::string>& launcher_env,
+                           const JobSpec& spec, int local_size) {
+  return local_size > 1 && !user_sets(launcher_env, spec, env::kOmpNumThreads);
+}
 
 std::vector<std::string> worker_environment(const std::map<std::string, std::string>& launcher_env,
                                             const JobSpec& spec, const Slot& slot,
@@ -51,6 +78,14 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
   std::map<std::string, std::string> env;
   for (const auto& [name, value] : launcher_env) {
     if (!name.starts_with("HVDRUN_")) env.emplace(name, value);
+  }
+  for (const auto& [name, value] : spec.tuning_env) env[name] = value;
+  for (const auto* name : {env::kHorovodGlooIface, env::kNcclSocketIfname}) {
+    if (rendezvous.gloo_iface.empty()) {
+      env.erase(name);  // the remote agent sets its host's
+    } else {
+      env[name] = rendezvous.gloo_iface;
+    }
   }
   for (const auto& forward : spec.env_forward) {
     if (forward.value) {
@@ -60,6 +95,10 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
     }
   }
   env.try_emplace("PYTHONUNBUFFERED", "1");
+  env.try_emplace(env::kTorchNcclAsyncErrorHandling, "1");
+  if (omp_threads_defaulted(launcher_env, spec, slot.local_size)) {
+    env.try_emplace(env::kOmpNumThreads, "1");
+  }
   set_slot_values(env, spec, slot, rendezvous);
   std::vector<std::string> out;
   out.reserve(env.size());

@@ -1,6 +1,14 @@
-// The environment of one worker: the launcher's environment, then -x entries, then the
-// per-slot values (HVDRUN_*, HOROVOD_*, torchrun's RANK/...), so per-slot values always win
-// over inherited ones.
+// The environment of one worker, in layers, each over the ones before it:
+//   1. hvdrun's own environment (minus inherited HVDRUN_*);
+//   2. the HOROVOD_* variables of horovodrun's tuning flags and --config-file;
+//   3. HOROVOD_GLOO_IFACE and NCCL_SOCKET_IFNAME: the interface of this host's route to hvdrun
+//      (`lo` for a local job), replacing inherited values as horovodrun does;
+//   4. -x entries (the user's explicit choice wins over all of the above);
+//   5. defaults that never replace a value the user has: PYTHONUNBUFFERED=1,
+//      TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and OMP_NUM_THREADS=1 where workers share a host;
+//   6. the per-slot and per-job values, which always win: HVDRUN_*, Horovod's topology and
+//      Gloo rendezvous (HOROVOD_RANK.., HOROVOD_CONTROLLER=gloo, HOROVOD_GLOO_RENDEZVOUS_*),
+//      torchrun's (RANK, WORLD_SIZE, .., MASTER_ADDR/PORT, TORCHELASTIC_*).
 #pragma once
 
 #include <cstdint>
@@ -8,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "job_spec.h"
-#include "placement.h"
+#include "launcher/job_spec.h"
+#include "launcher/placement.h"
 
 namespace hvdrun::launcher {
 
@@ -19,7 +27,16 @@ struct RendezvousInfo {
   std::string secret;
   std::string master_addr;  // MASTER_ADDR for torch (rank 0's host address)
   std::uint16_t master_port = 0;
+  std::uint16_t horovod_port = 0;  // Horovod's HTTP rendezvous on `addr`; 0: none
+  std::string gloo_iface;          // interface of `addr`'s route; empty: the remote agent's pick
+  std::string run_id;              // TORCHELASTIC_RUN_ID
+  int host_count = 1;              // hosts that received ranks (GROUP_WORLD_SIZE)
 };
+
+// True if the workers' OMP_NUM_THREADS is hvdrun's default (1) for a slot with this many
+// workers on its host: more than one, and the user set no value (-x or hvdrun's environment).
+bool omp_threads_defaulted(const std::map<std::string, std::string>& launcher_env,
+                           const JobSpec& spec, int local_size);
 
 // Returns "NAME=VALUE" strings, sorted by name, one per name.
 std::vector<std::string> worker_environment(const std::map<std::string, std::string>& launcher_env,

@@ -31,6 +31,13 @@ inline constexpr const char* kHorovodLocalSize = "HOROVOD_LOCAL_SIZE";
 inline constexpr const char* kHorovodCrossRank = "HOROVOD_CROSS_RANK";
 inline constexpr const char* kHorovodCrossSize = "HOROVOD_CROSS_SIZE";
 inline constexpr const char* kHorovodHostname = "HOROVOD_HOSTNAME";
+// Horovod's Gloo mode: controller, CPU operations, HTTP rendezvous, interfaces.
+inline constexpr const char* kHorovodController = "HOROVOD_CONTROLLER";
+inline constexpr const char* kHorovodCpuOperations = "HOROVOD_CPU_OPERATIONS";
+inline constexpr const char* kHorovodGlooRendezvousAddr = "HOROVOD_GLOO_RENDEZVOUS_ADDR";
+inline constexpr const char* kHorovodGlooRendezvousPort = "HOROVOD_GLOO_RENDEZVOUS_PORT";
+inline constexpr const char* kHorovodGlooIface = "HOROVOD_GLOO_IFACE";
+inline constexpr const char* kNcclSocketIfname = "NCCL_SOCKET_IFNAME";
 
 // torchrun variables, for init_process_group("env://").
 inline constexpr const char* kTorchRank = "RANK";
@@ -40,5 +47,15 @@ inline constexpr const char* kTorchLocalWorldSize = "LOCAL_WORLD_SIZE";
 inline constexpr const char* kTorchGroupRank = "GROUP_RANK";
 inline constexpr const char* kTorchMasterAddr = "MASTER_ADDR";
 inline constexpr const char* kTorchMasterPort = "MASTER_PORT";
+inline constexpr const char* kTorchGroupWorldSize = "GROUP_WORLD_SIZE";
+inline constexpr const char* kTorchRoleRank = "ROLE_RANK";
+inline constexpr const char* kTorchRoleWorldSize = "ROLE_WORLD_SIZE";
+inline constexpr const char* kTorchRoleName = "ROLE_NAME";
+inline constexpr const char* kTorchRunId = "TORCHELASTIC_RUN_ID";
+inline constexpr const char* kTorchRestartCount = "TORCHELASTIC_RESTART_COUNT";
+inline constexpr const char* kTorchMaxRestarts = "TORCHELASTIC_MAX_RESTARTS";
+inline constexpr const char* kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";
+// One OpenMP thread per worker where workers share a host, unless the user chose (torchrun).
+inline constexpr const char* kOmpNumThreads = "OMP_NUM_THREADS";
 
 }  // namespace hvdrun::env

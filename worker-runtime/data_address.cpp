@@ -1,14 +1,6 @@
 // resolve_data_address() and the interface listing (see data_address.h).
 #include "data_address.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
-
-#include <cerrno>
-#include <cstring>
-#include <memory>
-
 #include "env_names.h"
 #include "hvdrun/error.h"
 
@@ -37,24 +29,6 @@ std::string listing(const std::vector<InterfaceAddress>& interfaces) {
 }
 
 }  // namespace
-
-std::vector<InterfaceAddress> ipv4_interfaces() {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) {
-    throw NetworkError(std::string("cannot list the network interfaces: getifaddrs: ") +
-                       std::strerror(errno));
-  }
-  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, ::freeifaddrs);
-  std::vector<InterfaceAddress> out;
-  for (const ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
-    if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET) continue;
-    char text[INET_ADDRSTRLEN] = {};
-    const auto* in = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr);
-    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) == nullptr) continue;
-    out.push_back({entry->ifa_name, text});
-  }
-  return out;
-}
 
 DataAddress resolve_data_address(std::string_view setting,
                                  const std::vector<InterfaceAddress>& interfaces) {

@@ -9,20 +9,14 @@
 #include <string_view>
 #include <vector>
 
+#include "interfaces.h"
+
 namespace hvdrun {
 
 struct DataAddress {
   std::string bind = "0.0.0.0";
   std::string advertise;  // empty: the rendezvous connection's local address
 };
-
-struct InterfaceAddress {
-  std::string name;  // "lo", "eth0"
-  std::string ipv4;  // "127.0.0.1"
-};
-
-// This host's interfaces that have an IPv4 address, in the kernel's order.
-std::vector<InterfaceAddress> ipv4_interfaces();
 
 // Resolves the setting against `interfaces` (ipv4_interfaces() in production). An empty
 // setting or "0.0.0.0" keeps the default. Throws UsageError naming the setting and listing the

@@ -2,9 +2,12 @@
 // (process.h): own process group, SIGKILL when the agent dies, exec errors reported.
 #include "agent_worker.h"
 
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
+#include "env_names.h"
+#include "interfaces.h"
 #include "process.h"
 
 namespace hvdrun::launcher::ssh {
@@ -25,6 +28,27 @@ std::vector<std::string> overlay_environment(const std::vector<std::string>& bas
   for (const auto& entry : base) put(entry);
   for (const auto& entry : overlay) put(entry);
   return out;
+}
+
+std::vector<std::string> with_host_interfaces(std::vector<std::string> env) {
+  const auto value_of = [&env](std::string_view name) -> const std::string* {
+    for (const auto& entry : env) {
+      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+        return &entry;
+      }
+    }
+    return nullptr;
+  };
+  const auto* addr = value_of(env::kHorovodGlooRendezvousAddr);
+  if (addr == nullptr) return env;
+  const auto source = route_source_address(addr->substr(addr->find('=') + 1));
+  const auto iface =
+      source.empty() ? std::string() : interface_with_address(source, ipv4_interfaces());
+  if (iface.empty()) return env;
+  for (const auto* name : {env::kHorovodGlooIface, env::kNcclSocketIfname}) {
+    if (value_of(name) == nullptr) env.push_back(std::string(name) + "=" + iface);
+  }
+  return env;
 }
 
 AgentWorker start_agent_worker(const AgentSpec& spec, const std::vector<std::string>& env,

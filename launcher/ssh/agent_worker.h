@@ -25,6 +25,12 @@ struct AgentWorker {
 std::vector<std::string> overlay_environment(const std::vector<std::string>& base,
                                              const std::vector<std::string>& overlay);
 
+// `env` (the worker's, from the launcher) plus this host's HOROVOD_GLOO_IFACE and
+// NCCL_SOCKET_IFNAME where the launcher left them to the host: the interface holding this
+// host's address on the route to HOROVOD_GLOO_RENDEZVOUS_ADDR. Entries already in `env` (the
+// user's -x) stay; nothing is added without a rendezvous address or a route.
+std::vector<std::string> with_host_interfaces(std::vector<std::string> env);
+
 // Forks and execs spec.argv with `env`; the child gets `child_mask` as its signal mask and
 // default dispositions. Waits (bounded, see exec_error in process.h) until the exec succeeded
 // or failed.

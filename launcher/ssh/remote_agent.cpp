@@ -234,7 +234,8 @@ int run_remote_agent(int in_fd, int out_fd, int err_fd) {
   sigdelset(&old_mask, SIGCHLD);
   AgentWorker worker;
   try {
-    worker = start_agent_worker(spec, overlay_environment(own_environment(), spec.env), old_mask);
+    worker = start_agent_worker(
+        spec, overlay_environment(own_environment(), with_host_interfaces(spec.env)), old_mask);
   } catch (const Error& e) {
     report(err_fd, e.what());
     return kAgentFailure;

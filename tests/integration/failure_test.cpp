@@ -17,8 +17,15 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// A successful job says nothing but torchrun's OMP_NUM_THREADS notice, and not even that when
+// the user chose a value.
 TEST(Failure, AllRanksExitingZeroGivesZero) {
   auto r = run_hvdrun({"-np", "3", "/bin/true"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "hvdrun: OMP_NUM_THREADS=1 for every worker (3 share host localhost); set it with -x "
+            "OMP_NUM_THREADS=N to tune\n");
+  r = run_hvdrun({"-np", "3", "/bin/true"}, {{"OMP_NUM_THREADS", "2"}});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
 }

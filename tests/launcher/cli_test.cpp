@@ -64,7 +64,7 @@ TEST(Cli, NumProcSpellings) {
   EXPECT_EQ(spec_of({"--num-proc", "3", "p"}).num_proc, 3);
   EXPECT_EQ(spec_of({"--num-proc=4", "p"}).num_proc, 4);
   EXPECT_EQ(spec_of({"-np=5", "p"}).num_proc, 5);
-  EXPECT_EQ(spec_of({"--num", "6", "p"}).num_proc, 6);  // prefix
+  EXPECT_EQ(spec_of({"--num-p", "6", "p"}).num_proc, 6);  // prefix
 }
 
 TEST(Cli, EveryFlagIsStored) {
@@ -114,7 +114,7 @@ TEST(Cli, LongNamesOfShortOptions) {
 
 TEST(Cli, UnambiguousPrefixesAreAccepted) {
   const auto spec = spec_of({"-np", "1", "--verb", "--start", "7", "--grace", "0", "--out", "d",
-                             "--prefix-out", "--log", "info", "--ssh-p", "23", "prog"});
+                             "--prefix-out", "--log-l", "info", "--ssh-p", "23", "prog"});
   EXPECT_TRUE(spec.verbose);
   EXPECT_EQ(spec.start_timeout, std::chrono::seconds(7));
   EXPECT_EQ(spec.grace_period, std::chrono::milliseconds(0));

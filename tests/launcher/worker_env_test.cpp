@@ -18,7 +18,8 @@ using ::testing::Not;
 struct Fixture {
   JobSpec spec;
   std::vector<Slot> slots;
-  RendezvousInfo rendezvous{"127.0.0.1", 40000, "cafe01", "127.0.0.1", 40001};
+  RendezvousInfo rendezvous{"127.0.0.1", 40000,          "cafe01", "127.0.0.1", 40001, 40002,
+                            "lo",        "hvdrun-run-7", 2};
 };
 
 Fixture heterogeneous() {
@@ -50,8 +51,13 @@ Env as_map(const std::vector<std::string>& entries) {
 TEST(WorkerEnv, PerSlotValues) {
   const auto f = heterogeneous();
   const auto env = as_map(worker_environment({{"PATH", "/bin"}}, f.spec, f.slots[2], f.rendezvous));
-  const Env expected = {{"HOROVOD_CROSS_RANK", "0"},
+  const Env expected = {{"HOROVOD_CONTROLLER", "gloo"},
+                        {"HOROVOD_CPU_OPERATIONS", "gloo"},
+                        {"HOROVOD_CROSS_RANK", "0"},
                         {"HOROVOD_CROSS_SIZE", "1"},
+                        {"HOROVOD_GLOO_IFACE", "lo"},
+                        {"HOROVOD_GLOO_RENDEZVOUS_ADDR", "127.0.0.1"},
+                        {"HOROVOD_GLOO_RENDEZVOUS_PORT", "40002"},
                         {"HOROVOD_HOSTNAME", "w1"},
                         {"HOROVOD_LOCAL_RANK", "1"},
                         {"HOROVOD_LOCAL_SIZE", "2"},
@@ -64,13 +70,23 @@ TEST(WorkerEnv, PerSlotValues) {
                         {"HVDRUN_SLOT", "2"},
                         {"HVDRUN_START_TIMEOUT", "42"},
                         {"GROUP_RANK", "1"},
+                        {"GROUP_WORLD_SIZE", "2"},
                         {"LOCAL_RANK", "1"},
                         {"LOCAL_WORLD_SIZE", "2"},
                         {"MASTER_ADDR", "127.0.0.1"},
                         {"MASTER_PORT", "40001"},
+                        {"NCCL_SOCKET_IFNAME", "lo"},
+                        {"OMP_NUM_THREADS", "1"},
                         {"PATH", "/bin"},
                         {"PYTHONUNBUFFERED", "1"},
                         {"RANK", "2"},
+                        {"ROLE_NAME", "default"},
+                        {"ROLE_RANK", "2"},
+                        {"ROLE_WORLD_SIZE", "3"},
+                        {"TORCHELASTIC_MAX_RESTARTS", "0"},
+                        {"TORCHELASTIC_RESTART_COUNT", "0"},
+                        {"TORCHELASTIC_RUN_ID", "hvdrun-run-7"},
+                        {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"},
                         {"WORLD_SIZE", "3"}};
   EXPECT_EQ(env, expected);
 }
@@ -146,6 +162,75 @@ TEST(WorkerEnv, NetworkInterfaceIsPassed) {
   EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[0], f.rendezvous))
                 .at("HVDRUN_NETWORK_INTERFACE"),
             "lo");
+}
+
+// Horovod's rendezvous and controller are always hvdrun's; the interfaces replace inherited
+// values (as horovodrun does) but give way to -x.
+TEST(WorkerEnv, HorovodGlooVariables) {
+  auto f = heterogeneous();
+  const Env inherited = {{"HOROVOD_GLOO_RENDEZVOUS_PORT", "1"},
+                         {"HOROVOD_CONTROLLER", "mpi"},
+                         {"HOROVOD_CPU_OPERATIONS", "mpi"},
+                         {"NCCL_SOCKET_IFNAME", "ib0"},
+                         {"HOROVOD_GLOO_IFACE", "ib0"}};
+  auto env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_EQ(env.at("HOROVOD_GLOO_RENDEZVOUS_PORT"), "40002");
+  EXPECT_EQ(env.at("HOROVOD_CONTROLLER"), "gloo");
+  EXPECT_EQ(env.at("HOROVOD_CPU_OPERATIONS"), "gloo");
+  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "lo");
+  EXPECT_EQ(env.at("HOROVOD_GLOO_IFACE"), "lo");
+
+  f.spec.env_forward = {{"NCCL_SOCKET_IFNAME", "eth1"}, {"HOROVOD_CONTROLLER", "mpi"}};
+  env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "eth1");
+  EXPECT_EQ(env.at("HOROVOD_GLOO_IFACE"), "lo");
+  EXPECT_EQ(env.at("HOROVOD_CONTROLLER"), "gloo");
+
+  // A remote host's interfaces are its agent's choice: nothing inherited reaches it.
+  f.spec.env_forward.clear();
+  f.rendezvous.gloo_iface.clear();
+  env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_THAT(env, Not(Contains(Key("NCCL_SOCKET_IFNAME"))));
+  EXPECT_THAT(env, Not(Contains(Key("HOROVOD_GLOO_IFACE"))));
+}
+
+// Tuning flags beat hvdrun's environment; -x beats both (the CLI refuses -x with a flag).
+TEST(WorkerEnv, TuningVariablesLayer) {
+  auto f = heterogeneous();
+  f.spec.tuning_env = {{"HOROVOD_FUSION_THRESHOLD", "33554432"}, {"HOROVOD_CYCLE_TIME", "2"}};
+  f.spec.env_forward = {{"HOROVOD_CYCLE_TIME", "5"}};
+  const auto env = as_map(
+      worker_environment({{"HOROVOD_FUSION_THRESHOLD", "1"}}, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_EQ(env.at("HOROVOD_FUSION_THRESHOLD"), "33554432");
+  EXPECT_EQ(env.at("HOROVOD_CYCLE_TIME"), "5");
+}
+
+// torchrun's rule: OMP_NUM_THREADS=1 where workers share a host, unless the user set it.
+TEST(WorkerEnv, OmpThreadsDefaultOnlyWhereWorkersShareAHost) {
+  auto f = heterogeneous();  // w0 has one worker, w1 two
+  EXPECT_THAT(as_map(worker_environment({}, f.spec, f.slots[0], f.rendezvous)),
+              Not(Contains(Key("OMP_NUM_THREADS"))));
+  EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[1], f.rendezvous)).at("OMP_NUM_THREADS"),
+            "1");
+  EXPECT_EQ(as_map(worker_environment({{"OMP_NUM_THREADS", "4"}}, f.spec, f.slots[1], f.rendezvous))
+                .at("OMP_NUM_THREADS"),
+            "4");
+  EXPECT_FALSE(omp_threads_defaulted({{"OMP_NUM_THREADS", "4"}}, f.spec, 2));
+  f.spec.env_forward = {{"OMP_NUM_THREADS", "3"}};
+  EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[1], f.rendezvous)).at("OMP_NUM_THREADS"),
+            "3");
+  EXPECT_FALSE(omp_threads_defaulted({}, f.spec, 2));
+  f.spec.env_forward.clear();
+  EXPECT_TRUE(omp_threads_defaulted({}, f.spec, 2));
+  EXPECT_FALSE(omp_threads_defaulted({}, f.spec, 1));
+}
+
+TEST(WorkerEnv, UserAsyncErrorHandlingIsKept) {
+  const auto f = heterogeneous();
+  EXPECT_EQ(as_map(worker_environment({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}}, f.spec,
+                                      f.slots[0], f.rendezvous))
+                .at("TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+            "0");
 }
 
 }  // namespace

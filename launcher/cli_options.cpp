@@ -1,0 +1,139 @@
+// hvdrun's option table and --help text (cli_options.h).
+#include "launcher/cli_options.h"
+
+#include <vector>
+
+#include "launcher/horovod_tuning.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using namespace option_group;
+
+constexpr std::string_view kMpiOnly =
+    "is an MPI option: hvdrun runs Horovod in Gloo mode (no mpirun); drop it";
+
+constexpr OptionInfo kOptions[] = {
+    {"num-proc", "-np", "N", true, false, kJob, "number of worker processes",
+     "the slots of -H/--hostfile; required without them", ""},
+    {"x", "-x", "NAME[=VALUE]", false, true, kJob,
+     "set NAME=VALUE for the workers, or forward hvdrun's NAME; repeatable", "none", ""},
+    {"start-timeout", "", "S", true, false, kJob, "seconds for all workers to join",
+     "$HOROVOD_START_TIMEOUT, else 30", ""},
+    {"grace-period", "", "S", true, false, kJob,
+     "seconds from SIGTERM to SIGKILL; decimals allowed", "5", ""},
+    {"hosts", "-H", "LIST", true, false, kHosts,
+     "[user@]host[:slots],... (1 slot if not given; IPv6 as [addr]:slots)", "localhost:N", ""},
+    {"hostfile", "-hostfile", "FILE", true, false, kHosts,
+     "lines 'host slots=N', 'host:N' or 'host'; # comments", "none", ""},
+    {"output-filename", "", "DIR", true, false, kOutput,
+     "also write rank N's output to DIR/rank.N/{stdout,stderr}", "none", ""},
+    {"prefix-output-with-timestamp", "-prefix-timestamp", "", true, false, kOutput,
+     "put a time stamp in front of every output line", "off", ""},
+    {"verbose", "", "", true, false, kOutput, "print each phase of the launch", "off", ""},
+    {"log-level", "", "L", true, false, kOutput,
+     "trace debug info warn error critical off, or TRACE..FATAL; also Horovod's level",
+     "$HVDRUN_LOG_LEVEL, else warn", ""},
+    {"network-interface", "", "X", true, true, kNetwork, "network interface to use (repeatable)",
+     "any", ""},
+    {"network-interfaces", "", "A,B", true, false, kNetwork,
+     "network interfaces to use, comma-separated", "any", ""},
+    {"ssh-port", "-p", "P", true, false, kNetwork, "ssh port of the remote hosts",
+     "~/.ssh/config Port, else 22", ""},
+    {"ssh-identity-file", "-i", "FILE", true, false, kNetwork,
+     "private key tried after ssh-agent, before ~/.ssh/id_*", "~/.ssh/config IdentityFile", ""},
+    {"ssh-host-key-check", "", "yes|accept-new|no", true, false, kNetwork,
+     "check remote host keys against ~/.ssh/known_hosts; accept-new adds unknown hosts",
+     "accept-new", ""},
+    {"rendezvous-addr", "", "ADDR", true, false, kNetwork,
+     "address remote workers use to reach hvdrun (the rendezvous server binds it)",
+     "hvdrun's address on the route to each host", ""},
+    {"remote-hvdrun", "", "PATH", true, false, kNetwork, "path of hvdrun on the remote hosts",
+     "this hvdrun's own path", ""},
+    {"config-file", "", "FILE", true, false, kTuning,
+     "horovodrun's YAML file of the settings below; flags win over it", "none", ""},
+    {"gloo", "", "", true, false, kCompat, "accepted; hvdrun always runs Horovod in Gloo mode", "",
+     ""},
+    {"disable-cache", "", "", true, false, kCompat, "accepted; hvdrun keeps no cache", "", ""},
+    {"mpi", "", "", true, false, kCompat, "refused: hvdrun runs Horovod in Gloo mode", "",
+     kMpiOnly},
+    {"jsrun", "", "", true, false, kCompat, "refused (LSF jsrun)", "", kMpiOnly},
+    {"mpi-args", "", "ARGS", true, false, kCompat, "refused", "", kMpiOnly},
+    {"tcp", "", "", true, false, kCompat, "refused (MPI and NCCL_IB_DISABLE)", "",
+     "is an MPI option: hvdrun runs Horovod in Gloo mode; to keep NCCL off InfiniBand use "
+     "-x NCCL_IB_DISABLE=1"},
+    {"binding-args", "-b", "ARGS", true, false, kCompat, "refused", "", kMpiOnly},
+    {"check-build", "-cb", "", true, false, kOther,
+     "print what this hvdrun offers (controllers, backends, NCCL, GPUs) and exit", "", ""},
+    {"help", "-h", "", true, false, kOther, "print this help and exit", "", ""},
+    {"version", "-v", "", true, false, kOther, "print the version and exit", "", ""},
+};
+
+// Appends one option's line: `left`, then the words of `help` and the unbreakable
+// `tail` from column kHelpColumn, wrapped before kHelpWidth.
+constexpr std::size_t kHelpColumn = 32;
+constexpr std::size_t kHelpWidth = 100;
+
+void append_wrapped(std::string& text, std::string left, std::string_view help,
+                    const std::string& tail) {
+  std::vector<std::string> units;
+  for (std::size_t pos = 0; pos < help.size();) {
+    const auto end = std::min(help.find(' ', pos), help.size());
+    if (end > pos) units.emplace_back(help.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (!tail.empty()) units.push_back(tail);
+  const std::string indent(kHelpColumn, ' ');
+  left +=
+      left.size() + 2 > kHelpColumn ? "\n" + indent : std::string(kHelpColumn - left.size(), ' ');
+  std::size_t column = kHelpColumn;
+  for (const auto& unit : units) {
+    if (column > kHelpColumn && column + 1 + unit.size() > kHelpWidth) {
+      left += "\n" + indent;
+      column = kHelpColumn;
+    } else if (column > kHelpColumn) {
+      left += ' ';
+      ++column;
+    }
+    left += unit;
+    column += unit.size();
+  }
+  text += left + "\n";
+}
+
+}  // namespace
+
+std::span<const OptionInfo> cli_options() {
+  static const std::vector<OptionInfo> all = [] {
+    std::vector<OptionInfo> options(std::begin(kOptions), std::end(kOptions));
+    for (const auto& param : tuning_params()) options.push_back(param.option);
+    return options;
+  }();
+  return all;
+}
+
+std::string help_text() {
+  std::string text = "hvdrun: run a distributed job, one worker process per slot.\n";
+  text += std::string(kUsage) + "\n";
+  for (const auto group : {kJob, kHosts, kOutput, kNetwork, kTuning, kCompat, kOther}) {
+    text += "\n" + std::string(group) + ":\n";
+    for (const auto& option : cli_options()) {
+      if (option.group != group || option.help.empty()) continue;  // no help: a --no- twin
+      std::string left = "  " + std::string(option.alias);
+      if (option.long_form) {
+        left += (option.alias.empty() ? "--" : ", --") + std::string(option.name);
+      }
+      if (!option.value_name.empty()) left += " " + std::string(option.value_name);
+      const auto tail = option.default_text.empty()
+                            ? std::string()
+                            : "(default: " + std::string(option.default_text) + ")";
+      append_wrapped(text, std::move(left), option.help, tail);
+    }
+  }
+  text +=
+      "\nOptions end at `--` or at the program; everything after it belongs to the program.\n"
+      "Long options may be shortened to any unambiguous prefix (--verb).\n";
+  return text;
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,143 @@
+// horovodrun's YAML config file -> tuning settings (config_file.h).
+#include "launcher/config_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+
+#include "hvdrun/error.h"
+#include "launcher/cli_values.h"
+#include "launcher/hosts.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+class Loader {
+ public:
+  explicit Loader(std::string path) : path_(std::move(path)) {}
+
+  ConfigFile load(const YAML::Node& root) {
+    if (root.IsNull()) return std::move(out_);
+    if (!root.IsMap()) fail(root, "expected a mapping of sections (params:, autotune:, ...)");
+    for (const auto& entry : root) {
+      const auto section = entry.first.as<std::string>();
+      const auto& body = entry.second;
+      if (section == "controller") {
+        controller(body);
+      } else if (section == "logging") {
+        logging(body);
+      } else if (is_section(section)) {
+        settings_of(section, body);
+      } else {
+        note(entry.first, "unknown section " + quoted(section) + " ignored");
+      }
+    }
+    return std::move(out_);
+  }
+
+ private:
+  std::string where(const YAML::Node& node) const {
+    return path_ + ":" + std::to_string(node.Mark().line + 1);
+  }
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& what) const {
+    throw UsageError(where(node) + ": " + what);
+  }
+  void note(const YAML::Node& node, const std::string& what) {
+    out_.notes.push_back(where(node) + ": " + what);
+  }
+
+  static bool is_section(const std::string& section) {
+    for (const auto& param : tuning_params()) {
+      if (param.yaml_section == section) return true;
+    }
+    return false;
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& key) const {
+    if (!node.IsScalar()) fail(node, key + ": expected a single value");
+    return node.Scalar();
+  }
+
+  bool boolean(const YAML::Node& node, const std::string& key) const {
+    bool value = false;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+      fail(node,
+           key + " " + quoted(node.IsScalar() ? node.Scalar() : "") + ": expected true or false");
+    }
+    return value;
+  }
+
+  void controller(const YAML::Node& node) {
+    const auto value = scalar(node, "controller");
+    if (value == "gloo") return;
+    if (value == "mpi" || value == "jsrun") {
+      fail(node, "controller: " + value + ": hvdrun runs Horovod in Gloo mode; use gloo");
+    }
+    fail(node, "controller " + quoted(value) + ": expected gloo");
+  }
+
+  void logging(const YAML::Node& body) {
+    if (!body.IsMap()) fail(body, "logging: expected a mapping");
+    for (const auto& entry : body) {
+      const auto key = entry.first.as<std::string>();
+      if (key == "level") {
+        out_.log_level = parse_log_level(where(entry.second) + ": logging.level",
+                                         scalar(entry.second, "logging.level"));
+      } else {
+        settings_of_key("logging", key, entry.first, entry.second);
+      }
+    }
+  }
+
+  void settings_of(const std::string& section, const YAML::Node& body) {
+    if (body.IsNull()) return;
+    if (!body.IsMap()) fail(body, section + ": expected a mapping");
+    for (const auto& entry : body) {
+      settings_of_key(section, entry.first.as<std::string>(), entry.first, entry.second);
+    }
+  }
+
+  void settings_of_key(const std::string& section, const std::string& key,
+                       const YAML::Node& key_node, const YAML::Node& value) {
+    const std::string full = section + "." + key;
+    const TuningParam* param = nullptr;
+    for (const auto& candidate : tuning_params()) {
+      if (candidate.yaml_section == section && candidate.yaml_key == key) param = &candidate;
+    }
+    if (param == nullptr) {
+      note(key_node, "unknown key " + quoted(full) + " ignored");
+      return;
+    }
+    if (value.IsNull()) return;  // `key:` with no value: not set, as in horovodrun
+    const std::string origin = where(value) + ": " + full;
+    if (param->kind == TuningKind::kSwitch) {
+      const auto* chosen = boolean(value, full) ? param : switch_sibling(*param);
+      out_.settings.push_back({chosen, "", origin});
+    } else {
+      out_.settings.push_back({param, scalar(value, full), origin});
+    }
+  }
+
+  std::string path_;
+  ConfigFile out_;
+};
+
+}  // namespace
+
+ConfigFile load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("--config-file " + quoted(path) + ": cannot read it");
+  YAML::Node root;
+  try {
+    root = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  try {
+    return Loader(path).load(root);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,58 @@
+// run_job's preparations (job_setup.h).
+#include "launcher/job_setup.h"
+
+#include <cstdio>
+#include <random>
+
+#include "launcher/local_host.h"
+#include "launcher/logging.h"
+#include "launcher/worker_env.h"
+
+namespace hvdrun::launcher {
+
+std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slot>& slots) {
+  std::vector<std::size_t> out;
+  for (const auto& slot : slots) {
+    if (!out.empty() && out.back() == slot.host_index) continue;
+    if (!is_local_host(spec.hosts[slot.host_index].name)) out.push_back(slot.host_index);
+  }
+  return out;
+}
+
+horovod::KvPlan horovod_plan(const std::vector<Slot>& slots) {
+  horovod::KvPlan plan;
+  plan.global_size = static_cast<int>(slots.size());
+  for (const auto& s : slots) {
+    plan.local_sizes[s.host] = s.local_size;
+    plan.cross_sizes[s.local_rank] = s.cross_size;
+  }
+  return plan;
+}
+
+std::string make_run_id() {
+  std::random_device random;
+  char text[32];
+  std::snprintf(text, sizeof text, "hvdrun-%08x%08x", random(), random());
+  return text;
+}
+
+void note_omp_default(const JobSpec& spec, const std::vector<Slot>& slots,
+                      const std::map<std::string, std::string>& environment) {
+  for (const auto& slot : slots) {
+    if (!omp_threads_defaulted(environment, spec, slot.local_size)) continue;
+    note("OMP_NUM_THREADS=1 for every worker (" + std::to_string(slot.local_size) + " share host " +
+         slot.host + "); set it with -x OMP_NUM_THREADS=N to tune");
+    return;
+  }
+}
+
+std::vector<rdzv::SlotInfo> slot_infos(const std::vector<Slot>& slots) {
+  std::vector<rdzv::SlotInfo> infos;
+  infos.reserve(slots.size());
+  for (const auto& s : slots) {
+    infos.push_back({s.rank, s.local_rank, s.local_size, s.cross_rank, s.cross_size, s.host});
+  }
+  return infos;
+}
+
+}  // namespace hvdrun::launcher

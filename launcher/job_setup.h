@@ -1,0 +1,34 @@
+// What run_job (supervisor.h) computes before the first worker starts: which hosts are
+// remote, the rendezvous servers' view of the slots (hvdrun's and Horovod's), the torchrun run
+// id, and the OMP_NUM_THREADS notice.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/horovod/kv_plan.h"
+#include "launcher/job_spec.h"
+#include "launcher/placement.h"
+#include "server.h"
+
+namespace hvdrun::launcher {
+
+// The hosts that received ranks and are not this machine, in host order.
+std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slot>& slots);
+
+// Sizes of Horovod's global, local_<host> and cross_<local_rank> scopes.
+horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
+
+// A job id for TORCHELASTIC_RUN_ID: not a secret, unique enough to tell jobs apart.
+std::string make_run_id();
+
+// torchrun's notice, once per job, when hvdrun sets OMP_NUM_THREADS=1 for its workers.
+void note_omp_default(const JobSpec& spec, const std::vector<Slot>& slots,
+                      const std::map<std::string, std::string>& environment);
+
+// The rendezvous server's expected members, in slot order.
+std::vector<rdzv::SlotInfo> slot_infos(const std::vector<Slot>& slots);
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,45 @@
+// Real Horovod across the sshd test hosts: 2 hosts x 2 ranks train to identical parameters;
+// each host's workers use their own host's interface for Gloo (eth0 in a test host), not the
+// launcher's.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "compat_jobs.h"
+#include "hvdrun_runner.h"
+#include "multinode_hosts.h"
+#include "test_hosts.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(TestHostsHorovod, TwoHostsTrainWithHorovod) {
+  REQUIRE_TEST_HOSTS();
+  REQUIRE_HOROVOD();
+  TestHome home;
+  auto env = home.env();
+  env.merge(horovod_env());
+  const auto r = run_hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", kPython,
+                             job_script("horovod_job.py"), "--steps", "10"},
+                            env, seconds(120));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  std::set<std::string> digests;
+  for (int rank = 0; rank < 4; ++rank) {
+    const auto topology = rank_lines(r.out, rank, "topology ");
+    ASSERT_EQ(topology.size(), 1u) << r.out;
+    EXPECT_EQ(field(topology[0], "host"), rank < 2 ? "hvdt-h1" : "hvdt-h2") << topology[0];
+    EXPECT_EQ(field(topology[0], "iface"), "eth0") << topology[0];
+    EXPECT_EQ(field(topology[0], "cross_size"), "2") << topology[0];
+    const auto train = rank_lines(r.out, rank, "train ");
+    ASSERT_EQ(train.size(), 1u) << r.out;
+    EXPECT_EQ(field(train[0], "in_sync"), "True");
+    digests.insert(field(train[0], "params"));
+  }
+  EXPECT_EQ(digests.size(), 1u);
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

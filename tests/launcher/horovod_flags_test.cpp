@@ -1,0 +1,256 @@
+// horovodrun's tuning flags and --config-file -> JobSpec::tuning_env, the MPI-only flags
+// refused, the accepted no-op flags, and --check-build.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "hvdrun/error.h"
+#include "launcher/cli.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+Env tuning_of(std::vector<std::string> args, const Env& env = {}) {
+  args.insert(args.begin(), {"-np", "1"});
+  args.push_back("prog");
+  auto result = parse_cli(std::span<const std::string>(args), env);
+  EXPECT_EQ(result.action, CliAction::kRun);
+  return result.spec.tuning_env;
+}
+
+std::string error_of(std::vector<std::string> args) {
+  args.insert(args.begin(), {"-np", "1"});
+  args.push_back("prog");
+  try {
+    parse_cli(std::span<const std::string>(args), {});
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    return message;
+  }
+  ADD_FAILURE() << "no UsageError";
+  return {};
+}
+
+// A YAML file for the duration of a test.
+struct ConfigFileOnDisk {
+  explicit ConfigFileOnDisk(const std::string& text) {
+    char name[] = "/tmp/hvdrun_config_XXXXXX";
+    const int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    path = name;
+    std::ofstream(path) << text;
+  }
+  ~ConfigFileOnDisk() { std::remove(path.c_str()); }
+  std::string path;
+};
+
+TEST(HorovodFlags, UnsetFlagsWriteNothing) {
+  EXPECT_THAT(tuning_of({}), IsEmpty());
+}
+
+TEST(HorovodFlags, EveryTuningFlagBecomesItsVariable) {
+  const auto env = tuning_of({"--fusion-threshold-mb",
+                              "32",
+                              "--cycle-time-ms",
+                              "2.5",
+                              "--cache-capacity",
+                              "0",
+                              "--hierarchical-allreduce",
+                              "--no-hierarchical-allgather",
+                              "--torus-allreduce",
+                              "--timeline-filename",
+                              "t.json",
+                              "--timeline-mark-cycles",
+                              "--no-stall-check",
+                              "--stall-check-warning-time-seconds",
+                              "90",
+                              "--stall-check-shutdown-time-seconds",
+                              "300",
+                              "--mpi-threads-disable",
+                              "--num-nccl-streams",
+                              "2",
+                              "--thread-affinity",
+                              "3",
+                              "--gloo-timeout-seconds",
+                              "120",
+                              "--log-without-timestamp",
+                              "--log-level",
+                              "DEBUG"});
+  EXPECT_EQ(env, (Env{{"HOROVOD_FUSION_THRESHOLD", "33554432"},
+                      {"HOROVOD_CYCLE_TIME", "2.5"},
+                      {"HOROVOD_CACHE_CAPACITY", "0"},
+                      {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
+                      {"HOROVOD_HIERARCHICAL_ALLGATHER", "0"},
+                      {"HOROVOD_TORUS_ALLREDUCE", "1"},
+                      {"HOROVOD_TIMELINE", "t.json"},
+                      {"HOROVOD_TIMELINE_MARK_CYCLES", "1"},
+                      {"HOROVOD_STALL_CHECK_DISABLE", "1"},
+                      {"HOROVOD_STALL_CHECK_TIME_SECONDS", "90"},
+                      {"HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", "300"},
+                      {"HOROVOD_MPI_THREADS_DISABLE", "1"},
+                      {"HOROVOD_NUM_NCCL_STREAMS", "2"},
+                      {"HOROVOD_THREAD_AFFINITY", "3"},
+                      {"HOROVOD_GLOO_TIMEOUT_SECONDS", "120"},
+                      {"HOROVOD_LOG_HIDE_TIME", "1"},
+                      {"HOROVOD_LOG_LEVEL", "DEBUG"}}));
+}
+
+TEST(HorovodFlags, AutotuneCompanionsOnlyWithAutotune) {
+  const std::vector<std::string> companions = {"--autotune-log-file",
+                                               "a.csv",
+                                               "--autotune-warmup-samples",
+                                               "5",
+                                               "--autotune-steps-per-sample",
+                                               "20",
+                                               "--autotune-bayes-opt-max-samples",
+                                               "30",
+                                               "--autotune-gaussian-process-noise",
+                                               "0.5"};
+  EXPECT_THAT(tuning_of(companions), IsEmpty());
+  auto with = companions;
+  with.push_back("--autotune");
+  EXPECT_EQ(tuning_of(with), (Env{{"HOROVOD_AUTOTUNE", "1"},
+                                  {"HOROVOD_AUTOTUNE_LOG", "a.csv"},
+                                  {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "5"},
+                                  {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "20"},
+                                  {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "30"},
+                                  {"HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.5"}}));
+  EXPECT_THAT(tuning_of({"--no-autotune"}), IsEmpty());
+}
+
+TEST(HorovodFlags, TimelineMarkCyclesOnlyWithATimeline) {
+  EXPECT_THAT(tuning_of({"--timeline-mark-cycles"}), IsEmpty());
+}
+
+TEST(HorovodFlags, BadValuesNameTheFlag) {
+  EXPECT_THAT(error_of({"--fusion-threshold-mb", "-1"}),
+              HasSubstr("--fusion-threshold-mb '-1': expected a whole number >= 0"));
+  EXPECT_THAT(error_of({"--fusion-threshold-mb", "1.5"}), HasSubstr("--fusion-threshold-mb '1.5'"));
+  EXPECT_THAT(error_of({"--cycle-time-ms", "soon"}), HasSubstr("--cycle-time-ms 'soon'"));
+  EXPECT_THAT(error_of({"--autotune", "--autotune-gaussian-process-noise", "1.5"}),
+              HasSubstr("between 0 and 1"));
+  EXPECT_THAT(error_of({"--hierarchical-allreduce", "--no-hierarchical-allreduce"}),
+              HasSubstr("cannot be used together"));
+}
+
+TEST(HorovodFlags, PrefixesFollowArgparse) {
+  EXPECT_THAT(tuning_of({"--fusion", "8"}),
+              ElementsAre(Pair("HOROVOD_FUSION_THRESHOLD", "8388608")));
+  EXPECT_THAT(error_of({"--hier"}), HasSubstr("ambiguous option '--hier'"));
+}
+
+TEST(HorovodFlags, MpiOnlyFlagsAreRefusedWithTheReason) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--mpi"},
+                                               {"--jsrun"},
+                                               {"--mpi-args", "-x A"},
+                                               {"--tcp"},
+                                               {"-b", "--bind-to none"},
+                                               {"--binding-args", "x"}}) {
+    const auto message = error_of(args);
+    EXPECT_THAT(message, HasSubstr(args[0])) << message;
+    EXPECT_THAT(message, HasSubstr("hvdrun runs Horovod in Gloo mode")) << message;
+  }
+  EXPECT_THAT(error_of({"--tcp"}), HasSubstr("-x NCCL_IB_DISABLE=1"));
+}
+
+TEST(HorovodFlags, GlooAndDisableCacheAreAccepted) {
+  EXPECT_THAT(tuning_of({"--gloo", "--disable-cache"}), IsEmpty());
+}
+
+TEST(HorovodFlags, CheckBuildNeedsNoProgram) {
+  for (const char* flag : {"-cb", "--check-build"}) {
+    const std::vector<std::string> args = {flag};
+    const auto result = parse_cli(std::span<const std::string>(args), {});
+    EXPECT_EQ(result.action, CliAction::kCheckBuild);
+    EXPECT_THAT(result.text, HasSubstr("Available Controllers:\n    [ ] MPI\n    [X] Gloo\n"));
+    EXPECT_THAT(result.text, HasSubstr("Available Tensor Operations:\n    ["));
+    EXPECT_THAT(result.text, HasSubstr("GPU"));
+  }
+}
+
+TEST(HorovodFlags, ConfigFileSetsTheSameVariables) {
+  const ConfigFileOnDisk file(
+      "controller: gloo\n"
+      "params:\n  fusion_threshold_mb: 16\n  cycle_time_ms: 3\n  cache_capacity: 512\n"
+      "  hierarchical_allreduce: false\n  hierarchical_allgather: true\n"
+      "autotune:\n  enabled: true\n  log_file: tune.csv\n  warmup_samples: 2\n"
+      "timeline:\n  filename: tl.json\n  mark_cycles: true\n"
+      "stall_check:\n  enabled: false\n  warning_time_seconds: 30\n"
+      "library_options:\n  gloo_timeout_seconds: 45\n  num_nccl_streams: 1\n"
+      "logging:\n  level: INFO\n  with_timestamp: false\n");
+  const std::vector<std::string> args = {"--config-file", file.path, "-np", "1", "prog"};
+  const auto result = parse_cli(std::span<const std::string>(args), {});
+  EXPECT_THAT(result.notes, IsEmpty());
+  EXPECT_EQ(result.spec.log_level, "info");
+  EXPECT_EQ(result.spec.tuning_env, (Env{{"HOROVOD_FUSION_THRESHOLD", "16777216"},
+                                         {"HOROVOD_CYCLE_TIME", "3"},
+                                         {"HOROVOD_CACHE_CAPACITY", "512"},
+                                         {"HOROVOD_HIERARCHICAL_ALLREDUCE", "0"},
+                                         {"HOROVOD_HIERARCHICAL_ALLGATHER", "1"},
+                                         {"HOROVOD_AUTOTUNE", "1"},
+                                         {"HOROVOD_AUTOTUNE_LOG", "tune.csv"},
+                                         {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "2"},
+                                         {"HOROVOD_TIMELINE", "tl.json"},
+                                         {"HOROVOD_TIMELINE_MARK_CYCLES", "1"},
+                                         {"HOROVOD_STALL_CHECK_DISABLE", "1"},
+                                         {"HOROVOD_STALL_CHECK_TIME_SECONDS", "30"},
+                                         {"HOROVOD_GLOO_TIMEOUT_SECONDS", "45"},
+                                         {"HOROVOD_NUM_NCCL_STREAMS", "1"},
+                                         {"HOROVOD_LOG_HIDE_TIME", "1"},
+                                         {"HOROVOD_LOG_LEVEL", "INFO"}}));
+}
+
+// Flags win over the file wherever they stand; -x wins over the file, not over a flag.
+TEST(HorovodFlags, FlagsAndExportsOverTheFile) {
+  const ConfigFileOnDisk file(
+      "params:\n  fusion_threshold_mb: 16\n  cycle_time_ms: 3\n"
+      "  hierarchical_allreduce: true\nlogging:\n  level: ERROR\n");
+  EXPECT_EQ(tuning_of({"--fusion-threshold-mb", "1", "--config-file", file.path,
+                       "--no-hierarchical-allreduce", "-x", "HOROVOD_CYCLE_TIME=9", "--log-level",
+                       "trace"}),
+            (Env{{"HOROVOD_FUSION_THRESHOLD", "1048576"},
+                 {"HOROVOD_HIERARCHICAL_ALLREDUCE", "0"},
+                 {"HOROVOD_LOG_LEVEL", "TRACE"}}));
+  EXPECT_THAT(error_of({"--cycle-time-ms", "2", "-x", "HOROVOD_CYCLE_TIME=9"}),
+              HasSubstr("-x HOROVOD_CYCLE_TIME and --cycle-time-ms both set HOROVOD_CYCLE_TIME"));
+}
+
+TEST(HorovodFlags, ConfigFileErrorsNameFileAndLine) {
+  const ConfigFileOnDisk mpi("params:\n  cycle_time_ms: 1\ncontroller: mpi\n");
+  EXPECT_THAT(error_of({"--config-file", mpi.path}),
+              HasSubstr(mpi.path + ":3: controller: mpi: hvdrun runs Horovod in Gloo mode"));
+  const ConfigFileOnDisk bad_value("params:\n  fusion_threshold_mb: lots\n");
+  EXPECT_THAT(error_of({"--config-file", bad_value.path}),
+              HasSubstr(bad_value.path + ":2: params.fusion_threshold_mb 'lots'"));
+  const ConfigFileOnDisk bad_bool("timeline:\n  filename: x\n  mark_cycles: maybe\n");
+  EXPECT_THAT(
+      error_of({"--config-file", bad_bool.path}),
+      HasSubstr(bad_bool.path + ":3: timeline.mark_cycles 'maybe': expected true or false"));
+  const ConfigFileOnDisk bad_yaml("params: [1, 2\n");
+  EXPECT_THAT(error_of({"--config-file", bad_yaml.path}), HasSubstr("not valid YAML"));
+  EXPECT_THAT(error_of({"--config-file", "/nonexistent/hvdrun.yaml"}),
+              HasSubstr("--config-file '/nonexistent/hvdrun.yaml': cannot read it"));
+}
+
+TEST(HorovodFlags, UnknownConfigKeysAreNotedAndIgnored) {
+  const ConfigFileOnDisk file("params:\n  fusion: 3\nextras:\n  a: 1\n");
+  const std::vector<std::string> args = {"--config-file", file.path, "-np", "1", "prog"};
+  const auto result = parse_cli(std::span<const std::string>(args), {});
+  EXPECT_THAT(result.notes, ElementsAre(file.path + ":2: unknown key 'params.fusion' ignored",
+                                        file.path + ":3: unknown section 'extras' ignored"));
+  EXPECT_THAT(result.spec.tuning_env, IsEmpty());
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher
