@@ -237,7 +237,7 @@ void apply_horovod_settings(JobSpec& spec, const Parsed& parsed, std::vector<std
   std::vector<TuningSetting> settings;
   std::optional<std::string> file_level;
   if (const auto path = parsed.value("config-file")) {
-    auto file = load_config_file(*path);
+    auto file = load_config_file(*path, parsed.given("gloo"));
     settings = std::move(file.settings);
     file_level = file.log_level;
     notes.insert(notes.end(), file.notes.begin(), file.notes.end());
@@ -245,15 +245,17 @@ void apply_horovod_settings(JobSpec& spec, const Parsed& parsed, std::vector<std
   for (const auto& param : tuning_params()) {
     const std::string name(param.option.name);
     if (!parsed.given(name)) continue;
-    if (const auto* sibling = switch_sibling(param);
-        sibling && parsed.given(std::string(sibling->option.name))) {
-      throw UsageError(parsed.spelled(name) + " and --" + std::string(sibling->option.name) +
-                       " cannot be used together");
+    for (const auto* other : opposite_switches(param)) {
+      if (parsed.given(std::string(other->option.name))) {
+        throw UsageError(parsed.spelled(name) + " and --" + std::string(other->option.name) +
+                         " cannot be used together");
+      }
     }
     const auto value = param.kind == TuningKind::kSwitch ? std::string() : *parsed.value(name);
-    settings.push_back({&param, value, parsed.spelled(name)});
+    settings.push_back({&param, value, parsed.spelled(name), true});
   }
   auto env = tuning_environment(settings);
+  // --log-level is hvdrun's own level too: an -x HOROVOD_LOG_LEVEL may differ from it.
   if (parsed.given("log-level")) {
     env["HOROVOD_LOG_LEVEL"] = {horovod_log_level(spec.log_level), parsed.spelled("log-level")};
   } else if (file_level) {
@@ -263,7 +265,7 @@ void apply_horovod_settings(JobSpec& spec, const Parsed& parsed, std::vector<std
   for (const auto& forward : spec.env_forward) {
     const auto it = env.find(forward.name);
     if (it == env.end()) continue;
-    if (it->second.origin.starts_with("-")) {
+    if (it->second.from_flag) {
       throw UsageError("-x " + forward.name + " and " + it->second.origin + " both set " +
                        forward.name + "; give one");
     }

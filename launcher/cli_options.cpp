@@ -59,9 +59,6 @@ constexpr OptionInfo kOptions[] = {
      kMpiOnly},
     {"jsrun", "", "", true, false, kCompat, "refused (LSF jsrun)", "", kMpiOnly},
     {"mpi-args", "", "ARGS", true, false, kCompat, "refused", "", kMpiOnly},
-    {"tcp", "", "", true, false, kCompat, "refused (MPI and NCCL_IB_DISABLE)", "",
-     "is an MPI option: hvdrun runs Horovod in Gloo mode; to keep NCCL off InfiniBand use "
-     "-x NCCL_IB_DISABLE=1"},
     {"binding-args", "-b", "ARGS", true, false, kCompat, "refused", "", kMpiOnly},
     {"check-build", "-cb", "", true, false, kOther,
      "print what this hvdrun offers (controllers, backends, NCCL, GPUs) and exit", "", ""},

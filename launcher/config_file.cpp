@@ -3,6 +3,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 #include "hvdrun/error.h"
@@ -14,7 +17,7 @@ namespace {
 
 class Loader {
  public:
-  explicit Loader(std::string path) : path_(std::move(path)) {}
+  Loader(std::string path, bool gloo_flag) : path_(std::move(path)), gloo_flag_(gloo_flag) {}
 
   ConfigFile load(const YAML::Node& root) {
     if (root.IsNull()) return std::move(out_);
@@ -22,8 +25,9 @@ class Loader {
     for (const auto& entry : root) {
       const auto section = entry.first.as<std::string>();
       const auto& body = entry.second;
+      if (body.IsNull()) continue;  // `section:` with nothing under it, as horovodrun skips it
       if (section == "controller") {
-        controller(body);
+        if (!gloo_flag_) controller(body);
       } else if (section == "logging") {
         logging(body);
       } else if (is_section(section)) {
@@ -68,7 +72,8 @@ class Loader {
   }
 
   void controller(const YAML::Node& node) {
-    const auto value = scalar(node, "controller");
+    auto value = scalar(node, "controller");
+    for (auto& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (value == "gloo") return;
     if (value == "mpi" || value == "jsrun") {
       fail(node, "controller: " + value + ": hvdrun runs Horovod in Gloo mode; use gloo");
@@ -90,10 +95,14 @@ class Loader {
   }
 
   void settings_of(const std::string& section, const YAML::Node& body) {
-    if (body.IsNull()) return;
     if (!body.IsMap()) fail(body, section + ": expected a mapping");
     for (const auto& entry : body) {
       settings_of_key(section, entry.first.as<std::string>(), entry.first, entry.second);
+    }
+    // horovodrun: a stall_check section without `enabled` means enabled (it writes 0).
+    if (section == "stall_check" && !body["enabled"]) {
+      out_.settings.push_back(
+          {find_tuning_param("stall-check"), "", where(body) + ": stall_check", false});
     }
   }
 
@@ -112,21 +121,24 @@ class Loader {
     const std::string origin = where(value) + ": " + full;
     if (param->kind == TuningKind::kSwitch) {
       const auto* chosen = boolean(value, full) ? param : switch_sibling(*param);
-      out_.settings.push_back({chosen, "", origin});
+      out_.settings.push_back({chosen, "", origin, false});
     } else {
-      out_.settings.push_back({param, scalar(value, full), origin});
+      out_.settings.push_back({param, scalar(value, full), origin, false});
     }
   }
 
   std::string path_;
+  bool gloo_flag_ = false;
   ConfigFile out_;
 };
 
 }  // namespace
 
-ConfigFile load_config_file(const std::string& path) {
+ConfigFile load_config_file(const std::string& path, bool gloo_flag) {
   std::ifstream in(path);
-  if (!in) throw UsageError("--config-file " + quoted(path) + ": cannot read it");
+  if (!in) {
+    throw UsageError("--config-file " + quoted(path) + ": cannot read it: " + std::strerror(errno));
+  }
   YAML::Node root;
   try {
     root = YAML::Load(in);
@@ -134,7 +146,7 @@ ConfigFile load_config_file(const std::string& path) {
     throw UsageError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
   try {
-    return Loader(path).load(root);
+    return Loader(path, gloo_flag).load(root);
   } catch (const YAML::Exception& e) {
     throw UsageError(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }

@@ -19,7 +19,8 @@ struct ConfigFile {
 };
 
 // Throws UsageError "FILE:LINE: ..." for a file that cannot be read, bad YAML, a value of the
-// wrong kind, or `controller: mpi` (hvdrun runs Horovod in Gloo mode).
-ConfigFile load_config_file(const std::string& path);
+// wrong kind, or `controller: mpi` (hvdrun runs Horovod in Gloo mode) unless `gloo_flag`
+// (--gloo on the command line, which wins over the file's controller as in horovodrun).
+ConfigFile load_config_file(const std::string& path, bool gloo_flag = false);
 
 }  // namespace hvdrun::launcher

@@ -103,6 +103,7 @@ constexpr TuningParam kParams[] = {
            "NCCL streams per device", "library_options", "num_nccl_streams"),
     valued("thread-affinity", "N", K::kWholeNumber, "HOROVOD_THREAD_AFFINITY",
            "pin Horovod's background thread to core N", "library_options", "thread_affinity"),
+    flag("tcp", "1", "NCCL_IB_DISABLE", "keep NCCL off InfiniBand (NCCL_IB_DISABLE=1)"),
     valued("gloo-timeout-seconds", "S", K::kWholeNumber, "HOROVOD_GLOO_TIMEOUT_SECONDS",
            "Gloo rendezvous and collective timeout (Horovod's default: 30)", "library_options",
            "gloo_timeout_seconds"),
@@ -183,12 +184,24 @@ const TuningParam* switch_sibling(const TuningParam& param) {
   return nullptr;
 }
 
+std::vector<const TuningParam*> opposite_switches(const TuningParam& param) {
+  std::vector<const TuningParam*> out;
+  if (param.kind != K::kSwitch) return out;
+  for (const auto& other : kParams) {
+    if (other.env == param.env && other.kind == K::kSwitch &&
+        other.switch_value != param.switch_value) {
+      out.push_back(&other);
+    }
+  }
+  return out;
+}
+
 std::map<std::string, TuningValue> tuning_environment(std::span<const TuningSetting> settings) {
   std::map<std::string, TuningValue> env;
   std::map<std::string, const TuningParam*> winner;  // the param that wrote each variable
   for (const auto& setting : settings) {
     const std::string name(setting.param->env);
-    env[name] = {convert(setting), setting.origin};
+    env[name] = {convert(setting), setting.origin, setting.from_flag};
     winner[name] = setting.param;
   }
   const auto unmet = [&env](std::string_view required) {

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "launcher/cli_options.h"
 
@@ -36,19 +37,24 @@ struct TuningParam {
 std::span<const TuningParam> tuning_params();
 // nullptr if `option_name` is not a tuning option.
 const TuningParam* find_tuning_param(std::string_view option_name);
-// The other switch writing the same variable (--no-autotune for --autotune), or nullptr.
+// The switch writing the other value to the same variable that carries the config file's
+// key (--no-autotune for --autotune), or nullptr.
 const TuningParam* switch_sibling(const TuningParam& param);
+// Every other switch writing a different value to the same variable.
+std::vector<const TuningParam*> opposite_switches(const TuningParam& param);
 
 // One value for a tuning option, from the command line or the config file.
 struct TuningSetting {
   const TuningParam* param = nullptr;
   std::string value;   // empty for a switch
   std::string origin;  // for messages: "--cycle-time-ms" or "job.yaml:4: params.cycle_time_ms"
+  bool from_flag = false;
 };
 
 struct TuningValue {
   std::string value;
   std::string origin;
+  bool from_flag = false;  // a tuning flag set it (an -x of the same variable is then an error)
   bool operator==(const TuningValue&) const = default;
 };
 

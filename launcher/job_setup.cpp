@@ -1,6 +1,7 @@
 // run_job's preparations (job_setup.h).
 #include "launcher/job_setup.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -27,6 +28,17 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots) {
     plan.cross_sizes[s.local_rank] = s.cross_size;
   }
   return plan;
+}
+
+horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size) {
+  constexpr std::size_t kPerPeer = 256;  // a Gloo TCP address is 136 bytes
+  horovod::KvServerOptions options;
+  options.bind_address = bind_address;
+  options.max_body_bytes =
+      std::clamp<std::size_t>((64u << 10) + size * kPerPeer, 64u << 10, options.max_body_bytes);
+  options.max_stored_bytes = std::max(options.max_stored_bytes, 2 * size * size * kPerPeer);
+  options.max_connections = std::max(options.max_connections, 4 * size);
+  return options;
 }
 
 std::string make_run_id() {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "launcher/horovod/kv_plan.h"
+#include "launcher/horovod/kv_server.h"
 #include "launcher/job_spec.h"
 #include "launcher/placement.h"
 #include "server.h"
@@ -20,6 +21,11 @@ std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slo
 
 // Sizes of Horovod's global, local_<host> and cross_<local_rank> scopes.
 horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
+
+// Horovod's rendezvous server settings for a job of `size` workers: the bodies, stored bytes
+// and connections its Gloo rendezvous needs (each rank PUTs one address per peer, about 136
+// bytes each, into `global`, kept until every rank is done), with headroom.
+horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size);
 
 // A job id for TORCHELASTIC_RUN_ID: not a secret, unique enough to tell jobs apart.
 std::string make_run_id();

@@ -81,9 +81,9 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
   }
   for (const auto& [name, value] : spec.tuning_env) env[name] = value;
   for (const auto* name : {env::kHorovodGlooIface, env::kNcclSocketIfname}) {
-    if (rendezvous.gloo_iface.empty()) {
+    if (rendezvous.iface_by_agent) {
       env.erase(name);  // the remote agent sets its host's
-    } else {
+    } else if (!rendezvous.gloo_iface.empty()) {
       env[name] = rendezvous.gloo_iface;
     }
   }
@@ -96,6 +96,7 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
   }
   env.try_emplace("PYTHONUNBUFFERED", "1");
   env.try_emplace(env::kTorchNcclAsyncErrorHandling, "1");
+  env.try_emplace(env::kNcclAsyncErrorHandling, "1");
   if (omp_threads_defaulted(launcher_env, spec, slot.local_size)) {
     env.try_emplace(env::kOmpNumThreads, "1");
   }

@@ -5,7 +5,8 @@
 //      (`lo` for a local job), replacing inherited values as horovodrun does;
 //   4. -x entries (the user's explicit choice wins over all of the above);
 //   5. defaults that never replace a value the user has: PYTHONUNBUFFERED=1,
-//      TORCH_NCCL_ASYNC_ERROR_HANDLING=1, and OMP_NUM_THREADS=1 where workers share a host;
+//      TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and NCCL_ASYNC_ERROR_HANDLING=1 (its name before
+//      PyTorch 2.2), and OMP_NUM_THREADS=1 where workers share a host;
 //   6. the per-slot and per-job values, which always win: HVDRUN_*, Horovod's topology and
 //      Gloo rendezvous (HOROVOD_RANK.., HOROVOD_CONTROLLER=gloo, HOROVOD_GLOO_RENDEZVOUS_*),
 //      torchrun's (RANK, WORLD_SIZE, .., MASTER_ADDR/PORT, TORCHELASTIC_*).
@@ -28,7 +29,8 @@ struct RendezvousInfo {
   std::string master_addr;  // MASTER_ADDR for torch (rank 0's host address)
   std::uint16_t master_port = 0;
   std::uint16_t horovod_port = 0;  // Horovod's HTTP rendezvous on `addr`; 0: none
-  std::string gloo_iface;          // interface of `addr`'s route; empty: the remote agent's pick
+  std::string gloo_iface;          // interface of `addr`'s route; empty: none found
+  bool iface_by_agent = false;     // a remote host: its agent picks the interface there
   std::string run_id;              // TORCHELASTIC_RUN_ID
   int host_count = 1;              // hosts that received ranks (GROUP_WORLD_SIZE)
 };

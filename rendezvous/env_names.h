@@ -55,6 +55,7 @@ inline constexpr const char* kTorchRunId = "TORCHELASTIC_RUN_ID";
 inline constexpr const char* kTorchRestartCount = "TORCHELASTIC_RESTART_COUNT";
 inline constexpr const char* kTorchMaxRestarts = "TORCHELASTIC_MAX_RESTARTS";
 inline constexpr const char* kTorchNcclAsyncErrorHandling = "TORCH_NCCL_ASYNC_ERROR_HANDLING";
+inline constexpr const char* kNcclAsyncErrorHandling = "NCCL_ASYNC_ERROR_HANDLING";  // torch < 2.2
 // One OpenMP thread per worker where workers share a host, unless the user chose (torchrun).
 inline constexpr const char* kOmpNumThreads = "OMP_NUM_THREADS";
 

@@ -45,9 +45,9 @@ KvPutResult KvScopes::put(std::string_view scope, std::string_view key, std::str
   std::size_t replaced = 0;
   if (existing_scope) {
     auto old = existing_scope->data.find(key);
-    if (old != existing_scope->data.end()) replaced = key.size() + old->second->size();
+    if (old != existing_scope->data.end()) replaced = entry_cost(scope, key, old->second->size());
   }
-  const std::size_t added = key.size() + value.size();
+  const std::size_t added = entry_cost(scope, key, value.size());
   if (added > max_stored_bytes_ || stored_bytes_ - replaced > max_stored_bytes_ - added) {
     return KvPutResult::kOverCap;
   }
@@ -80,21 +80,21 @@ KvDeleteResult KvScopes::remove(std::string_view scope, std::string_view key) {
     if (s.finished.size() < static_cast<std::size_t>(s.planned_size)) {
       return KvDeleteResult::kRecorded;
     }
-    clear_data(s);
+    clear_data(scope, s);
     s.finished.clear();
     return KvDeleteResult::kScopeCleared;
   }
   auto it = s.data.find(key);
   if (it == s.data.end()) return KvDeleteResult::kNoSuchKey;
-  stored_bytes_ -= it->first.size() + it->second->size();
+  stored_bytes_ -= entry_cost(scope, it->first, it->second->size());
   --stored_keys_;
   s.data.erase(it);
   if (s.data.empty()) scopes_.erase(scope_it);
   return KvDeleteResult::kKeyRemoved;
 }
 
-void KvScopes::clear_data(Scope& scope) {
-  for (const auto& [key, value] : scope.data) stored_bytes_ -= key.size() + value->size();
+void KvScopes::clear_data(std::string_view name, Scope& scope) {
+  for (const auto& [key, value] : scope.data) stored_bytes_ -= entry_cost(name, key, value->size());
   stored_keys_ -= scope.data.size();
   scope.data.clear();
 }

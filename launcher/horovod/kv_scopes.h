@@ -39,6 +39,15 @@ enum class KvDeleteResult {
 
 class KvScopes {
  public:
+  // What one stored entry costs against the cap besides its scope name, key and value bytes
+  // (map node, string headers, shared value): a scope name of 8 KiB with an empty value costs
+  // 8 KiB, not 1 byte.
+  static constexpr std::size_t kEntryOverhead = 64;
+  // Bytes charged for an entry.
+  static std::size_t entry_cost(std::string_view scope, std::string_view key, std::size_t value) {
+    return scope.size() + key.size() + value + kEntryOverhead;
+  }
+
   KvScopes(KvPlan plan, std::size_t max_stored_bytes);
 
   // Stores `value` under (scope, key), replacing an older value, unless the stored bytes
@@ -79,7 +88,7 @@ class KvScopes {
   };
 
   void add_planned(std::string name, int size);
-  void clear_data(Scope& scope);
+  void clear_data(std::string_view name, Scope& scope);
   const Scope* find(std::string_view scope) const;
 
   StringMap<Scope> scopes_;

@@ -165,30 +165,33 @@ TEST(KvScopes, AZeroSizeInThePlanLeavesTheScopeAdHoc) {
 }
 
 TEST(KvScopes, TheByteCapCountsKeysAndValues) {
-  KvScopes store({}, 100);
-  EXPECT_EQ(store.put("s", "k", std::string(50, 'a')), KvPutResult::kStored);  // 51
-  EXPECT_EQ(store.stored_bytes(), 51u);
-  EXPECT_EQ(store.put("s", "k2", std::string(48, 'b')), KvPutResult::kOverCap);  // 101
+  constexpr std::size_t kOver = KvScopes::kEntryOverhead;
+  KvScopes store({}, 100 + 2 * kOver);
+  EXPECT_EQ(store.put("s", "k", std::string(49, 'a')), KvPutResult::kStored);  // 51 + overhead
+  EXPECT_EQ(store.stored_bytes(), 51u + kOver);
+  EXPECT_EQ(store.put("s", "k2", std::string(48, 'b')), KvPutResult::kOverCap);  // 102
   EXPECT_EQ(store.get("s", "k2"), nullptr);
-  EXPECT_EQ(store.stored_bytes(), 51u);
-  EXPECT_EQ(store.put("s", "k2", std::string(47, 'b')), KvPutResult::kStored);  // 100
-  EXPECT_EQ(store.stored_bytes(), 100u);
+  EXPECT_EQ(store.stored_bytes(), 51u + kOver);
+  EXPECT_EQ(store.put("s", "k2", std::string(46, 'b')), KvPutResult::kStored);  // 100
+  EXPECT_EQ(store.stored_bytes(), 100u + 2 * kOver);
   // A replacement is charged the difference only.
-  EXPECT_EQ(store.put("s", "k", std::string(49, 'c')), KvPutResult::kStored);  // 99
-  EXPECT_EQ(store.put("s", "k", std::string(52, 'd')), KvPutResult::kOverCap);
-  EXPECT_EQ(value_of(store, "s", "k"), std::string(49, 'c'));  // a refused PUT changes nothing
+  EXPECT_EQ(store.put("s", "k", std::string(48, 'c')), KvPutResult::kStored);  // 99
+  EXPECT_EQ(store.put("s", "k", std::string(51, 'd')), KvPutResult::kOverCap);
+  EXPECT_EQ(value_of(store, "s", "k"), std::string(48, 'c'));  // a refused PUT changes nothing
   EXPECT_EQ(store.put("t", "x", std::string(200, 'e')), KvPutResult::kOverCap);
   EXPECT_FALSE(store.has_scope("t"));
-  EXPECT_EQ(store.stored_bytes(), 99u);
+  EXPECT_EQ(store.stored_bytes(), 99u + 2 * kOver);
   // Deleting gives the room back.
   store.remove("s", "k");
-  EXPECT_EQ(store.stored_bytes(), 49u);
-  EXPECT_EQ(store.put("s", "k", std::string(50, 'f')), KvPutResult::kStored);
+  EXPECT_EQ(store.stored_bytes(), 49u + kOver);
+  // The scope name counts: a long name with an empty value is not free.
+  KvScopes small({}, 1000);
+  EXPECT_EQ(small.put(std::string(2000, 's'), "k", ""), KvPutResult::kOverCap);
 }
 
 TEST(KvScopes, ClearingAPlannedScopeGivesItsBytesBack) {
-  KvScopes store(global_plan(1), 10);
-  EXPECT_EQ(store.put("global", "0", "123456789"), KvPutResult::kStored);  // 10
+  KvScopes store(global_plan(1), KvScopes::entry_cost("global", "0", 9));
+  EXPECT_EQ(store.put("global", "0", "123456789"), KvPutResult::kStored);  // all of the cap
   EXPECT_EQ(store.put("other", "k", ""), KvPutResult::kOverCap);
   store.remove("global", "0");
   EXPECT_EQ(store.stored_bytes(), 0u);

@@ -9,6 +9,7 @@
 #include "horovod_http_client.h"
 #include "hvdrun/error.h"
 #include "kv_server_thread.h"
+#include "launcher/horovod/kv_scopes.h"
 
 namespace hvdrun::launcher::horovod::test {
 namespace {
@@ -137,7 +138,7 @@ TEST(KvServer, APutOverTheStoredBytesCapIsRefusedWithOneLine) {
   EXPECT_EQ(server.stats().refused_stored, 2u);
   EXPECT_EQ(http_request(server.port(), "DELETE", "/s/a").status, 200);
   EXPECT_EQ(http_request(server.port(), "PUT", "/s/b", std::string(600, 'b')).status, 200);
-  EXPECT_EQ(server.stats().stored_bytes, 601u);
+  EXPECT_EQ(server.stats().stored_bytes, KvScopes::entry_cost("s", "b", 600));
 }
 
 TEST(KvServer, AtTheConnectionCapNewClientsWaitInTheBacklog) {
@@ -147,7 +148,10 @@ TEST(KvServer, AtTheConnectionCapNewClientsWaitInTheBacklog) {
   options.request_timeout = 5s;
   KvServerThread server(options);
   RawConnection idle1(server.port()), idle2(server.port());
-  std::this_thread::sleep_for(100ms);  // both accepted
+  for (int i = 0; i < 200 && server.stats().open_connections < 2; ++i) {
+    std::this_thread::sleep_for(10ms);  // until both are accepted
+  }
+  ASSERT_EQ(server.stats().open_connections, 2u);
   auto waiting =
       std::async(std::launch::async, [&] { return http_request(server.port(), "GET", "/s/k"); });
   EXPECT_EQ(waiting.wait_for(300ms), std::future_status::timeout);  // connected, not served

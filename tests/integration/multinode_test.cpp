@@ -38,14 +38,26 @@ TEST(TestHostsJob, LocalAndRemoteRanksTrainTogether) {
   EXPECT_TRUE(contains(r.out, "all 3 ranks agree")) << r.out << r.err;
 }
 
+// A shell fragment for rank 3 of a 4-rank job: wait (at most 20 s) until every rank has
+// written its file into `dir`, so that remote start-up time (a slow login shell) does not
+// decide which ranks ran before rank 3 fails.
+std::string wait_for_all_ranks(const std::string& dir) {
+  return "for i in $(seq 400); do [ $(ls " + dir + " | wc -l) -ge 4 ] && break; sleep 0.05; done; ";
+}
+
 // Every rank's lines arrive with its prefix and its host; rank 3 (host 2) fails with 7 and
 // hvdrun exits 7 naming it.
 TEST(TestHostsJob, OutputPrefixesAndExitCodeAcrossHosts) {
   REQUIRE_TEST_HOSTS();
   TestHome home;
+  TempDir up;
   const std::string script =
       "echo \"rank $RANK local $LOCAL_RANK on $(hostname)\"; echo \"to stderr $RANK\" >&2; "
-      "if [ \"$RANK\" = 3 ]; then sleep 0.5; echo 'rank 3 gives up' >&2; exit 7; fi; sleep 30";
+      "touch " +
+      up.path.string() +
+      "/$RANK; "
+      "if [ \"$RANK\" = 3 ]; then " +
+      wait_for_all_ranks(up.path.string()) + "echo 'rank 3 gives up' >&2; exit 7; fi; sleep 30";
   auto r = run_hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", "sh", "-c", script}, home.env(),
                       seconds(60));
   EXPECT_EQ(r.status, 7) << r.err;
@@ -71,9 +83,9 @@ TEST(TestHostsJob, RankKilledOnHostTwoTakesDownHostOne) {
   REQUIRE_TEST_HOSTS();
   TestHome home;
   TempDir pids;
-  const std::string script = "echo $$ > " + pids.path.string() +
-                             "/$RANK.pid; if [ \"$RANK\" = 3 ]; then sleep 0.5; kill -9 $$; fi; "
-                             "exec sleep 60";
+  const std::string script =
+      "echo $$ > " + pids.path.string() + "/$RANK.pid; if [ \"$RANK\" = 3 ]; then " +
+      wait_for_all_ranks(pids.path.string()) + "kill -9 $$; fi; exec sleep 60";
   auto r = run_hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", "sh", "-c", script}, home.env(),
                       seconds(60));
   EXPECT_EQ(r.status, 137) << r.err;

@@ -154,14 +154,32 @@ TEST(HorovodFlags, MpiOnlyFlagsAreRefusedWithTheReason) {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--mpi"},
                                                {"--jsrun"},
                                                {"--mpi-args", "-x A"},
-                                               {"--tcp"},
                                                {"-b", "--bind-to none"},
                                                {"--binding-args", "x"}}) {
     const auto message = error_of(args);
     EXPECT_THAT(message, HasSubstr(args[0])) << message;
     EXPECT_THAT(message, HasSubstr("hvdrun runs Horovod in Gloo mode")) << message;
   }
-  EXPECT_THAT(error_of({"--tcp"}), HasSubstr("-x NCCL_IB_DISABLE=1"));
+}
+
+// --tcp is not MPI-only: horovodrun keeps NCCL off InfiniBand with it in every mode.
+TEST(HorovodFlags, TcpDisablesNcclInfiniBand) {
+  EXPECT_THAT(tuning_of({"--tcp"}), ElementsAre(Pair("NCCL_IB_DISABLE", "1")));
+}
+
+// Every switch writing the same variable conflicts with the ones writing the other value.
+TEST(HorovodFlags, OppositeSwitchesOfOneVariableConflict) {
+  EXPECT_THAT(error_of({"--log-hide-timestamp", "--no-log-hide-timestamp"}),
+              HasSubstr("cannot be used together"));
+  EXPECT_THAT(error_of({"--log-without-timestamp", "--no-log-hide-timestamp"}),
+              HasSubstr("cannot be used together"));
+  EXPECT_THAT(tuning_of({"--log-without-timestamp", "--log-hide-timestamp"}),
+              ElementsAre(Pair("HOROVOD_LOG_HIDE_TIME", "1")));
+}
+
+// --log-level is also hvdrun's own level, so an -x of Horovod's level is not a conflict.
+TEST(HorovodFlags, ExportOfHorovodsLogLevelWinsOverLogLevel) {
+  EXPECT_THAT(tuning_of({"--log-level", "error", "-x", "HOROVOD_LOG_LEVEL=TRACE"}), IsEmpty());
 }
 
 TEST(HorovodFlags, GlooAndDisableCacheAreAccepted) {
@@ -241,6 +259,18 @@ TEST(HorovodFlags, ConfigFileErrorsNameFileAndLine) {
   EXPECT_THAT(error_of({"--config-file", bad_yaml.path}), HasSubstr("not valid YAML"));
   EXPECT_THAT(error_of({"--config-file", "/nonexistent/hvdrun.yaml"}),
               HasSubstr("--config-file '/nonexistent/hvdrun.yaml': cannot read it"));
+}
+
+// horovodrun's rules for the controller key: --gloo wins over it; its value in any case; an
+// empty section is skipped; a stall_check section without `enabled` means enabled.
+TEST(HorovodFlags, ConfigFileControllerAndSectionRules) {
+  const ConfigFileOnDisk mpi("controller: mpi\n");
+  EXPECT_THAT(tuning_of({"--gloo", "--config-file", mpi.path}), IsEmpty());
+  const ConfigFileOnDisk capital("controller: Gloo\nparams:\nlogging:\n");
+  EXPECT_THAT(tuning_of({"--config-file", capital.path}), IsEmpty());
+  const ConfigFileOnDisk stall("stall_check:\n  warning_time_seconds: 5\n");
+  EXPECT_EQ(tuning_of({"--config-file", stall.path}),
+            (Env{{"HOROVOD_STALL_CHECK_DISABLE", "0"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "5"}}));
 }
 
 TEST(HorovodFlags, UnknownConfigKeysAreNotedAndIgnored) {

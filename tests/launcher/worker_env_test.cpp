@@ -18,8 +18,8 @@ using ::testing::Not;
 struct Fixture {
   JobSpec spec;
   std::vector<Slot> slots;
-  RendezvousInfo rendezvous{"127.0.0.1", 40000,          "cafe01", "127.0.0.1", 40001, 40002,
-                            "lo",        "hvdrun-run-7", 2};
+  RendezvousInfo rendezvous{"127.0.0.1", 40000, "cafe01",       "127.0.0.1", 40001,
+                            40002,       "lo",  false,          "hvdrun-run-7", 2};
 };
 
 Fixture heterogeneous() {
@@ -75,6 +75,7 @@ TEST(WorkerEnv, PerSlotValues) {
                         {"LOCAL_WORLD_SIZE", "2"},
                         {"MASTER_ADDR", "127.0.0.1"},
                         {"MASTER_PORT", "40001"},
+                        {"NCCL_ASYNC_ERROR_HANDLING", "1"},
                         {"NCCL_SOCKET_IFNAME", "lo"},
                         {"OMP_NUM_THREADS", "1"},
                         {"PATH", "/bin"},
@@ -186,9 +187,15 @@ TEST(WorkerEnv, HorovodGlooVariables) {
   EXPECT_EQ(env.at("HOROVOD_GLOO_IFACE"), "lo");
   EXPECT_EQ(env.at("HOROVOD_CONTROLLER"), "gloo");
 
-  // A remote host's interfaces are its agent's choice: nothing inherited reaches it.
+  // A local address on no interface (a host name as --rendezvous-addr): the inherited values
+  // stay, nothing better is known.
   f.spec.env_forward.clear();
   f.rendezvous.gloo_iface.clear();
+  env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
+  EXPECT_EQ(env.at("NCCL_SOCKET_IFNAME"), "ib0");
+
+  // A remote host's interfaces are its agent's choice: nothing inherited reaches it.
+  f.rendezvous.iface_by_agent = true;
   env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
   EXPECT_THAT(env, Not(Contains(Key("NCCL_SOCKET_IFNAME"))));
   EXPECT_THAT(env, Not(Contains(Key("HOROVOD_GLOO_IFACE"))));
