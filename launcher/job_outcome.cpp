@@ -57,12 +57,35 @@ std::string RankEnd::what_happened() const {
   return "failed: " + message;
 }
 
-int outcome_exit_status(const std::optional<Outcome>& outcome,
-                        const std::vector<std::optional<RankEnd>>& ends) {
+Outcome Outcome::worker_failed(const WorkerId& worker, const Slot& slot, RankEnd end) {
+  Outcome outcome;
+  outcome.kind = Kind::kWorkerFailed;
+  outcome.worker = worker;
+  outcome.rank = slot.rank;
+  outcome.host = slot.host;
+  outcome.end = std::move(end);
+  return outcome;
+}
+
+Outcome Outcome::interrupted(int signo) {
+  Outcome outcome;
+  outcome.kind = Kind::kInterrupted;
+  outcome.signo = signo;
+  return outcome;
+}
+
+Outcome Outcome::failed(Kind kind, std::string message) {
+  Outcome outcome;
+  outcome.kind = kind;
+  outcome.message = std::move(message);
+  return outcome;
+}
+
+int outcome_exit_status(const std::optional<Outcome>& outcome) {
   if (!outcome) return 0;
   switch (outcome->kind) {
     case Outcome::Kind::kWorkerFailed:
-      return ends[static_cast<std::size_t>(outcome->rank)]->shell_code();
+      return outcome->end.shell_code();
     case Outcome::Kind::kInterrupted:
       return 128 + outcome->signo;
     case Outcome::Kind::kJobError:
@@ -73,21 +96,18 @@ int outcome_exit_status(const std::optional<Outcome>& outcome,
   return 1;
 }
 
-void print_outcome_summary(const std::optional<Outcome>& outcome,
-                           const std::vector<std::optional<RankEnd>>& ends,
-                           const std::vector<Slot>& slots, const OutputSink& sink) {
+void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSink& sink) {
   if (!outcome || outcome->kind == Outcome::Kind::kInterrupted) return;
   if (outcome->kind != Outcome::Kind::kWorkerFailed) {
     note("job failed: " + outcome->message);
     return;
   }
-  const auto rank = outcome->rank;
-  const auto& slot = slots[static_cast<std::size_t>(rank)];
-  note("job failed: first failure was rank " + std::to_string(rank) + " on " + slot.host + ": " +
-       ends[static_cast<std::size_t>(rank)]->describe());
-  const auto& tail = sink.last_stderr_lines(rank);
+  const auto rank = std::to_string(outcome->rank);
+  note("job failed: first failure was rank " + rank + " on " + outcome->host + ": " +
+       outcome->end.describe());
+  const auto& tail = sink.last_stderr_lines(outcome->worker);
   if (tail.empty()) return;
-  std::string text = "last stderr lines of rank " + std::to_string(rank) + ":";
+  std::string text = "last stderr lines of rank " + rank + ":";
   for (const auto& line : tail) text += "\n    " + line;
   note(text);
 }

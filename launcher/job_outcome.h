@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "output.h"
-#include "placement.h"
+#include "launcher/output.h"
+#include "launcher/placement.h"
+#include "launcher/worker_id.h"
 #include "process.h"
 #include "remote_exit.h"
 
@@ -37,19 +38,24 @@ struct RankEnd {
 struct Outcome {
   enum class Kind { kWorkerFailed, kInterrupted, kJobError, kHostFailed };
   Kind kind = Kind::kJobError;
-  int rank = 0;         // kWorkerFailed
+  // kWorkerFailed: the worker, its rank and host then, and how it ended.
+  WorkerId worker;
+  int rank = 0;
+  std::string host;
+  RankEnd end;
   int signo = 0;        // kInterrupted
   std::string message;  // kJobError, kHostFailed
+
+  static Outcome worker_failed(const WorkerId& worker, const Slot& slot, RankEnd end);
+  static Outcome interrupted(int signo);
+  static Outcome failed(Kind kind, std::string message);  // kJobError or kHostFailed
 };
 
 // 0 without an outcome; the failed rank's shell code; 128+signal; 1 for a rendezvous failure;
 // 255 for a host that could not be reached or started.
-int outcome_exit_status(const std::optional<Outcome>& outcome,
-                        const std::vector<std::optional<RankEnd>>& ends);
+int outcome_exit_status(const std::optional<Outcome>& outcome);
 
 // The "job failed: ..." lines (nothing for success or an interrupt).
-void print_outcome_summary(const std::optional<Outcome>& outcome,
-                           const std::vector<std::optional<RankEnd>>& ends,
-                           const std::vector<Slot>& slots, const OutputSink& sink);
+void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSink& sink);
 
 }  // namespace hvdrun::launcher

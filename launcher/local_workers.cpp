@@ -1,5 +1,5 @@
 // LocalWorkers (local_workers.h): spawning, pipe pumps and reaping of this machine's workers.
-#include "local_workers.h"
+#include "launcher/local_workers.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -36,30 +36,34 @@ LocalWorkers::LocalWorkers(asio::io_context& io, Watchdog& watchdog, OutputSink&
                            Callbacks callbacks)
     : io_(io), watchdog_(watchdog), sink_(sink), callbacks_(std::move(callbacks)) {}
 
-void LocalWorkers::spawn(const std::vector<std::string>& command, const std::vector<Slot>& slots,
-                         const std::vector<std::vector<std::string>>& environments, bool verbose) {
-  if (slots.empty()) return;
+void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<Launch> launches,
+                         bool verbose) {
+  if (launches.empty()) return;
   program_ = command.at(0);
   const auto start = std::chrono::steady_clock::now();
   std::vector<Spawned> spawned;
-  spawned.reserve(slots.size());
-  for (std::size_t i = 0; i < slots.size(); ++i) {
+  spawned.reserve(launches.size());
+  for (std::size_t i = 0; i < launches.size(); ++i) {
     try {
-      spawned.push_back(launcher::spawn(command, environments[i]));
+      spawned.push_back(launcher::spawn(command, launches[i].env));
     } catch (const Error& e) {
       const int error = errno;
       if (error != EMFILE && error != ENFILE) throw;
-      throw Error("cannot start rank " + std::to_string(slots[i].rank) + " (" + std::to_string(i) +
-                  " of " + std::to_string(slots.size()) + " local workers started): " + e.what() +
-                  "; open-file limit " + open_file_limit_text() + ": raise ulimit -n");
+      throw Error("cannot start rank " + std::to_string(launches[i].slot.rank) + " (" +
+                  std::to_string(i) + " of " + std::to_string(launches.size()) +
+                  " local workers started): " + e.what() + "; open-file limit " +
+                  open_file_limit_text() + ": raise ulimit -n");
     }
     watchdog_.watch(spawned.back().child.pgid());
   }
-  workers_.reserve(slots.size());
-  for (std::size_t i = 0; i < slots.size(); ++i) {
+  std::vector<Worker*> started;
+  started.reserve(launches.size());
+  for (std::size_t i = 0; i < launches.size(); ++i) {
     Spawned& s = spawned[i];
-    Worker& w = workers_.emplace_back();
-    w.slot = slots[i];
+    auto worker = std::make_unique<Worker>();
+    Worker& w = *worker;
+    w.id = launches[i].id;
+    w.slot = launches[i].slot;
     w.exec_errno = exec_error(s);
     w.child = std::move(s.child);
     for (UniqueFd* fd : {&s.out, &s.err}) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
@@ -70,30 +74,31 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, const std::vec
       note("rank " + std::to_string(w.slot.rank) + ": cannot run '" + command[0] +
            "': " + std::strerror(w.exec_errno));
     }
+    started.push_back(&w);
+    workers_.emplace(w.id, std::move(worker));
   }
   if (verbose) {
-    note("spawned " + std::to_string(workers_.size()) +
-         (workers_.size() == 1 ? " worker" : " workers") + " in " + millis_since(start));
+    note("spawned " + std::to_string(started.size()) +
+         (started.size() == 1 ? " worker" : " workers") + " in " + millis_since(start));
     const std::string line = shell_command_line(command);
-    for (const auto& w : workers_) {
-      note("rank " + std::to_string(w.slot.rank) + " on " + w.slot.host + " (pid " +
-           std::to_string(w.child.pid()) + "): " + line);
+    for (const auto* w : started) {
+      note("rank " + std::to_string(w->slot.rank) + " on " + w->slot.host + " (pid " +
+           std::to_string(w->child.pid()) + "): " + line);
     }
   }
   auto rethrow = [](const std::exception_ptr& e) {
     if (e) std::rethrow_exception(e);
   };
-  for (std::size_t i = 0; i < workers_.size(); ++i) {
-    asio::co_spawn(io_, pump(i, StreamKind::kStdout), rethrow);
-    asio::co_spawn(io_, pump(i, StreamKind::kStderr), rethrow);
+  for (auto* w : started) {
+    asio::co_spawn(io_, pump(*w, StreamKind::kStdout), rethrow);
+    asio::co_spawn(io_, pump(*w, StreamKind::kStderr), rethrow);
   }
 }
 
-asio::awaitable<void> LocalWorkers::pump(std::size_t index, StreamKind kind) {
-  Worker& w = workers_[index];
+asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
   auto& stream = kind == StreamKind::kStdout ? *w.out : *w.err;
   LineSplitter splitter;
-  auto emit = [&](std::string_view chunk) { sink_.write(w.slot.rank, kind, chunk); };
+  auto emit = [&](std::string_view chunk) { sink_.write(w.id, kind, chunk); };
   std::vector<char> buffer(kReadBufferBytes);
   for (;;) {
     auto [ec, n] =
@@ -114,7 +119,7 @@ asio::awaitable<void> LocalWorkers::pump(std::size_t index, StreamKind kind) {
   stream.close(ignored);
   --open_streams_;
   forget_empty_groups();
-  callbacks_.on_stream_closed(w.slot.rank);
+  callbacks_.on_stream_closed(w.id);
 }
 
 // The console reader of `kind` is gone: close that pipe of every rank, so the workers get
@@ -126,27 +131,25 @@ void LocalWorkers::drop_streams(StreamKind kind) {
   spdlog::get("launcher")
       ->debug("the console's {} was closed; closing that pipe of every rank",
               kind == StreamKind::kStderr ? "stderr" : "stdout");
-  for (auto& w : workers_) {
-    auto& stream = kind == StreamKind::kStdout ? *w.out : *w.err;
+  for (auto& [id, w] : workers_) {
+    auto& stream = kind == StreamKind::kStdout ? *w->out : *w->err;
     boost::system::error_code ignored;
     if (stream.is_open()) stream.cancel(ignored);
   }
 }
 
-bool LocalWorkers::streams_open(int rank) const {
-  for (const auto& w : workers_) {
-    if (w.slot.rank == rank) return w.out->is_open() || w.err->is_open();
-  }
-  return false;
+bool LocalWorkers::streams_open(const WorkerId& worker) const {
+  const auto it = workers_.find(worker);
+  return it != workers_.end() && (it->second->out->is_open() || it->second->err->is_open());
 }
 
 // Exits of one pass, those killed by a signal the launcher did not send first: when a rank
 // is SIGKILLed and its peers exit 1 because it vanished, the signalled one is the cause.
 void LocalWorkers::reap() {
   std::vector<std::pair<Worker*, ExitStatus>> ended;
-  for (auto& w : workers_) {
-    if (w.exited) continue;
-    if (auto status = w.child.try_reap()) ended.emplace_back(&w, *status);
+  for (auto& [id, w] : workers_) {
+    if (w->exited) continue;
+    if (auto status = w->child.try_reap()) ended.emplace_back(w.get(), *status);
   }
   if (!signalled_) {
     std::stable_partition(ended.begin(), ended.end(), [](const auto& e) {
@@ -160,11 +163,11 @@ void LocalWorkers::reap() {
 // Tells the watchdog about exited workers whose group has become empty, so that it never
 // kills a group id the system has given to someone else.
 void LocalWorkers::forget_empty_groups() {
-  for (auto& w : workers_) {
-    if (!w.exited || w.group_empty) continue;
-    if (w.child.signal_group(0) == ESRCH) {
-      w.group_empty = true;
-      watchdog_.forget(w.child.pgid());
+  for (auto& [id, w] : workers_) {
+    if (!w->exited || w->group_empty) continue;
+    if (w->child.signal_group(0) == ESRCH) {
+      w->group_empty = true;
+      watchdog_.forget(w->child.pgid());
     }
   }
 }
@@ -182,16 +185,16 @@ void LocalWorkers::on_exit(Worker& w, ExitStatus status) {
   }
   auto end = RankEnd::from_local(status, std::move(cause));
   end.pid = w.child.pid();
-  callbacks_.on_exit(w.slot.rank, std::move(end));
+  callbacks_.on_exit(w.id, std::move(end));
 }
 
 void LocalWorkers::signal_all(int signo) {
   if (signo != 0) signalled_ = true;
-  for (auto& w : workers_) {
-    if (w.group_empty) continue;
-    if (w.child.signal_group(signo) == ESRCH && w.exited) {
-      w.group_empty = true;
-      watchdog_.forget(w.child.pgid());
+  for (auto& [id, w] : workers_) {
+    if (w->group_empty) continue;
+    if (w->child.signal_group(signo) == ESRCH && w->exited) {
+      w->group_empty = true;
+      watchdog_.forget(w->child.pgid());
     }
   }
 }
@@ -203,10 +206,10 @@ void LocalWorkers::close_streams() {
           "the worker process groups");
   signal_all(SIGKILL);
   closing_streams_ = true;
-  for (auto& w : workers_) {
+  for (auto& [id, w] : workers_) {
     boost::system::error_code ignored;
-    if (w.out->is_open()) w.out->cancel(ignored);
-    if (w.err->is_open()) w.err->cancel(ignored);
+    if (w->out->is_open()) w->out->cancel(ignored);
+    if (w->err->is_open()) w->err->cancel(ignored);
   }
 }
 

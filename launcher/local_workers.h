@@ -1,7 +1,8 @@
-// The workers of this machine: fork/exec in their own process groups (process.h), watched by
-// the orphan watchdog, their stdout/stderr pipes pumped into the OutputSink line by line, and
-// reaped on SIGCHLD. Reports each exit through a callback. Lifetime: owned by the supervisor;
-// io thread only.
+// The workers of this machine, keyed by WorkerId: fork/exec in their own process groups
+// (process.h), watched by the orphan watchdog, their stdout/stderr pipes pumped into the
+// OutputSink line by line, and reaped on SIGCHLD. Reports each exit through a callback.
+// Workers can be spawned at any time, in batches; each lives in stable storage that its pipe
+// pumps point into. Lifetime: owned by the supervisor; io thread only.
 #pragma once
 
 #include <array>
@@ -9,39 +10,48 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "job_outcome.h"
-#include "output.h"
-#include "placement.h"
-#include "process.h"
-#include "watchdog.h"
+#include "launcher/job_outcome.h"
+#include "launcher/output.h"
+#include "launcher/placement.h"
+#include "launcher/process.h"
+#include "launcher/watchdog.h"
+#include "launcher/worker_id.h"
 
 namespace hvdrun::launcher {
 
 class LocalWorkers {
  public:
   struct Callbacks {
-    std::function<void(int rank, RankEnd end)> on_exit;
-    std::function<void(int rank)> on_stream_closed;  // a pipe of `rank` reached EOF or closed
+    std::function<void(const WorkerId& worker, RankEnd end)> on_exit;
+    std::function<void(const WorkerId& worker)> on_stream_closed;  // a pipe reached EOF or closed
+  };
+
+  // One worker to start: its identity, its slot (for messages) and its environment.
+  struct Launch {
+    WorkerId id;
+    Slot slot;
+    std::vector<std::string> env;
   };
 
   LocalWorkers(boost::asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
                Callbacks callbacks);
 
-  // Spawns one worker per (slot, environment) pair, all at once, and starts pumping.
-  void spawn(const std::vector<std::string>& command, const std::vector<Slot>& slots,
-             const std::vector<std::vector<std::string>>& environments, bool verbose);
+  // Spawns the workers, all at once, and starts pumping their output (already registered
+  // with the OutputSink). Each id must be new.
+  void spawn(const std::vector<std::string>& command, std::vector<Launch> launches, bool verbose);
   // Collects exits (call on SIGCHLD and after spawning). Within one pass, workers killed by
   // a signal the launcher did not send are reported first.
   void reap();
   // Signals every worker's process group that may still hold a process.
   void signal_all(int signo);
   std::size_t open_streams() const noexcept { return open_streams_; }
-  // Whether a pipe of `rank` (a local rank) is still open.
-  bool streams_open(int rank) const;
+  // Whether a pipe of `worker` is still open.
+  bool streams_open(const WorkerId& worker) const;
   std::size_t size() const noexcept { return workers_.size(); }
   // Every worker exited but a pipe stays open (held by a worker's child): kill the groups and
   // take what the pipes hold without waiting.
@@ -49,6 +59,7 @@ class LocalWorkers {
 
  private:
   struct Worker {
+    WorkerId id;
     Slot slot;
     Child child;
     std::optional<boost::asio::posix::stream_descriptor> out;
@@ -57,7 +68,7 @@ class LocalWorkers {
     int exec_errno = 0;
     bool group_empty = false;  // kill(-pgid, 0) said ESRCH: never signal that id again
   };
-  boost::asio::awaitable<void> pump(std::size_t index, StreamKind kind);
+  boost::asio::awaitable<void> pump(Worker& w, StreamKind kind);
   void on_exit(Worker& w, ExitStatus status);
   void drop_streams(StreamKind kind);
   bool dropped(StreamKind kind) const { return dropped_[kind == StreamKind::kStderr ? 1 : 0]; }
@@ -67,7 +78,7 @@ class LocalWorkers {
   Watchdog& watchdog_;
   OutputSink& sink_;
   Callbacks callbacks_;
-  std::vector<Worker> workers_;
+  std::map<WorkerId, std::unique_ptr<Worker>> workers_;  // stable: pumps point into them
   std::string program_;
   std::size_t open_streams_ = 0;
   bool closing_streams_ = false;

@@ -156,28 +156,38 @@ std::string asctime_text(std::time_t when) {
   return text;
 }
 
-OutputSink::OutputSink(OutputOptions options)
-    : options_(std::move(options)), tails_(static_cast<std::size_t>(options_.num_proc)) {
+OutputSink::OutputSink(OutputOptions options) : options_(std::move(options)) {
   if (!options_.directory) return;
-  namespace fs = std::filesystem;
-  for (int rank = 0; rank < options_.num_proc; ++rank) {
-    fs::path dir = fs::path(*options_.directory) / rank_directory_name(rank, options_.num_proc);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) {
-      throw UsageError("cannot create --output-filename directory '" + dir.string() +
-                       "': " + ec.message());
-    }
-    files_.push_back(open_tee_file(dir / "stdout"));
-    files_.push_back(open_tee_file(dir / "stderr"));
+  std::error_code ec;
+  std::filesystem::create_directories(*options_.directory, ec);
+  if (ec) {
+    throw UsageError("cannot create --output-filename directory '" + *options_.directory +
+                     "': " + ec.message());
   }
 }
 
-void OutputSink::write(int rank, StreamKind stream, std::string_view chunk) {
+void OutputSink::add_worker(const WorkerId& id, int rank) {
+  auto& entry = workers_[id];
+  entry.rank = rank;
+  if (!options_.directory) return;
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(*options_.directory) / rank_directory_name(rank, options_.num_proc);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    throw UsageError("cannot create --output-filename directory '" + dir.string() +
+                     "': " + ec.message());
+  }
+  entry.files[0] = open_tee_file(dir / "stdout");
+  entry.files[1] = open_tee_file(dir / "stderr");
+}
+
+void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view chunk) {
   if (chunk.empty()) return;
+  auto& worker = workers_.at(id);
   bool is_err = stream == StreamKind::kStderr;
   std::string prefix = options_.timestamp ? asctime_text(std::time(nullptr)) : std::string();
-  prefix += "[" + std::to_string(rank) + (is_err ? "]<stderr>:" : "]<stdout>:");
+  prefix += "[" + std::to_string(worker.rank) + (is_err ? "]<stderr>:" : "]<stdout>:");
   static constexpr char kNewline[] = "\n";
   std::array<iovec, 3> parts{iovec{prefix.data(), prefix.size()},
                              iovec{const_cast<char*>(chunk.data()), chunk.size()},
@@ -188,19 +198,18 @@ void OutputSink::write(int rank, StreamKind stream, std::string_view chunk) {
       write_all(is_err ? options_.stderr_fd : options_.stdout_fd, parts, count) == EPIPE) {
     closed = true;
   }
-  if (!files_.empty()) {
-    write_all(files_[static_cast<std::size_t>(rank) * 2 + (is_err ? 1 : 0)].get(), parts, count);
+  if (const auto& file = worker.files[is_err ? 1 : 0]; file.get() >= 0) {
+    write_all(file.get(), parts, count);
   }
   if (is_err) {
-    auto& tail = tails_[static_cast<std::size_t>(rank)];
     std::string_view line = chunk.substr(0, chunk.size() - terminator_length(chunk));
-    tail.emplace_back(line.substr(0, kMaxKeptLineBytes));
-    while (tail.size() > options_.kept_stderr_lines) tail.pop_front();
+    worker.tail.emplace_back(line.substr(0, kMaxKeptLineBytes));
+    while (worker.tail.size() > options_.kept_stderr_lines) worker.tail.pop_front();
   }
 }
 
-const std::deque<std::string>& OutputSink::last_stderr_lines(int rank) const {
-  return tails_.at(static_cast<std::size_t>(rank));
+const std::deque<std::string>& OutputSink::last_stderr_lines(const WorkerId& id) const {
+  return workers_.at(id).tail;
 }
 
 }  // namespace hvdrun::launcher

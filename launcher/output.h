@@ -1,7 +1,8 @@
 // Worker output: LineSplitter cuts a byte stream into chunks (pure, no I/O); OutputSink
-// writes each chunk with its `[rank]<stdout>:` / `[rank]<stderr>:` prefix (and an optional
-// asctime-like timestamp) to the launcher's stdout/stderr, and tees it to
-// DIR/rank.N/{stdout,stderr} with --output-filename. Reads JobSpec's output settings.
+// writes each chunk of a worker (WorkerId) with its rank's `[rank]<stdout>:` /
+// `[rank]<stderr>:` prefix (and an optional asctime-like timestamp) to the launcher's
+// stdout/stderr, and tees it to DIR/rank.N/{stdout,stderr} with --output-filename. Reads
+// JobSpec's output settings.
 #pragma once
 
 #include <array>
@@ -9,11 +10,13 @@
 #include <ctime>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "launcher/worker_id.h"
 #include "unique_fd.h"
 
 namespace hvdrun::launcher {
@@ -45,7 +48,7 @@ class LineSplitter {
 enum class StreamKind { kStdout, kStderr };
 
 struct OutputOptions {
-  int num_proc = 1;
+  int num_proc = 1;                      // the digits of rank.N directory names
   bool timestamp = false;                // --prefix-output-with-timestamp
   std::optional<std::string> directory;  // --output-filename
   int stdout_fd = 1;                     // the launcher's console streams
@@ -67,21 +70,28 @@ std::string asctime_text(std::time_t when);
 // Lifetime: owns the tee files; used on the io thread only.
 class OutputSink {
  public:
-  // Creates the --output-filename directories and files (truncated); throws UsageError
-  // naming the path on failure.
+  // Creates the --output-filename directory; throws UsageError naming it on failure.
   explicit OutputSink(OutputOptions options);
-  void write(int rank, StreamKind stream, std::string_view chunk);
-  // The last stderr lines of `rank`, oldest first, terminators removed.
-  const std::deque<std::string>& last_stderr_lines(int rank) const;
+  // Registers a worker before its first write: its lines get the prefix of `rank`, and with
+  // --output-filename its files DIR/rank.N/{stdout,stderr} are created (truncated). Throws
+  // UsageError naming the path on failure.
+  void add_worker(const WorkerId& id, int rank);
+  void write(const WorkerId& id, StreamKind stream, std::string_view chunk);
+  // The last stderr lines of a worker, oldest first, terminators removed.
+  const std::deque<std::string>& last_stderr_lines(const WorkerId& id) const;
   // True once a write of that stream to the console failed with EPIPE.
   bool console_closed(StreamKind stream) const noexcept {
     return console_closed_[stream == StreamKind::kStderr ? 1 : 0];
   }
 
  private:
+  struct WorkerOutput {
+    int rank = 0;
+    std::array<UniqueFd, 2> files;  // stdout, stderr; closed without a directory
+    std::deque<std::string> tail;
+  };
   OutputOptions options_;
-  std::vector<UniqueFd> files_;  // 2 per rank (stdout, stderr), empty without a directory
-  std::vector<std::deque<std::string>> tails_;
+  std::map<WorkerId, WorkerOutput> workers_;
   std::array<bool, 2> console_closed_{};  // stdout, stderr
 };
 

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "job_spec.h"
+#include "launcher/job_spec.h"
+#include "launcher/worker_id.h"
 
 namespace hvdrun::launcher {
 
@@ -22,6 +23,11 @@ struct Slot {
   std::string host;            // HostSpec::name
   bool operator==(const Slot&) const = default;
 };
+
+// The first worker of a slot: its host, its index on that host, incarnation 0.
+inline WorkerId first_worker(const Slot& slot) {
+  return {slot.host_index, slot.local_rank, 0};
+}
 
 // Throws UsageError "-np 8 but the hosts give only 4 slots (a:2, b:2)" if num_proc exceeds
 // the hosts' slots, or if num_proc < 1.

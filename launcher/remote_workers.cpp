@@ -1,6 +1,6 @@
 // RemoteWorkers (remote_workers.h): the RemoteSpawner's events, posted to the io thread, turned
 // into output lines, --verbose phase lines and rank ends.
-#include "remote_workers.h"
+#include "launcher/remote_workers.h"
 
 #include "logging.h"
 
@@ -53,38 +53,46 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
       if (!closed_) callbacks_.on_host_failed(hosts_[failed.host], std::move(failed));
     });
   };
-  events.on_started = [this](int rank) {
-    asio::post(io_, [this, rank] {
-      if (!closed_) on_started(rank);
+  events.on_started = [this](int number) {
+    asio::post(io_, [this, number] {
+      if (!closed_) on_started(number);
     });
   };
-  events.on_output = [this](int rank, ssh::OutputStream stream, std::string bytes) {
-    asio::post(io_, [this, rank, stream, bytes = std::move(bytes)] {
-      if (!closed_) on_output(rank, stream, bytes);
+  events.on_output = [this](int number, ssh::OutputStream stream, std::string bytes) {
+    asio::post(io_, [this, number, stream, bytes = std::move(bytes)] {
+      if (!closed_) on_output(number, stream, bytes);
     });
   };
-  events.on_exit = [this](int rank, ssh::RemoteExit exit) {
-    asio::post(io_, [this, rank, exit = std::move(exit)] {
-      if (!closed_) on_exit(rank, exit);
+  events.on_exit = [this](int number, ssh::RemoteExit exit) {
+    asio::post(io_, [this, number, exit = std::move(exit)] {
+      if (!closed_) on_exit(number, exit);
     });
   };
   return events;
 }
 
-void RemoteWorkers::start(std::size_t host, std::vector<ssh::RemoteWorker> workers) {
+void RemoteWorkers::start(std::size_t host, std::vector<Launch> workers) {
   if (closed_ || workers.empty()) return;
   std::size_t spawner_index = 0;
   while (spawner_index < hosts_.size() && hosts_[spawner_index] != host) ++spawner_index;
-  for (const auto& worker : workers) {
-    rank_host_[worker.rank] = host;
-    output_[worker.rank];
+  std::vector<ssh::RemoteWorker> remote;
+  remote.reserve(workers.size());
+  for (auto& worker : workers) {
+    const int number = next_number_++;
+    auto& running = running_[number];
+    running.id = worker.id;
+    running.host = host;
+    remote.push_back({number, "rank " + std::to_string(worker.slot.rank), std::move(worker.argv),
+                      std::move(worker.env), std::move(worker.cwd)});
   }
   starting_[host] = {workers.size(), 0, std::chrono::steady_clock::now()};
-  spawner_->start_workers(spawner_index, std::move(workers));
+  spawner_->start_workers(spawner_index, std::move(remote));
 }
 
-void RemoteWorkers::on_started(int rank) {
-  const auto host = rank_host_.at(rank);
+void RemoteWorkers::on_started(int number) {
+  const auto it = running_.find(number);
+  if (it == running_.end()) return;
+  const auto host = it->second.host;
   auto& progress = starting_[host];
   if (++progress.started == progress.workers && spec_.verbose) {
     note(spec_.hosts[host].name + ": started " + std::to_string(progress.workers) +
@@ -92,24 +100,26 @@ void RemoteWorkers::on_started(int rank) {
   }
 }
 
-void RemoteWorkers::on_output(int rank, ssh::OutputStream stream, const std::string& bytes) {
-  auto it = output_.find(rank);
-  if (it == output_.end()) return;
+void RemoteWorkers::on_output(int number, ssh::OutputStream stream, const std::string& bytes) {
+  auto it = running_.find(number);
+  if (it == running_.end()) return;
   const bool is_out = stream == ssh::OutputStream::kStdout;
   const auto kind = is_out ? StreamKind::kStdout : StreamKind::kStderr;
   auto& splitter = is_out ? it->second.out : it->second.err;
-  splitter.feed(bytes, [&](std::string_view chunk) { sink_.write(rank, kind, chunk); });
+  const auto& id = it->second.id;
+  splitter.feed(bytes, [&](std::string_view chunk) { sink_.write(id, kind, chunk); });
 }
 
-void RemoteWorkers::on_exit(int rank, const ssh::RemoteExit& exit) {
-  if (auto it = output_.find(rank); it != output_.end()) {
-    it->second.out.finish(
-        [&](std::string_view chunk) { sink_.write(rank, StreamKind::kStdout, chunk); });
-    it->second.err.finish(
-        [&](std::string_view chunk) { sink_.write(rank, StreamKind::kStderr, chunk); });
-    output_.erase(it);
-  }
-  callbacks_.on_exit(rank, RankEnd::from_remote(exit));
+void RemoteWorkers::on_exit(int number, const ssh::RemoteExit& exit) {
+  auto it = running_.find(number);
+  if (it == running_.end()) return;
+  const WorkerId id = it->second.id;
+  it->second.out.finish(
+      [&](std::string_view chunk) { sink_.write(id, StreamKind::kStdout, chunk); });
+  it->second.err.finish(
+      [&](std::string_view chunk) { sink_.write(id, StreamKind::kStderr, chunk); });
+  running_.erase(it);
+  callbacks_.on_exit(id, RankEnd::from_remote(exit));
 }
 
 void RemoteWorkers::terminate_all(int signo) {

@@ -1,6 +1,7 @@
 // The workers on other hosts: one RemoteSpawner (ssh/remote_spawn.h) per job, its events
 // posted from the host threads onto the io_context, their output cut into lines and written
-// through the same OutputSink as local output, their ends reported as RankEnds. Reads JobSpec:
+// through the same OutputSink as local output, their ends reported as RankEnds, all keyed by
+// WorkerId (the SSH layer routes by a number this class gives each worker). Reads JobSpec:
 // ssh_port, ssh_identity_file, ssh_host_key_check, remote_hvdrun, start_timeout, verbose.
 // Lifetime: owned by the supervisor, used on the io thread only; close() (or destruction)
 // closes every SSH session, and the remote agents then kill their workers.
@@ -15,9 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "job_outcome.h"
-#include "job_spec.h"
-#include "output.h"
+#include "launcher/job_outcome.h"
+#include "launcher/job_spec.h"
+#include "launcher/output.h"
+#include "launcher/placement.h"
+#include "launcher/worker_id.h"
 #include "remote_spawn.h"
 
 namespace hvdrun::launcher {
@@ -28,7 +31,16 @@ class RemoteWorkers {
   struct Callbacks {
     std::function<void(std::size_t host, ssh::HostReady ready)> on_host_ready;
     std::function<void(std::size_t host, ssh::HostFailed failed)> on_host_failed;
-    std::function<void(int rank, RankEnd end)> on_exit;
+    std::function<void(const WorkerId& worker, RankEnd end)> on_exit;
+  };
+
+  // One worker to start on a remote host (already registered with the OutputSink).
+  struct Launch {
+    WorkerId id;
+    Slot slot;
+    std::vector<std::string> argv;
+    std::vector<std::string> env;  // see ssh::remote_worker_environment()
+    std::string cwd;
   };
 
   // Connects to `hosts` (indices into spec.hosts) at once, in parallel.
@@ -39,14 +51,16 @@ class RemoteWorkers {
   RemoteWorkers(const RemoteWorkers&) = delete;
   RemoteWorkers& operator=(const RemoteWorkers&) = delete;
 
-  // Starts workers on a host after its on_host_ready.
-  void start(std::size_t host, std::vector<ssh::RemoteWorker> workers);
+  // Starts workers on a host after its on_host_ready; may be called again for more.
+  void start(std::size_t host, std::vector<Launch> workers);
   void terminate_all(int signo);
   // Closes every session now (joins the host threads); later events are dropped.
   void close();
 
  private:
-  struct RankOutput {
+  struct Running {
+    WorkerId id;
+    std::size_t host = 0;  // JobSpec::hosts index
     LineSplitter out;
     LineSplitter err;
   };
@@ -56,17 +70,17 @@ class RemoteWorkers {
     std::chrono::steady_clock::time_point since;
   };
   ssh::RemoteEvents posting_events();
-  void on_output(int rank, ssh::OutputStream stream, const std::string& bytes);
-  void on_started(int rank);
-  void on_exit(int rank, const ssh::RemoteExit& exit);
+  void on_output(int number, ssh::OutputStream stream, const std::string& bytes);
+  void on_started(int number);
+  void on_exit(int number, const ssh::RemoteExit& exit);
 
   boost::asio::io_context& io_;
   OutputSink& sink_;
   const JobSpec& spec_;
   std::vector<std::size_t> hosts_;  // spawner index -> JobSpec::hosts index
   Callbacks callbacks_;
-  std::map<int, RankOutput> output_;
-  std::map<int, std::size_t> rank_host_;       // rank -> JobSpec::hosts index
+  std::map<int, Running> running_;  // by the SSH layer's number
+  int next_number_ = 0;
   std::map<std::size_t, HostStart> starting_;  // JobSpec::hosts index -> progress
   bool closed_ = false;
   std::unique_ptr<ssh::RemoteSpawner> spawner_;  // last: its events use the members above

@@ -7,14 +7,11 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio.hpp>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <random>
 
 #include "auth.h"
 #include "hvdrun/error.h"
-#include "interfaces.h"
 #include "job_outcome.h"
 #include "launcher/horovod/kv_server.h"
 #include "launcher/job_setup.h"
@@ -24,6 +21,7 @@
 #include "logging.h"
 #include "placement.h"
 #include "remote_workers.h"
+#include "rendezvous/interfaces.h"
 #include "rendezvous_addr.h"
 #include "server.h"
 #include "watchdog.h"
@@ -50,7 +48,6 @@ class Supervisor {
              std::function<void()> on_finished)
       : io_(io),
         spec_(spec),
-        slots_(std::move(slots)),
         sink_(sink),
         environment_(environment),
         on_finished_(std::move(on_finished)),
@@ -58,10 +55,13 @@ class Supervisor {
         grace_timer_(io),
         drain_timer_(io),
         announce_timer_(io),
-        ends_(slots_.size()),
         local_(io, watchdog, sink,
-               {[this](int rank, RankEnd end) { on_rank_exit(rank, std::move(end)); },
-                [this](int rank) { on_stream_closed(rank); }}) {
+               {[this](const WorkerId& id, RankEnd end) { on_worker_exit(id, std::move(end)); },
+                [this](const WorkerId& id) { on_stream_closed(id); }}) {
+    for (const auto& slot : slots) {
+      sink_.add_worker(first_worker(slot), slot.rank);
+      workers_.emplace(first_worker(slot), WorkerRecord{slot, std::nullopt});
+    }
     boost::system::error_code ignored;
     signals_.add(SIGHUP, ignored);  // a closed terminal or session: as SIGTERM
     signals_.add(SIGQUIT, ignored);
@@ -71,28 +71,33 @@ class Supervisor {
               const std::vector<std::size_t>& remote);
   void fail_job(const std::string& message);
   void all_joined();
-  int exit_status() const { return outcome_exit_status(outcome_, ends_); }
-  void print_summary() const { print_outcome_summary(outcome_, ends_, slots_, sink_); }
+  int exit_status() const { return outcome_exit_status(outcome_); }
+  void print_summary() const { print_outcome_summary(outcome_, sink_); }
 
  private:
   void on_host_ready(std::size_t host, ssh::HostReady ready);
   void on_host_failed(std::size_t host, const ssh::HostFailed& failed);
   void start_workers();
   RendezvousInfo rendezvous_for(std::size_t host) const;
-  void on_rank_exit(int rank, RankEnd end);
-  void on_stream_closed(int rank);
+  void on_worker_exit(const WorkerId& id, RankEnd end);
+  void on_stream_closed(const WorkerId& id);
   void announce_failure();
   void wait_signal();
   void on_signal(int signo);
   void terminate();
   void kill_all(int signo);
-  std::size_t running() const { return started_ ? slots_.size() - ended_ : 0; }
+  std::size_t running() const { return started_ ? workers_.size() - ended_ : 0; }
   void maybe_finish();
   void finish();
 
+  // A worker of the job: its slot (rank and topology in this generation) and how it ended.
+  struct WorkerRecord {
+    Slot slot;
+    std::optional<RankEnd> end;
+  };
+
   asio::io_context& io_;
   const JobSpec& spec_;
-  std::vector<Slot> slots_;
   OutputSink& sink_;
   const std::map<std::string, std::string>& environment_;
   std::function<void()> on_finished_;
@@ -103,8 +108,9 @@ class Supervisor {
   AddressPlan plan_;
   RendezvousInfo rdzv_;                          // port, secret, master port; addresses per host
   std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
+  std::vector<InterfaceAddress> interfaces_;     // this machine's, read once at launch
   std::size_t remote_count_ = 0;
-  std::vector<std::optional<RankEnd>> ends_;  // by rank
+  std::map<WorkerId, WorkerRecord> workers_;
   std::size_t ended_ = 0;
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
@@ -122,6 +128,7 @@ void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
                         const std::vector<std::size_t>& remote) {
   plan_ = plan;
   rdzv_ = rdzv;
+  interfaces_ = ipv4_interfaces();
   remote_count_ = remote.size();
   launched_ = Clock::now();
   wait_signal();
@@ -134,7 +141,7 @@ void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
       RemoteWorkers::Callbacks{
           [this](std::size_t host, ssh::HostReady ready) { on_host_ready(host, std::move(ready)); },
           [this](std::size_t host, ssh::HostFailed failed) { on_host_failed(host, failed); },
-          [this](int rank, RankEnd end) { on_rank_exit(rank, std::move(end)); }});
+          [this](const WorkerId& id, RankEnd end) { on_worker_exit(id, std::move(end)); }});
 }
 
 void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
@@ -151,9 +158,9 @@ void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
 void Supervisor::on_host_failed(std::size_t host, const ssh::HostFailed& failed) {
   if (finished_) return;
   if (!outcome_) {
-    outcome_ =
-        Outcome{Outcome::Kind::kHostFailed, 0, 0,
-                "cannot start the ranks of host " + spec_.hosts[host].name + ": " + failed.message};
+    outcome_ = Outcome::failed(
+        Outcome::Kind::kHostFailed,
+        "cannot start the ranks of host " + spec_.hosts[host].name + ": " + failed.message);
   }
   if (!started_) finish();  // nothing runs yet anywhere
 }
@@ -168,9 +175,12 @@ RendezvousInfo Supervisor::rendezvous_for(std::size_t host) const {
   };
   info.addr = route(host);
   // A remote host's agent picks its own interface (ssh/agent_worker.h).
-  if (!ready_.contains(host))
-    info.gloo_iface = interface_with_address(info.addr, ipv4_interfaces());
-  const auto rank0_host = slots_.front().host_index;
+  info.iface_by_agent = ready_.contains(host);
+  if (!info.iface_by_agent) info.gloo_iface = interface_with_address(info.addr, interfaces_);
+  std::size_t rank0_host = 0;
+  for (const auto& [id, record] : workers_) {
+    if (record.slot.rank == 0) rank0_host = id.host;
+  }
   const auto rank0_remote = ready_.find(rank0_host);
   info.master_addr = rank0_remote != ready_.end() ? rank0_remote->second.remote_addr : info.addr;
   return info;
@@ -178,35 +188,35 @@ RendezvousInfo Supervisor::rendezvous_for(std::size_t host) const {
 
 void Supervisor::start_workers() {
   started_ = true;
-  std::vector<Slot> local_slots;
-  std::vector<std::vector<std::string>> local_envs;
-  std::map<std::size_t, std::vector<ssh::RemoteWorker>> remote;
+  std::vector<LocalWorkers::Launch> local;
+  std::map<std::size_t, std::vector<RemoteWorkers::Launch>> remote;
   std::vector<std::string> keep;
   for (const auto& forward : spec_.env_forward) keep.push_back(forward.name);
   const std::string cwd = std::filesystem::current_path().string();
-  for (const auto& slot : slots_) {
-    auto env = worker_environment(environment_, spec_, slot, rendezvous_for(slot.host_index));
-    if (ready_.contains(slot.host_index)) {
-      remote[slot.host_index].push_back(
-          {slot.rank, spec_.command, ssh::remote_worker_environment(env, keep), cwd});
+  for (const auto& [id, record] : workers_) {
+    const auto& slot = record.slot;
+    auto env = worker_environment(environment_, spec_, slot, rendezvous_for(id.host));
+    if (ready_.contains(id.host)) {
+      remote[id.host].push_back(
+          {id, slot, spec_.command, ssh::remote_worker_environment(env, keep), cwd});
     } else {
-      local_slots.push_back(slot);
-      local_envs.push_back(std::move(env));
+      local.push_back({id, slot, std::move(env)});
     }
   }
   for (auto& [host, workers] : remote) remote_->start(host, std::move(workers));
-  local_.spawn(spec_.command, local_slots, local_envs, spec_.verbose);
+  local_.spawn(spec_.command, std::move(local), spec_.verbose);
   local_.reap();  // exits that happened before the first SIGCHLD wait
 }
 
-void Supervisor::on_rank_exit(int rank, RankEnd end) {
-  auto& slot_end = ends_.at(static_cast<std::size_t>(rank));
-  if (slot_end) return;
-  slot_end = std::move(end);
+void Supervisor::on_worker_exit(const WorkerId& id, RankEnd end) {
+  const auto it = workers_.find(id);
+  if (it == workers_.end() || it->second.end) return;
+  auto& record = it->second;
+  record.end = std::move(end);
   ++ended_;
-  if (!slot_end->success() && !outcome_) {
-    outcome_ = Outcome{Outcome::Kind::kWorkerFailed, rank, 0, {}};
-    if (!local_.streams_open(rank)) {
+  if (!record.end->success() && !outcome_) {
+    outcome_ = Outcome::worker_failed(id, record.slot, *record.end);
+    if (!local_.streams_open(id)) {
       announce_failure();
     } else {  // its last lines come first, bounded like the final drain
       announce_pending_ = true;
@@ -219,22 +229,20 @@ void Supervisor::on_rank_exit(int rank, RankEnd end) {
   maybe_finish();
 }
 
-void Supervisor::on_stream_closed(int rank) {
-  if (announce_pending_ && outcome_ && rank == outcome_->rank && !local_.streams_open(rank)) {
+void Supervisor::on_stream_closed(const WorkerId& id) {
+  if (announce_pending_ && outcome_ && id == outcome_->worker && !local_.streams_open(id)) {
     announce_failure();
   }
   maybe_finish();
 }
 
-// The note about the first failed rank, then the teardown of the others.
+// The note about the first failed worker, then the teardown of the others.
 void Supervisor::announce_failure() {
   announce_pending_ = false;
   announce_timer_.cancel();
-  const int rank = outcome_->rank;
-  const auto& slot = slots_[static_cast<std::size_t>(rank)];
-  const auto& end = *ends_[static_cast<std::size_t>(rank)];
+  const auto& end = outcome_->end;
   const std::size_t others = terminating_ ? 0 : running();
-  note("rank " + std::to_string(rank) + " (host " + slot.host +
+  note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
        (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
        (others ? "; terminating " + std::to_string(others) + " other " +
                      (others == 1 ? "rank" : "ranks")
@@ -261,7 +269,7 @@ void Supervisor::on_signal(int signo) {
     kill_all(SIGKILL);
     return;
   }
-  if (!outcome_) outcome_ = Outcome{Outcome::Kind::kInterrupted, 0, signo, {}};
+  if (!outcome_) outcome_ = Outcome::interrupted(signo);
   if (!started_) {
     note("interrupted (" + signal_name(signo) + ") while connecting to the hosts");
     finish();
@@ -294,7 +302,7 @@ void Supervisor::kill_all(int signo) {
 }
 
 void Supervisor::maybe_finish() {
-  if (finished_ || !started_ || announce_pending_ || ended_ < slots_.size()) return;
+  if (finished_ || !started_ || announce_pending_ || ended_ < workers_.size()) return;
   if (local_.open_streams() == 0) {
     finish();
     return;
@@ -330,7 +338,7 @@ void Supervisor::fail_job(const std::string& message) {
           " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
           "slow to start)";
     }
-    outcome_ = Outcome{Outcome::Kind::kJobError, 0, 0, std::move(text)};
+    outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
     note("rendezvous failed; terminating " + plural(running(), "rank"));
   }
   terminate();
@@ -339,7 +347,7 @@ void Supervisor::fail_job(const std::string& message) {
 
 void Supervisor::all_joined() {
   if (spec_.verbose) {
-    note("all " + plural(slots_.size(), "rank") + " joined the rendezvous, " +
+    note("all " + plural(workers_.size(), "rank") + " joined the rendezvous, " +
          millis_since(launched_) + " after start");
   }
 }
@@ -377,9 +385,8 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
                  rdzv::ServerCallbacks{
                      [&supervisor](const std::string& message) { supervisor.fail_job(message); },
                      [&supervisor] { supervisor.all_joined(); }});
-  horovod::KvServerOptions horovod_options;
-  horovod_options.bind_address = plan.bind;  // Horovod's clients send no credentials
-  horovod_kv.emplace(io, horovod_options, horovod_plan(slots));
+  // Horovod's clients send no credentials: loopback for a local job (plan.bind).
+  horovod_kv.emplace(io, horovod_server_options(plan.bind, slots.size()), horovod_plan(slots));
   const auto master_port = PortReservation::reserve();
   RendezvousInfo rdzv;
   rdzv.addr = plan.fixed;

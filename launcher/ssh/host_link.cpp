@@ -53,22 +53,21 @@ class HostLoop {
       try {
         input = encode_agent_spec({worker.cwd, std::move(worker.env), std::move(worker.argv)});
       } catch (const Error& e) {
-        emit_exit(worker.rank, {RemoteExit::Kind::kFailedToStart, 0,
-                                "rank " + std::to_string(worker.rank) + " on " + session_.where() +
-                                    ": " + e.what()});
+        emit_exit(worker.id, {RemoteExit::Kind::kFailedToStart, 0,
+                              worker.label + " on " + session_.where() + ": " + e.what()});
         continue;
       }
-      entries_.push_back({worker.rank,
+      entries_.push_back({worker.id, worker.label,
                           std::make_unique<RemoteCommand>(session_.get(), session_.where(),
                                                           command_, std::move(input)),
                           false, Clock::now()});
     }
   }
 
-  void signal(int rank, int signo) {
+  void signal(int id, int signo) {
     const auto control = agent_control_for_signal(signo).value_or(AgentControl::kTerm);
     for (auto& entry : entries_) {
-      if (rank < 0 || entry.rank == rank) entry.command->write(encode_agent_control(control));
+      if (id < 0 || entry.id == id) entry.command->write(encode_agent_control(control));
     }
   }
 
@@ -83,7 +82,7 @@ class HostLoop {
         const bool mine = may_open;
         if (entry.command->state() == RemoteCommand::State::kOpening) may_open = false;
         progress |= entry.command->step(mine, [&](OutputStream stream, std::string_view bytes) {
-          if (!stopping_()) events_.on_output(entry.rank, stream, std::string(bytes));
+          if (!stopping_()) events_.on_output(entry.id, stream, std::string(bytes));
         });
         if (entry.command->session_failed()) return fail_all(entry.command->result().message);
       }
@@ -108,14 +107,15 @@ class HostLoop {
 
  private:
   struct Entry {
-    int rank;
+    int id;
+    std::string label;
     std::unique_ptr<RemoteCommand> command;
     bool reported_started;
     Clock::time_point queued;
   };
 
-  void emit_exit(int rank, RemoteExit exit) {
-    if (!stopping_()) events_.on_exit(rank, std::move(exit));
+  void emit_exit(int id, RemoteExit exit) {
+    if (!stopping_()) events_.on_exit(id, std::move(exit));
   }
 
   void expire_unstarted() {
@@ -123,9 +123,8 @@ class HostLoop {
     const auto limit = std::chrono::duration_cast<std::chrono::seconds>(options_.start_timeout);
     for (auto& entry : entries_) {
       if (!entry.command->started()) {
-        entry.command->abandon("rank " + std::to_string(entry.rank) + " did not start on " +
-                               session_.where() + " within " + std::to_string(limit.count()) +
-                               " s (--start-timeout)");
+        entry.command->abandon(entry.label + " did not start on " + session_.where() + " within " +
+                               std::to_string(limit.count()) + " s (--start-timeout)");
       }
     }
   }
@@ -136,14 +135,14 @@ class HostLoop {
       RemoteCommand& command = *it->command;
       if (command.started() && !it->reported_started) {
         it->reported_started = true;
-        ssh_logger()->info("rank {} started on {} in {}", it->rank, session_.where(),
+        ssh_logger()->info("{} started on {} in {}", it->label, session_.where(),
                            ms_since(it->queued));
-        if (!stopping_()) events_.on_started(it->rank);
+        if (!stopping_()) events_.on_started(it->id);
       }
       if (command.state() == RemoteCommand::State::kDone) {
-        ssh_logger()->debug("rank {} on {}: {}", it->rank, session_.where(),
+        ssh_logger()->debug("{} on {}: {}", it->label, session_.where(),
                             command.result().describe());
-        emit_exit(it->rank, command.result());
+        emit_exit(it->id, command.result());
         it = entries_.erase(it);
       } else {
         ++it;
@@ -158,7 +157,7 @@ class HostLoop {
       RemoteExit exit{entry.command->started() ? RemoteExit::Kind::kLostConnection
                                                : RemoteExit::Kind::kFailedToStart,
                       0, message};
-      emit_exit(entry.rank, std::move(exit));
+      emit_exit(entry.id, std::move(exit));
     }
     entries_.clear();
     return false;
@@ -214,8 +213,8 @@ void HostLink::start_workers(std::vector<RemoteWorker> workers) {
   push(Start{std::move(workers)});
 }
 
-void HostLink::terminate(int rank, int signo) {
-  push(Signal{rank, signo});
+void HostLink::terminate(int id, int signo) {
+  push(Signal{id, signo});
 }
 
 bool HostLink::stopping() const {
@@ -266,7 +265,7 @@ void HostLink::serve(SshSession& session) {
           loop.add(std::move(start->workers));
         } else {
           const auto& sig = std::get<Signal>(command);
-          loop.signal(sig.rank, sig.signo);
+          loop.signal(sig.id, sig.signo);
         }
       }
       if (!loop.advance()) {
@@ -305,7 +304,7 @@ void HostLink::fail_queued(const std::string& message) {
       if (auto* start = std::get_if<Start>(&command)) {
         for (const auto& worker : start->workers) {
           if (!stopping()) {
-            events_.on_exit(worker.rank, {RemoteExit::Kind::kFailedToStart, 0, message});
+            events_.on_exit(worker.id, {RemoteExit::Kind::kFailedToStart, 0, message});
           }
         }
       }

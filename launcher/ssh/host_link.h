@@ -30,7 +30,7 @@ class HostLink {
   HostLink& operator=(const HostLink&) = delete;
 
   void start_workers(std::vector<RemoteWorker> workers);
-  void terminate(int rank, int signo);
+  void terminate(int id, int signo);
   // Asks the thread to close the session and end (no more events); does not wait.
   void request_stop();
 
@@ -39,7 +39,7 @@ class HostLink {
     std::vector<RemoteWorker> workers;
   };
   struct Signal {
-    int rank;  // -1: every worker of the host
+    int id;  // -1: every worker of the host
     int signo;
   };
   using Command = std::variant<Start, Signal>;

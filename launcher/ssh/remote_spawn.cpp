@@ -1,4 +1,4 @@
-// RemoteSpawner (remote_spawn.h): one HostLink per host, and the rank -> host table that
+// RemoteSpawner (remote_spawn.h): one HostLink per host, and the id -> host table that
 // routes terminate() calls. Used from one thread; the links do the blocking work.
 #include "remote_spawn.h"
 
@@ -12,7 +12,7 @@ namespace hvdrun::launcher::ssh {
 struct RemoteSpawner::Impl {
   RemoteSpawnOptions options;
   RemoteEvents events;
-  std::map<int, std::size_t> rank_host;
+  std::map<int, std::size_t> worker_host;
   std::vector<std::unique_ptr<HostLink>> links;  // last: destroyed (joined) first
 };
 
@@ -39,13 +39,13 @@ RemoteSpawner::~RemoteSpawner() {
 
 void RemoteSpawner::start_workers(std::size_t host, std::vector<RemoteWorker> workers) {
   if (host >= impl_->links.size()) return;
-  for (const auto& worker : workers) impl_->rank_host[worker.rank] = host;
+  for (const auto& worker : workers) impl_->worker_host[worker.id] = host;
   impl_->links[host]->start_workers(std::move(workers));
 }
 
-void RemoteSpawner::terminate(int rank, int signo) {
-  const auto it = impl_->rank_host.find(rank);
-  if (it != impl_->rank_host.end()) impl_->links[it->second]->terminate(rank, signo);
+void RemoteSpawner::terminate(int id, int signo) {
+  const auto it = impl_->worker_host.find(id);
+  if (it != impl_->worker_host.end()) impl_->links[it->second]->terminate(id, signo);
 }
 
 void RemoteSpawner::terminate_all(int signo) {

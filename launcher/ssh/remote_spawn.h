@@ -7,7 +7,7 @@
 //   1. RemoteSpawner spawner(hosts, options, events);   // connecting starts at once
 //   2. on_host_ready(host) -> build the workers' environment with host.local_addr as the
 //      rendezvous address, then spawner.start_workers(host.index, workers)
-//   3. on_started / on_output / on_exit per rank; terminate(rank, SIGTERM|SIGKILL|SIGINT)
+//   3. on_started / on_output / on_exit per worker id; terminate(id, SIGTERM|SIGKILL|SIGINT)
 //   4. destroy the spawner: every session closes, every agent kills its worker's group.
 // Events are called on the host threads, concurrently: wrap each in boost::asio::post. After
 // the destructor returns, no event runs; events stop once destruction begins.
@@ -33,7 +33,8 @@ struct RemoteHost {
 };
 
 struct RemoteWorker {
-  int rank = 0;
+  int id = 0;         // the launcher's number for this worker, unique in the job; events carry it
+  std::string label;  // for messages: "rank 3"
   std::vector<std::string> argv;  // argv[0] is searched in the PATH of the environment
   std::vector<std::string> env;   // "NAME=VALUE": see remote_worker_environment()
   std::string cwd;                // the launcher's working directory
@@ -61,15 +62,15 @@ struct HostFailed {
   std::string message;  // names the host and says what to do
 };
 
-// Exactly one of on_host_ready / on_host_failed per host. For each rank given to
+// Exactly one of on_host_ready / on_host_failed per host. For each worker given to
 // start_workers: on_started (if it started), on_output any number of times, then exactly one
 // on_exit (exited, signaled, failed to start, or lost connection).
 struct RemoteEvents {
   std::function<void(HostReady)> on_host_ready;
   std::function<void(HostFailed)> on_host_failed;
-  std::function<void(int rank)> on_started;
-  std::function<void(int rank, OutputStream stream, std::string bytes)> on_output;
-  std::function<void(int rank, RemoteExit exit)> on_exit;
+  std::function<void(int id)> on_started;
+  std::function<void(int id, OutputStream stream, std::string bytes)> on_output;
+  std::function<void(int id, RemoteExit exit)> on_exit;
 };
 
 class RemoteSpawner {
@@ -82,9 +83,9 @@ class RemoteSpawner {
   // Starts workers on a host (after its on_host_ready; earlier calls are queued). Channels
   // open in parallel; a worker not started by the start deadline fails to start.
   void start_workers(std::size_t host, std::vector<RemoteWorker> workers);
-  // Delivers SIGTERM, SIGKILL or SIGINT to the rank's process group (through its agent).
+  // Delivers SIGTERM, SIGKILL or SIGINT to the worker's process group (through its agent).
   // Other signals are sent as SIGTERM. Unknown or finished ranks are ignored.
-  void terminate(int rank, int signo);
+  void terminate(int id, int signo);
   void terminate_all(int signo);
 
  private:

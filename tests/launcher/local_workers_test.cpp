@@ -1,16 +1,39 @@
-// LocalWorkers: the order in which exits collected in one reaping pass are reported.
+// LocalWorkers: the order in which exits collected in one reaping pass are reported; workers
+// spawned in a second batch, while the first still run.
 #include "local_workers.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "logging.h"
 
 namespace hvdrun::launcher {
 namespace {
+
+struct TempDir {
+  TempDir() {
+    char name[] = "/tmp/hvdrun-local-workers-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::filesystem::path path;
+};
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // Rank 0 exits 1 and rank 2 dies by SIGKILL before the one reap() that collects both (as
 // when rank 2 is killed and its ring peer exits because it vanished): rank 2 is the cause.
@@ -20,17 +43,19 @@ TEST(LocalWorkers, OnePassReportsAForeignSignalBeforeANonZeroExit) {
   boost::asio::io_context io(1);
   OutputSink sink({3, false, std::nullopt});
   std::vector<int> order;
-  LocalWorkers workers(io, watchdog, sink,
-                       {[&](int rank, RankEnd) { order.push_back(rank); }, [](int) {}});
-  std::vector<Slot> slots;
-  std::vector<std::vector<std::string>> envs;
+  LocalWorkers workers(
+      io, watchdog, sink,
+      {[&](const WorkerId& id, RankEnd) { order.push_back(id.slot); }, [](const WorkerId&) {}});
+  std::vector<LocalWorkers::Launch> launches;
   for (int rank = 0; rank < 3; ++rank) {
-    slots.push_back({rank, rank, 3, 0, 1, 0, "localhost"});
-    envs.push_back({"R=" + std::to_string(rank), "PATH=/usr/bin:/bin"});
+    const Slot slot{rank, rank, 3, 0, 1, 0, "localhost"};
+    sink.add_worker(first_worker(slot), rank);
+    launches.push_back(
+        {first_worker(slot), slot, {"R=" + std::to_string(rank), "PATH=/usr/bin:/bin"}});
   }
   workers.spawn(
       {"/bin/sh", "-c", "case $R in 0) exit 1;; 2) sleep 0.1; kill -9 $$;; *) exit 0;; esac"},
-      slots, envs, false);
+      std::move(launches), false);
   std::this_thread::sleep_for(std::chrono::milliseconds(600));  // all three are zombies now
   workers.reap();
   ASSERT_EQ(order.size(), 3u);
@@ -38,6 +63,50 @@ TEST(LocalWorkers, OnePassReportsAForeignSignalBeforeANonZeroExit) {
   EXPECT_EQ(order[1], 0);
   workers.close_streams();
   io.run_for(std::chrono::seconds(2));
+  watchdog.disarm();
+}
+
+// A second batch joins a running first one (as a replacement or a newcomer would): every
+// worker's output and exit arrive under its own id, and the first batch's pumps keep working
+// after the second was added.
+TEST(LocalWorkers, ASecondBatchJoinsRunningWorkers) {
+  setup_logging("warning");
+  Watchdog watchdog = Watchdog::start();
+  boost::asio::io_context io(1);
+  TempDir dir;
+  const auto out_path = dir.path / "out";
+  UniqueFd out(::open(out_path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600));
+  ASSERT_TRUE(out.valid());
+  OutputSink sink({4, false, std::nullopt, out.get(), out.get(), 10});
+  std::map<WorkerId, int> exits;
+  LocalWorkers workers(
+      io, watchdog, sink,
+      {[&](const WorkerId& id, RankEnd end) { exits[id] = end.value; }, [](const WorkerId&) {}});
+  const auto launch = [&](WorkerId id, int rank, const std::string& script) {
+    const Slot slot{rank, id.slot, 2, 0, 1, id.host, "localhost"};
+    sink.add_worker(id, rank);
+    std::vector<LocalWorkers::Launch> one;
+    one.push_back({id, slot, {"PATH=/usr/bin:/bin"}});
+    workers.spawn({"/bin/sh", "-c", script}, std::move(one), false);
+  };
+  launch({0, 0, 0}, 0, "echo first-a; sleep 0.4; echo first-b; exit 3");
+  launch({0, 1, 0}, 1, "sleep 0.2; echo second; exit 4");
+  io.run_for(std::chrono::milliseconds(100));
+  launch({0, 1, 1}, 2, "echo replacement; exit 5");  // added while the others run
+  for (int i = 0; i < 40 && exits.size() < 3; ++i) {
+    io.run_for(std::chrono::milliseconds(50));
+    workers.reap();
+  }
+  io.run_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(exits, (std::map<WorkerId, int>{{{0, 0, 0}, 3}, {{0, 1, 0}, 4}, {{0, 1, 1}, 5}}));
+  EXPECT_EQ(workers.size(), 3u);
+  const auto text = read_file(out_path);
+  for (const char* line : {"[0]<stdout>:first-a\n", "[0]<stdout>:first-b\n", "[1]<stdout>:second\n",
+                           "[2]<stdout>:replacement\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line << " missing from " << text;
+  }
+  workers.close_streams();
+  io.run_for(std::chrono::seconds(1));
   watchdog.disarm();
 }
 

@@ -148,6 +148,10 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
+WorkerId worker(int slot) {
+  return {0, slot, 0};
+}
+
 TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
   TempDir tmp;
   UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
@@ -156,9 +160,10 @@ TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
   auto dir = (tmp.path / "logs" / "deep").string();
   {
     OutputSink sink({12, false, dir, out.get(), err.get(), 10});
-    sink.write(3, StreamKind::kStdout, "hello\n");
-    sink.write(11, StreamKind::kStderr, "partial");
-    sink.write(3, StreamKind::kStdout, "50%\r");
+    for (int rank : {0, 3, 11}) sink.add_worker(worker(rank), rank);
+    sink.write(worker(3), StreamKind::kStdout, "hello\n");
+    sink.write(worker(11), StreamKind::kStderr, "partial");
+    sink.write(worker(3), StreamKind::kStdout, "50%\r");
   }
   EXPECT_EQ(read_all(out.get()), "[3]<stdout>:hello\n[3]<stdout>:50%\r");
   EXPECT_EQ(read_all(err.get()), "[11]<stderr>:partial\n");
@@ -172,7 +177,8 @@ TEST(OutputSink, TimestampComesBeforeThePrefix) {
   TempDir tmp;
   UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
   OutputSink sink({1, true, std::nullopt, out.get(), out.get(), 10});
-  sink.write(0, StreamKind::kStdout, "x\n");
+  sink.add_worker(worker(0), 0);
+  sink.write(worker(0), StreamKind::kStdout, "x\n");
   std::string text = read_all(out.get());
   ASSERT_EQ(text.size(), 24 + std::string("[0]<stdout>:x\n").size()) << text;
   EXPECT_EQ(text.substr(24), "[0]<stdout>:x\n");
@@ -184,12 +190,37 @@ TEST(OutputSink, KeepsTheLastStderrLinesOfEachRank) {
   TempDir tmp;
   UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
   OutputSink sink({2, false, std::nullopt, out.get(), out.get(), 3});
-  for (int i = 0; i < 5; ++i) sink.write(1, StreamKind::kStderr, "err " + std::to_string(i) + "\n");
-  sink.write(1, StreamKind::kStdout, "not stderr\n");
-  const auto& tail = sink.last_stderr_lines(1);
+  sink.add_worker(worker(0), 0);
+  sink.add_worker(worker(1), 1);
+  for (int i = 0; i < 5; ++i) {
+    sink.write(worker(1), StreamKind::kStderr, "err " + std::to_string(i) + "\n");
+  }
+  sink.write(worker(1), StreamKind::kStdout, "not stderr\n");
+  const auto& tail = sink.last_stderr_lines(worker(1));
   EXPECT_EQ(std::vector<std::string>(tail.begin(), tail.end()),
             (std::vector<std::string>{"err 2", "err 3", "err 4"}));
-  EXPECT_TRUE(sink.last_stderr_lines(0).empty());
+  EXPECT_TRUE(sink.last_stderr_lines(worker(0)).empty());
+}
+
+// Output is keyed by the worker, not the rank: a worker added later (another host's slot 0, a
+// replacement incarnation) gets the prefix of the rank it was given, and its own tail.
+TEST(OutputSink, WorkersAddedLaterKeepTheirOwnRankAndTail) {
+  TempDir tmp;
+  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  OutputSink sink({2, false, std::nullopt, out.get(), out.get(), 3});
+  const WorkerId first{0, 0, 0};
+  const WorkerId other_host{1, 0, 0};
+  const WorkerId replacement{0, 0, 1};
+  sink.add_worker(first, 0);
+  sink.write(first, StreamKind::kStderr, "first\n");
+  sink.add_worker(other_host, 1);
+  sink.add_worker(replacement, 2);
+  sink.write(replacement, StreamKind::kStderr, "again\n");
+  sink.write(other_host, StreamKind::kStdout, "other\n");
+  EXPECT_EQ(read_all(out.get()), "[0]<stderr>:first\n[2]<stderr>:again\n[1]<stdout>:other\n");
+  EXPECT_EQ(sink.last_stderr_lines(first).front(), "first");
+  EXPECT_EQ(sink.last_stderr_lines(replacement).front(), "again");
+  EXPECT_TRUE(sink.last_stderr_lines(other_host).empty());
 }
 
 TEST(OutputSink, UnwritableDirectoryIsAUsageErrorNamingIt) {

@@ -89,7 +89,7 @@ RemoteSpawnOptions spawn_options(const std::string& home) {
 RemoteWorker shell_worker(int rank, const std::string& script, std::vector<std::string> env = {},
                           const std::string& cwd = "/tmp") {
   env.push_back("PATH=/usr/bin:/bin");
-  return {rank, {"/bin/sh", "-c", script}, std::move(env), cwd};
+  return {rank, "rank " + std::to_string(rank), {"/bin/sh", "-c", script}, std::move(env), cwd};
 }
 
 TEST(TestHostsSpawn, WorkersOnTwoHostsGetTheirEnvironmentAndExitCodes) {
@@ -136,7 +136,7 @@ TEST(TestHostsSpawn, MissingDirectoryAndProgramAreReported) {
   RemoteSpawner spawner({{"", "hvdt-h1"}}, spawn_options(home.path()), recorder.events());
   ASSERT_TRUE(recorder.wait_ready(1));
   spawner.start_workers(0, {shell_worker(0, "true", {}, "/nonexistent/hvdrun-cwd"),
-                            {1, {"hvdrun-no-such-program"}, {"PATH=/bin"}, "/"}});
+                            {1, "rank 1", {"hvdrun-no-such-program"}, {"PATH=/bin"}, "/"}});
   ASSERT_TRUE(recorder.wait_exits(2));
   EXPECT_EQ(recorder.exits_.at(0).shell_code(), 2);
   EXPECT_EQ(recorder.err_[0],
