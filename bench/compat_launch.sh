@@ -5,7 +5,8 @@
 #   hvdrun     -np 4                      python3 horovod_hello.py
 #   torchrun --standalone --nproc_per_node=4 gloo_hello.py            (init_process_group, barrier)
 #   hvdrun   -np 4                          python3 gloo_hello.py
-# Horovod and horovodrun come from the prebuilt archive (unpacked by the build into
+# The floor line is the workers' own start-up without any launcher (N parallel Python
+# processes importing torch and Horovod). Horovod and horovodrun come from the prebuilt archive (unpacked by the build into
 # BUILD/tests/horovod-0.28.1-prebuilt, else from ../shared/thirdparty); torchrun and
 # gloo_hello.py from ../shared/peers. Needs Debian's python3-torch (/usr/bin/python3).
 # usage: bench/compat_launch.sh [build_dir=build] [runs=5] [np=4]
@@ -37,11 +38,17 @@ elapsed_us() {  # runs "$@", prints its wall time in microseconds
   local t1=$EPOCHREALTIME
   echo $(( (${t1/./} - ${t0/./}) ))
 }
+import_floor() {  # the workers' own start-up, no launcher: N parallel imports of torch + Horovod
+  local i
+  for ((i = 0; i < np; i++)); do "$python" -c 'import torch, horovod.torch' & done
+  wait
+}
 stats() {  # stdin: microseconds, one per line -> "median min" in ms
   sort -n | awk '{a[NR] = $1} END {printf "%.0f %.0f\n", a[int((NR + 1) / 2)] / 1000, a[1] / 1000}'
 }
 
 for ((r = 0; r < runs; r++)); do
+  elapsed_us import_floor >> "$tmp/floor"
   elapsed_us "$horovod/bin/horovodrun" --disable-cache -np "$np" -H "localhost:$np" --gloo \
     "$python" "$root/bench/horovod_hello.py" >> "$tmp/horovodrun"
   elapsed_us "$hvdrun" -np "$np" "$python" "$root/bench/horovod_hello.py" >> "$tmp/hvdrun-hvd"
@@ -49,11 +56,13 @@ for ((r = 0; r < runs; r++)); do
     "$peers/gloo_hello.py" >> "$tmp/torchrun"
   elapsed_us "$hvdrun" -np "$np" "$python" "$peers/gloo_hello.py" >> "$tmp/hvdrun-torch"
 done
+read -r fm fmin < <(stats < "$tmp/floor")
 read -r hm hmin < <(stats < "$tmp/horovodrun")
 read -r vm vmin < <(stats < "$tmp/hvdrun-hvd")
 read -r tm tmin < <(stats < "$tmp/torchrun")
 read -r wm wmin < <(stats < "$tmp/hvdrun-torch")
 printf '# %d ranks, %d runs each, wall ms: median [min]; ratio = peer / hvdrun (medians)\n' "$np" "$runs"
+printf '%-40s %8s [%6s]\n' "floor: $np parallel imports, no launcher" "$fm" "$fmin"
 printf '%-40s %8s [%6s]\n' "horovodrun --gloo  horovod_hello.py" "$hm" "$hmin"
 printf '%-40s %8s [%6s]   horovodrun/hvdrun %s\n' "hvdrun             horovod_hello.py" "$vm" "$vmin" \
   "$(awk -v a="$hm" -v b="$vm" 'BEGIN {printf "%.1fx", a / b}')"
