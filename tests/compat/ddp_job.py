@@ -5,6 +5,7 @@ WORLD_SIZE from the launcher); prints every torchrun variable; trains a small mo
 DistributedDataParallel and a DistributedSampler; the parameters must end identical on every
 rank. Exit status 0 only if every check passed.
 """
+import gc
 import hashlib
 import os
 import sys
@@ -65,6 +66,10 @@ def main():
     if losses[-1] >= losses[0]:
         fail(f"loss did not fall: {losses[0]} -> {losses[-1]}")
     dist.barrier()
+    # The DDP wrapper first: torch 1.13 can deadlock when its Reducer drops the last reference
+    # to the Gloo process group (the group's thread waits for the GIL that the destructor holds).
+    del model, optimizer
+    gc.collect()
     dist.destroy_process_group()
 
 
