@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "hvdrun/error.h"
 #include "job_outcome.h"
+#include "launcher/failure_policy.h"
 #include "launcher/horovod/kv_server.h"
 #include "launcher/job_setup.h"
 #include "launcher/port_reservation.h"
@@ -39,8 +40,30 @@ std::string plural(std::size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-// Owns the workers and every asynchronous operation of the job. Lives on the stack of
-// run_job around io_context::run(); io thread only.
+// The job's lifecycle. kConnecting: SSH hosts connecting, no worker yet. kRunning: workers
+// started. kTerminating: SIGTERM sent to every worker, the grace timer runs. kDraining: every
+// worker ended, their pipes still give output (bounded by kDrainTimeout). kFinished: done.
+enum class JobState { kConnecting, kRunning, kTerminating, kDraining, kFinished };
+
+const char* state_name(JobState state) {
+  switch (state) {
+    case JobState::kConnecting:
+      return "connecting";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kTerminating:
+      return "terminating";
+    case JobState::kDraining:
+      return "draining";
+    case JobState::kFinished:
+      return "finished";
+  }
+  return "?";
+}
+
+// Owns the workers and every asynchronous operation of the job: an explicit state machine
+// (JobState, changed only by enter()) with the failure policy behind FailurePolicy. Lives on
+// the stack of run_job around io_context::run(); io thread only.
 class Supervisor {
  public:
   Supervisor(asio::io_context& io, const JobSpec& spec, std::vector<Slot> slots, Watchdog& watchdog,
@@ -69,7 +92,7 @@ class Supervisor {
 
   void launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
               const std::vector<std::size_t>& remote);
-  void fail_job(const std::string& message);
+  void fail_job(const rdzv::JobError& error);
   void all_joined();
   int exit_status() const { return outcome_exit_status(outcome_); }
   void print_summary() const { print_outcome_summary(outcome_, sink_); }
@@ -86,8 +109,11 @@ class Supervisor {
   void on_signal(int signo);
   void terminate();
   void kill_all(int signo);
-  std::size_t running() const { return started_ ? workers_.size() - ended_ : 0; }
+  std::size_t running() const {
+    return state_ == JobState::kConnecting ? 0 : workers_.size() - ended_;
+  }
   void maybe_finish();
+  void enter(JobState next);
   void finish();
 
   // A worker of the job: its slot (rank and topology in this generation) and how it ended.
@@ -114,12 +140,10 @@ class Supervisor {
   std::size_t ended_ = 0;
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
-  bool started_ = false;  // workers spawned (every host ready)
-  bool terminating_ = false;
-  bool killed_ = false;
-  bool draining_ = false;
-  bool finished_ = false;
+  JobState state_ = JobState::kConnecting;
+  bool sigkill_sent_ = false;
   bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
+  std::unique_ptr<FailurePolicy> policy_ = std::make_unique<FailFastPolicy>();
   LocalWorkers local_;
   std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above
 };
@@ -145,7 +169,7 @@ void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
 }
 
 void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
-  if (finished_ || outcome_) return;
+  if (state_ != JobState::kConnecting || outcome_) return;
   if (spec_.verbose) {
     note(ready.where + " as " + ready.user + ": " + ssh::describe_phases(ready.phases) +
          " (route from " + ready.local_addr + ")");
@@ -156,13 +180,13 @@ void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
 }
 
 void Supervisor::on_host_failed(std::size_t host, const ssh::HostFailed& failed) {
-  if (finished_) return;
+  if (state_ == JobState::kFinished) return;
   if (!outcome_) {
     outcome_ = Outcome::failed(
         Outcome::Kind::kHostFailed,
         "cannot start the ranks of host " + spec_.hosts[host].name + ": " + failed.message);
   }
-  if (!started_) finish();  // nothing runs yet anywhere
+  if (state_ == JobState::kConnecting) enter(JobState::kFinished);  // nothing runs anywhere yet
 }
 
 // Addresses for the workers of a host (see rendezvous_addr.h for the rule).
@@ -187,7 +211,7 @@ RendezvousInfo Supervisor::rendezvous_for(std::size_t host) const {
 }
 
 void Supervisor::start_workers() {
-  started_ = true;
+  enter(JobState::kRunning);
   std::vector<LocalWorkers::Launch> local;
   std::map<std::size_t, std::vector<RemoteWorkers::Launch>> remote;
   std::vector<std::string> keep;
@@ -214,7 +238,8 @@ void Supervisor::on_worker_exit(const WorkerId& id, RankEnd end) {
   auto& record = it->second;
   record.end = std::move(end);
   ++ended_;
-  if (!record.end->success() && !outcome_) {
+  const auto decision = policy_->on_worker_end(id, *record.end);
+  if (decision == WorkerEndDecision::kTerminateJob && !outcome_) {
     outcome_ = Outcome::worker_failed(id, record.slot, *record.end);
     if (!local_.streams_open(id)) {
       announce_failure();
@@ -222,7 +247,7 @@ void Supervisor::on_worker_exit(const WorkerId& id, RankEnd end) {
       announce_pending_ = true;
       announce_timer_.expires_after(kDrainTimeout);
       announce_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec && !finished_) announce_failure();
+        if (!ec && state_ != JobState::kFinished) announce_failure();
       });
     }
   }
@@ -241,7 +266,7 @@ void Supervisor::announce_failure() {
   announce_pending_ = false;
   announce_timer_.cancel();
   const auto& end = outcome_->end;
-  const std::size_t others = terminating_ ? 0 : running();
+  const std::size_t others = state_ == JobState::kRunning ? running() : 0;
   note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
        (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
        (others ? "; terminating " + std::to_string(others) + " other " +
@@ -253,9 +278,9 @@ void Supervisor::announce_failure() {
 
 void Supervisor::wait_signal() {
   signals_.async_wait([this](const boost::system::error_code& ec, int signo) {
-    if (ec || finished_) return;
+    if (ec || state_ == JobState::kFinished) return;
     on_signal(signo);
-    if (!finished_) wait_signal();
+    if (state_ != JobState::kFinished) wait_signal();
   });
 }
 
@@ -264,15 +289,20 @@ void Supervisor::on_signal(int signo) {
     local_.reap();
     return;
   }
-  if (terminating_) {
-    if (!killed_) note("second " + signal_name(signo) + ": killing every rank now");
+  if (state_ == JobState::kDraining) {  // every worker ended: only leftovers in their groups
+    if (!outcome_) outcome_ = Outcome::interrupted(signo);
+    kill_all(SIGKILL);
+    return;
+  }
+  if (state_ == JobState::kTerminating) {
+    if (!sigkill_sent_) note("second " + signal_name(signo) + ": killing every rank now");
     kill_all(SIGKILL);
     return;
   }
   if (!outcome_) outcome_ = Outcome::interrupted(signo);
-  if (!started_) {
+  if (state_ == JobState::kConnecting) {
     note("interrupted (" + signal_name(signo) + ") while connecting to the hosts");
-    finish();
+    enter(JobState::kFinished);
     return;
   }
   note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank"));
@@ -281,42 +311,73 @@ void Supervisor::on_signal(int signo) {
 }
 
 void Supervisor::terminate() {
-  if (terminating_) return;
-  terminating_ = true;
-  kill_all(SIGTERM);
-  grace_timer_.expires_after(spec_.grace_period);
-  grace_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || finished_) return;
-    if (std::size_t left = running()) {
-      note("grace period of " + std::to_string(spec_.grace_period.count()) + " ms over: killing " +
-           plural(left, "rank") + " with SIGKILL");
-    }
-    kill_all(SIGKILL);
-  });
+  if (state_ == JobState::kRunning) enter(JobState::kTerminating);
 }
 
 void Supervisor::kill_all(int signo) {
-  if (signo == SIGKILL) killed_ = true;
+  if (signo == SIGKILL) sigkill_sent_ = true;
   local_.signal_all(signo);
   if (remote_) remote_->terminate_all(signo);
 }
 
 void Supervisor::maybe_finish() {
-  if (finished_ || !started_ || announce_pending_ || ended_ < workers_.size()) return;
-  if (local_.open_streams() == 0) {
-    finish();
+  if (state_ == JobState::kConnecting || state_ == JobState::kFinished || announce_pending_ ||
+      ended_ < workers_.size()) {
     return;
   }
-  if (draining_) return;
-  draining_ = true;
-  drain_timer_.expires_after(kDrainTimeout);
-  drain_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (!ec && !finished_) local_.close_streams();
-  });
+  enter(local_.open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
 }
 
+// The one place the job's state changes, with each state's entry actions.
+void Supervisor::enter(JobState next) {
+  const bool allowed = [&] {
+    switch (state_) {
+      case JobState::kConnecting:
+        return next == JobState::kRunning || next == JobState::kFinished;
+      case JobState::kRunning:
+        return next != JobState::kConnecting && next != JobState::kRunning;
+      case JobState::kTerminating:
+        return next == JobState::kDraining || next == JobState::kFinished;
+      case JobState::kDraining:
+        return next == JobState::kFinished;
+      case JobState::kFinished:
+        return false;
+    }
+    return false;
+  }();
+  if (!allowed) return;
+  spdlog::get("launcher")->debug("job {} -> {}", state_name(state_), state_name(next));
+  state_ = next;
+  switch (next) {
+    case JobState::kConnecting:
+    case JobState::kRunning:
+      break;
+    case JobState::kTerminating:
+      kill_all(SIGTERM);
+      grace_timer_.expires_after(spec_.grace_period);
+      grace_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec || state_ == JobState::kFinished) return;
+        if (std::size_t left = running()) {
+          note("grace period of " + std::to_string(spec_.grace_period.count()) +
+               " ms over: killing " + plural(left, "rank") + " with SIGKILL");
+        }
+        kill_all(SIGKILL);
+      });
+      break;
+    case JobState::kDraining:
+      drain_timer_.expires_after(kDrainTimeout);
+      drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec && state_ != JobState::kFinished) local_.close_streams();
+      });
+      break;
+    case JobState::kFinished:
+      finish();
+      break;
+  }
+}
+
+// kFinished's entry: stop every timer and signal watch, leave nothing behind, report.
 void Supervisor::finish() {
-  finished_ = true;
   grace_timer_.cancel();
   drain_timer_.cancel();
   announce_timer_.cancel();
@@ -329,11 +390,11 @@ void Supervisor::finish() {
   on_finished_();
 }
 
-void Supervisor::fail_job(const std::string& message) {
-  if (finished_) return;
+void Supervisor::fail_job(const rdzv::JobError& error) {
+  if (state_ == JobState::kFinished) return;
   if (!outcome_) {
-    std::string text = message;
-    if (message.starts_with("start timeout")) {
+    std::string text = error.message;
+    if (error.code == rdzv::ErrorCode::kTimeout) {  // the start timeout
       text +=
           " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
           "slow to start)";
@@ -383,7 +444,7 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
   options.bind_address = plan.bind;
   server.emplace(io, options,
                  rdzv::ServerCallbacks{
-                     [&supervisor](const std::string& message) { supervisor.fail_job(message); },
+                     [&supervisor](const rdzv::JobError& error) { supervisor.fail_job(error); },
                      [&supervisor] { supervisor.all_joined(); }});
   // Horovod's clients send no credentials: loopback for a local job (plan.bind).
   horovod_kv.emplace(io, horovod_server_options(plan.bind, slots.size()), horovod_plan(slots));

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "protocol.h"
+
 namespace boost::asio {
 class io_context;
 }
@@ -30,10 +32,10 @@ struct SlotInfo {
 };
 
 struct ServerOptions {
-  std::string secret;                 // job secret; never logged
-  std::vector<SlotInfo> slots;        // expected members of generation 0
+  std::string secret;           // job secret; never logged
+  std::vector<SlotInfo> slots;  // expected members of generation 0
   std::string bind_address = "127.0.0.1";
-  std::uint16_t port = 0;             // 0 = ephemeral
+  std::uint16_t port = 0;  // 0 = ephemeral
   // Counted from the first JOIN: if not every slot joined by then, on_error is called with
   // a message naming the missing ranks and hosts, and joined workers receive kError.
   std::chrono::milliseconds start_timeout{30000};
@@ -41,9 +43,16 @@ struct ServerOptions {
   std::chrono::milliseconds auth_timeout{10000};
 };
 
+// A job-level failure the launcher must act on, as a value: what kind (kTimeout: the start
+// timeout passed; kJobFailed: the assignment could not be built) and the text naming who.
+struct JobError {
+  ErrorCode code = ErrorCode::kJobFailed;
+  std::string message;
+};
+
 struct ServerCallbacks {
-  // A job-level failure the launcher must act on (start timeout). Called on the io thread.
-  std::function<void(const std::string& message)> on_error;
+  // Called on the io thread.
+  std::function<void(const JobError& error)> on_error;
   // Every expected slot has joined and received ASSIGN.
   std::function<void()> on_complete;
 };

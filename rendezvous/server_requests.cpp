@@ -61,7 +61,7 @@ void ServerCore::complete_generation() {
     const std::string text = "cannot build the assignment: " + std::string(e.what());
     logger()->error("{}", text);
     for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kJobFailed, text);
-    if (auto on_error = callbacks_.on_error) on_error(text);
+    if (auto on_error = callbacks_.on_error) on_error({ErrorCode::kJobFailed, text});
     return;
   }
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -88,7 +88,7 @@ void ServerCore::start_timed_out() {
     logger()->error("{}", text);
   }
   for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kTimeout, text);
-  if (auto on_error = callbacks_.on_error) on_error(text);
+  if (auto on_error = callbacks_.on_error) on_error({ErrorCode::kTimeout, text});
 }
 
 void ServerCore::on_kv_set(Session& session, std::uint32_t gen, KvSet set) {

@@ -155,9 +155,9 @@ TEST(Server, StartTimeoutNamesTheMissingRankAndCallsOnError) {
   ServerOptions options;
   options.slots = make_slots(3);
   options.start_timeout = std::chrono::milliseconds(100);
-  std::promise<std::string> reported;
-  ServerThread server(
-      options, ServerCallbacks{[&](const std::string& m) { reported.set_value(m); }, nullptr});
+  std::promise<JobError> reported;
+  ServerThread server(options,
+                      ServerCallbacks{[&](const JobError& e) { reported.set_value(e); }, nullptr});
   const std::string expected =
       "start timeout after 100 ms: 2/3 ranks joined; missing: rank 1 (host host0)";
   std::vector<std::thread> threads;
@@ -177,19 +177,21 @@ TEST(Server, StartTimeoutNamesTheMissingRankAndCallsOnError) {
   for (auto& t : threads) t.join();
   auto future = reported.get_future();
   ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
-  EXPECT_EQ(future.get(), expected);
+  const auto error = future.get();
+  EXPECT_EQ(error.code, ErrorCode::kTimeout);
+  EXPECT_EQ(error.message, expected);
 }
 
 TEST(Server, StartTimeoutListsTenMissingRanksThenACount) {
   ServerOptions options;
   options.slots = make_slots(15);
   options.start_timeout = std::chrono::milliseconds(100);
-  std::promise<std::string> reported;
-  ServerThread server(
-      options, ServerCallbacks{[&](const std::string& m) { reported.set_value(m); }, nullptr});
+  std::promise<JobError> reported;
+  ServerThread server(options,
+                      ServerCallbacks{[&](const JobError& e) { reported.set_value(e); }, nullptr});
   Client c(server.endpoint(), kSecret, kTimeout);
   EXPECT_THROW(c.join(make_join(3), kTimeout), TimeoutError);
-  const auto text = reported.get_future().get();
+  const auto text = reported.get_future().get().message;
   EXPECT_NE(text.find("1/15 ranks joined; missing: rank 0 (host host0), rank 1 (host host0), "
                       "rank 2 (host host0), rank 4 (host host0)"),
             std::string::npos)

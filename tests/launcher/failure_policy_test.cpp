@@ -1,0 +1,24 @@
+// FailFastPolicy: which worker ends take a static job down.
+#include "launcher/failure_policy.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+namespace hvdrun::launcher {
+namespace {
+
+TEST(FailFastPolicy, OnlyASuccessfulEndLetsTheJobGoOn) {
+  FailFastPolicy policy;
+  const WorkerId worker{0, 1, 0};
+  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kExited, 0, {}}),
+            WorkerEndDecision::kContinue);
+  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kExited, 3, {}}),
+            WorkerEndDecision::kTerminateJob);
+  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kSignaled, SIGKILL, {}}),
+            WorkerEndDecision::kTerminateJob);
+  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kFailed, 0, "lost connection"}),
+            WorkerEndDecision::kTerminateJob);
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher
