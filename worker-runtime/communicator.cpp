@@ -40,12 +40,16 @@ void check_type(const char* what, DataType dtype) {
 
 }  // namespace
 
-Communicator::Communicator(Topology topology, std::unique_ptr<tcp::Ring> ring)
-    : topology_(topology), ring_(std::move(ring)) {
+Communicator::Communicator(Topology topology, std::unique_ptr<tcp::Ring> ring,
+                           std::shared_ptr<AbortSignal> abort)
+    : topology_(topology),
+      abort_(abort ? std::move(abort) : std::make_shared<AbortSignal>()),
+      ring_(std::move(ring)) {
   if (!ring_ || ring_->rank() != topology_.rank || ring_->size() != topology_.size) {
     throw UsageError("communicator: ring does not match rank " + std::to_string(topology_.rank) +
                      " of " + std::to_string(topology_.size));
   }
+  ring_->set_abort_signal(abort_.get());
 }
 
 std::unique_ptr<Communicator> Communicator::single_process() {
@@ -85,6 +89,7 @@ void Communicator::barrier() {
 void Communicator::set_device_backend(std::unique_ptr<DeviceCollectives> device,
                                       std::string reason) {
   device_ = std::move(device);
+  if (device_) device_->set_abort_signal(abort_.get());
   backend_reason_ = std::move(reason);
 }
 

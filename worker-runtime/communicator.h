@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "abort_signal.h"
 #include "device_collectives.h"
 #include "hvdrun/types.h"
 #include "tcp/ring.h"
@@ -25,7 +26,10 @@ struct Topology {
 class Communicator {
  public:
   // `ring` must match topology.rank and topology.size.
-  Communicator(Topology topology, std::unique_ptr<tcp::Ring> ring);
+  // `abort` interrupts every wait of this communicator's collectives (the ring's and the device
+  // backend's); null: a signal of its own.
+  Communicator(Topology topology, std::unique_ptr<tcp::Ring> ring,
+               std::shared_ptr<AbortSignal> abort = nullptr);
   // A world of one process: no sockets; collectives copy locally.
   static std::unique_ptr<Communicator> single_process();
 
@@ -43,10 +47,15 @@ class Communicator {
   // The device-memory backend (null: CPU only) and the one-line reason for the choice.
   void set_device_backend(std::unique_ptr<DeviceCollectives> device, std::string reason);
   DeviceCollectives* device() noexcept { return device_.get(); }
+  // Raises the abort signal: any pending collective of this process fails with AbortedError
+  // within milliseconds, and this communicator is unusable afterwards. Any thread.
+  void abort(const std::string& reason) noexcept { abort_->raise(reason); }
+  const AbortSignal& abort_signal() const noexcept { return *abort_; }
   const std::string& backend_reason() const noexcept { return backend_reason_; }
 
  private:
   Topology topology_;
+  std::shared_ptr<AbortSignal> abort_;  // outlives the ring and device backend that watch it
   std::unique_ptr<tcp::Ring> ring_;
   std::unique_ptr<DeviceCollectives> device_;  // destroyed before the ring
   std::string backend_reason_ = "cpu (TCP ring)";

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <span>
 
+#include "abort_signal.h"
 #include "hvdrun/device.h"
 #include "hvdrun/types.h"
 
@@ -29,6 +30,8 @@ class DeviceCollectives {
   virtual void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
                               ReduceOp op, CUstream_st* stream) = 0;
   virtual void barrier(CUstream_st* stream) = 0;
+  // Every completion wait also ends, with AbortedError, when `signal` is raised.
+  virtual void set_abort_signal(const AbortSignal* signal) noexcept = 0;
   virtual void allreduce_many(std::span<const DeviceTensor> tensors, ReduceOp op,
                               CUstream_st* stream) = 0;
 };

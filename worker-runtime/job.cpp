@@ -50,11 +50,13 @@ JobConnection join(const Options& options) {
   if (a.size > 1) {
     board = std::make_shared<RendezvousFailureBoard>(*client, a.rank, options.start_timeout);
   }
-  auto ring = std::make_unique<tcp::Ring>(a.rank, a.size, a.peers, std::move(listener),
-                                          options.secret, assignment.generation, options.timeout);
+  auto abort = std::make_shared<AbortSignal>();  // the ring setup already watches it
+  auto ring =
+      std::make_unique<tcp::Ring>(a.rank, a.size, a.peers, std::move(listener), options.secret,
+                                  assignment.generation, options.timeout, abort.get());
   ring->set_failure_board(std::move(board));
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
-  auto communicator = std::make_unique<Communicator>(topology, std::move(ring));
+  auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));
   attach_device_backend(*communicator, client.get(), options);
   runtime_log().info("rank {}/{} (local {}/{}, cross {}/{}) ready in {} ms", a.rank, a.size,
                      a.local_rank, a.local_size, a.cross_rank, a.cross_size,

@@ -48,4 +48,11 @@ class BackendError : public Error {
   using Error::Error;
 };
 
+// A blocking wait was interrupted from outside (the job's generation broke, or the program
+// asked for it): the collective did not complete, and the communicator it ran on is unusable.
+class AbortedError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace hvdrun

@@ -28,6 +28,9 @@ class NcclBackend final : public DeviceCollectives {
   NcclBackend(NcclComm comm, const BackendSettings& settings);
 
   int device() const noexcept override { return settings_.device; }
+  void set_abort_signal(const AbortSignal* signal) noexcept override {
+    comm_.set_abort_signal(signal);
+  }
   ncclComm* native_comm() const noexcept override { return comm_.get(); }
   void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
                  CUstream_st* stream) override;

@@ -1,5 +1,5 @@
-// NcclComm (see nccl_comm.h). Waits spin briefly (collectives of a few KiB finish within
-// microseconds), then yield, then sleep 50 us between polls.
+// NcclComm (see nccl_comm.h). Waits are poll_until (poll_until.h): bounded by the deadline,
+// interrupted by the abort signal.
 #include "nccl/nccl_comm.h"
 
 #include <thread>
@@ -9,29 +9,13 @@
 #include "logging.h"
 #include "nccl/cuda_util.h"
 #include "nccl/nccl_types.h"
+#include "poll_until.h"
 
 namespace hvdrun::nccl {
 namespace {
 
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-
-// Calls `done` until it returns true or `deadline` passes; false on timeout.
-template <class Done>
-bool poll_until(Clock::time_point deadline, Done&& done) {
-  const auto start = Clock::now();
-  while (!done()) {
-    const auto now = Clock::now();
-    if (now >= deadline) return false;
-    if (now - start < microseconds(50)) continue;
-    if (now - start < milliseconds(2)) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(microseconds(50));
-    }
-  }
-  return true;
-}
 
 long long ms(Clock::duration d) {
   return std::chrono::duration_cast<milliseconds>(d).count();
@@ -65,7 +49,8 @@ NcclComm::NcclComm(NcclComm&& other) noexcept
     : comm_(std::exchange(other.comm_, nullptr)),
       rank_(other.rank_),
       size_(other.size_),
-      broken_(std::move(other.broken_)) {}
+      broken_(std::move(other.broken_)),
+      abort_signal_(other.abort_signal_) {}
 
 NcclComm& NcclComm::operator=(NcclComm&& other) noexcept {
   if (this != &other) {
@@ -74,6 +59,7 @@ NcclComm& NcclComm::operator=(NcclComm&& other) noexcept {
     rank_ = other.rank_;
     size_ = other.size_;
     broken_ = std::move(other.broken_);
+    abort_signal_ = other.abort_signal_;
   }
   return *this;
 }
@@ -110,12 +96,13 @@ void NcclComm::settle(ncclResult_t result, const char* op, Clock::time_point dea
   if (result == ncclSuccess) return;
   ncclResult_t state = ncclInProgress;
   const auto start = Clock::now();
-  const bool settled = poll_until(deadline, [&] {
+  const auto result_of_wait = poll_until(deadline, abort_signal_, [&] {
     const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
     if (r != ncclSuccess) state = r;
     return state != ncclInProgress;
   });
-  if (!settled) {
+  if (result_of_wait == PollResult::kAborted) aborted(op);
+  if (result_of_wait == PollResult::kTimedOut) {
     const std::string message = where(op) + ": not done after " +
                                 std::to_string(ms(Clock::now() - start)) +
                                 " ms (deadline reached); communicator aborted";
@@ -131,7 +118,7 @@ void NcclComm::wait(cudaEvent_t event, const char* op, Clock::time_point deadlin
                     milliseconds limit) {
   cudaError_t cuda = cudaSuccess;
   ncclResult_t async = ncclSuccess;
-  const bool done = poll_until(deadline, [&] {
+  const auto result_of_wait = poll_until(deadline, abort_signal_, [&] {
     cuda = cudaEventQuery(event);
     if (cuda == cudaSuccess) return true;
     if (cuda != cudaErrorNotReady) return true;
@@ -139,7 +126,8 @@ void NcclComm::wait(cudaEvent_t event, const char* op, Clock::time_point deadlin
     if (r != ncclSuccess) async = r;
     return async != ncclSuccess && async != ncclInProgress;
   });
-  if (!done) {
+  if (result_of_wait == PollResult::kAborted) aborted(op);
+  if (result_of_wait == PollResult::kTimedOut) {
     const std::string message = where(op) + ": not complete after " +
                                 std::to_string(limit.count()) +
                                 " ms (HVDRUN_TIMEOUT); a rank may be stalled or gone; "
@@ -153,6 +141,15 @@ void NcclComm::wait(cudaEvent_t event, const char* op, Clock::time_point deadlin
   if (async != ncclSuccess && async != ncclInProgress) fail(op, nccl_error(async));
 }
 
+void NcclComm::aborted(const char* op) {
+  const auto reason = abort_signal_->reason();
+  const std::string message = where(op) + ": aborted: " + reason + "; communicator aborted";
+  if (broken_.empty()) broken_ = "aborted: " + reason;
+  runtime_log().info("{}", message);
+  abort();
+  throw AbortedError(message);
+}
+
 void NcclComm::abort() noexcept {
   if (comm_ == nullptr) return;
   ncclCommAbort(comm_);
@@ -164,7 +161,7 @@ void NcclComm::release() noexcept {
   if (comm_ == nullptr) return;
   ncclResult_t state = ncclCommFinalize(comm_);
   if (state == ncclInProgress) {
-    poll_until(Clock::now() + milliseconds(10000), [&] {
+    poll_until(Clock::now() + milliseconds(10000), abort_signal_, [&] {
       if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) state = ncclInternalError;
       return state != ncclInProgress;
     });

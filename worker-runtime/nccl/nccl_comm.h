@@ -11,6 +11,8 @@
 #include <chrono>
 #include <string>
 
+#include "abort_signal.h"
+
 namespace hvdrun::nccl {
 
 using Clock = std::chrono::steady_clock;
@@ -44,8 +46,12 @@ class NcclComm {
             std::chrono::milliseconds limit);
   // Aborts the communicator and throws BackendError "<op> (rank r of n): <what>".
   [[noreturn]] void fail(const char* op, const std::string& what);
+  // settle() and wait() also end when `signal` is raised (null: never): the communicator is
+  // aborted (ncclCommAbort) and AbortedError thrown within microseconds of the signal.
+  void set_abort_signal(const AbortSignal* signal) noexcept { abort_signal_ = signal; }
 
  private:
+  [[noreturn]] void aborted(const char* op);
   NcclComm(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
   std::string where(const char* op) const;
   std::string nccl_error(ncclResult_t result) const;  // text + ncclGetLastError
@@ -55,6 +61,7 @@ class NcclComm {
   ncclComm_t comm_ = nullptr;
   int rank_ = 0, size_ = 0;
   std::string broken_;  // first failure, once aborted
+  const AbortSignal* abort_signal_ = nullptr;
 };
 
 }  // namespace hvdrun::nccl

@@ -117,7 +117,9 @@ UniqueFd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& 
   for (;;) {
     std::vector<pollfd> fds{{listener.fd(), POLLIN, 0}};
     for (const auto& c : pending) fds.push_back({c.fd.get(), POLLIN, 0});
+    if (me.abort != nullptr) fds.push_back({me.abort->fd(), POLLIN, 0});
     const int n = ::poll(fds.data(), fds.size(), net::poll_timeout_ms(deadline));
+    if (me.abort != nullptr) me.abort->check("ring setup");
     if (n == 0 && Clock::now() >= deadline) {
       throw TimeoutError("ring setup: " + peer_text(peers, from) + " did not connect to rank " +
                          std::to_string(me.rank) + " on port " + std::to_string(listener.port()) +

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "abort_signal.h"
 #include "protocol.h"
 #include "tcp/socket.h"
 
@@ -23,6 +24,7 @@ struct RingIdentity {
   int size = 1;
   std::uint32_t generation = 0;
   std::string secret;
+  const AbortSignal* abort = nullptr;  // the wait for the previous rank watches it
 };
 
 struct RingLinks {

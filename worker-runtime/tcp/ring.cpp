@@ -98,7 +98,8 @@ std::uint64_t get_u64(const std::byte* in) {
 }  // namespace
 
 Ring::Ring(int rank, int size, std::vector<rdzv::PeerAddr> peers, Listener listener,
-           std::string secret, std::uint32_t generation, std::chrono::milliseconds timeout)
+           std::string secret, std::uint32_t generation, std::chrono::milliseconds timeout,
+           const AbortSignal* abort)
     : rank_(rank), size_(size), peers_(std::move(peers)), staging_(kChunkBytes) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw UsageError("ring: rank " + std::to_string(rank) + " is outside a world of size " +
@@ -106,14 +107,15 @@ Ring::Ring(int rank, int size, std::vector<rdzv::PeerAddr> peers, Listener liste
   }
   links_.generation = generation;
   links_.timeout = timeout;
+  links_.abort = abort;
   if (size == 1) return;
   if (peers_.size() != static_cast<std::size_t>(size)) {
     throw UsageError("ring: " + std::to_string(peers_.size()) + " peer addresses for " +
                      std::to_string(size) + " ranks");
   }
   const auto start = Clock::now();
-  RingLinks links = connect_ring(RingIdentity{rank, size, generation, std::move(secret)}, peers_,
-                                 listener, start + timeout);
+  RingLinks links = connect_ring(RingIdentity{rank, size, generation, std::move(secret), abort},
+                                 peers_, listener, start + timeout);
   listener.close();
   next_ = std::move(links.next);
   prev_ = std::move(links.prev);
@@ -150,6 +152,10 @@ void Ring::guarded(std::string_view what, Fn&& fn) {
     fn();
   } catch (const UsageError&) {
     throw;  // a bad argument leaves the links intact
+  } catch (const AbortedError&) {
+    failure_ = std::current_exception();  // interrupted from outside: no peer to blame
+    abort();
+    throw;
   } catch (const std::exception& e) {
     // Anything else (e.g. bad_alloc part-way) leaves the streams out of step as well; the
     // caller sees it as it was, later calls a BackendError.

@@ -34,8 +34,11 @@ class Ring {
   // Connects the ring (size >= 2: peers[i] is rank i's data listener and `listener` is
   // this rank's, already bound; it is closed once the ring is up). Waits at most `timeout`
   // for the setup; afterwards `timeout` bounds every wait for a peer.
+  // `abort` (null: none) interrupts the setup's wait for the previous rank and, kept for every
+  // collective, any later wait (see set_abort_signal).
   Ring(int rank, int size, std::vector<rdzv::PeerAddr> peers, Listener listener, std::string secret,
-       std::uint32_t generation, std::chrono::milliseconds timeout);
+       std::uint32_t generation, std::chrono::milliseconds timeout,
+       const AbortSignal* abort = nullptr);
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -59,6 +62,10 @@ class Ring {
   void set_failure_board(std::shared_ptr<FailureBoard> board) noexcept {
     board_ = std::move(board);
   }
+
+  // Every wait of this ring's collectives also watches `signal` (null: none); once it is
+  // raised, the pending or next collective throws AbortedError and the ring is unusable.
+  void set_abort_signal(const AbortSignal* signal) noexcept { links_.abort = signal; }
 
   // Closes both links (the neighbours see the connection end); later calls throw.
   void abort() noexcept;

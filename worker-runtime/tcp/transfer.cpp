@@ -6,8 +6,8 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "hvdrun/error.h"
@@ -32,6 +32,7 @@ class Mover {
         element_(element_size(plan.dtype)) {}
 
   void run() {
+    if (links_.abort != nullptr) links_.abort->check(std::string(what_));
     auto last_progress = Clock::now();
     for (;;) {
       bool progressed = pump_recv();
@@ -169,13 +170,14 @@ void Mover::reduce_staged(const RecvPiece& piece) {
 void Mover::wait(Clock::time_point deadline) {
   const bool sending = send_index_ < plan_.send.size();
   const bool receiving = recv_index_ < plan_.recv.size();
-  pollfd fds[2] = {};
+  pollfd fds[3] = {};
   nfds_t count = 0;
   if (sending) {
     fds[count++] = {links_.next_fd,
                     static_cast<short>(POLLIN | POLLRDHUP | (want_out_ ? POLLOUT : 0)), 0};
   }
   if (receiving) fds[count++] = {links_.prev_fd, POLLIN, 0};
+  if (links_.abort != nullptr) fds[count++] = {links_.abort->fd(), POLLIN, 0};
   // Spin briefly on zero-timeout polls before sleeping: for small messages a wake-up from a
   // sleeping poll() costs more than the exchange itself.
   int n = 0;
@@ -185,6 +187,7 @@ void Mover::wait(Clock::time_point deadline) {
   } while (n == 0 && Clock::now() < spin_until);
   if (n == 0) n = ::poll(fds, count, net::poll_timeout_ms(deadline));
   if (n < 0 && errno != EINTR) lost(!receiving, errno);
+  if (links_.abort != nullptr) links_.abort->check(std::string(what_));
   if (n == 0 && Clock::now() >= deadline) {
     const std::string secs = format_seconds(links_.timeout);
     if (receiving) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "abort_signal.h"
 #include "hvdrun/types.h"
 
 namespace hvdrun::tcp {
@@ -48,6 +49,7 @@ struct Links {
   std::string next_addr, prev_addr;  // "host:port" of the peers' data listeners
   std::uint32_t generation = 0;
   std::chrono::milliseconds timeout{60000};  // longest time without progress
+  const AbortSignal* abort = nullptr;        // watched in every wait; null: none
 };
 
 // What a failed transfer saw on one link. The NetworkError, TimeoutError and ProtocolError that
@@ -79,8 +81,8 @@ class LinkError final : public E, public LinkFault {
 // Moves the plan's bytes. `staging` is scratch space for reduced pieces (its size is the
 // reduction chunk; a multiple of 8). Throws NetworkError when a peer closes or resets,
 // TimeoutError when nothing moves for links.timeout, ProtocolError when the next rank sends
-// bytes on a send-only link (each a LinkError); messages start with `what` (the collective's
-// name).
+// bytes on a send-only link (each a LinkError), AbortedError as soon as links.abort is raised;
+// messages start with `what` (the collective's name).
 void run_plan(const Links& links, const Plan& plan, std::vector<std::byte>& staging,
               std::string_view what);
 
