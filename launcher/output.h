@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "launcher/worker_id.h"
-#include "unique_fd.h"
 
 namespace hvdrun::launcher {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace hvdrun::launcher {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace hvdrun::launcher {
 

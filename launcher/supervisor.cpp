@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "auth.h"
+#include "common/interfaces.h"
 #include "hvdrun/error.h"
 #include "job_outcome.h"
 #include "launcher/failure_policy.h"
@@ -22,7 +23,6 @@
 #include "logging.h"
 #include "placement.h"
 #include "remote_workers.h"
-#include "rendezvous/interfaces.h"
 #include "rendezvous_addr.h"
 #include "server.h"
 #include "watchdog.h"

@@ -13,8 +13,8 @@
 #include <type_traits>
 
 #include "auth.h"
+#include "common/socket_io.h"
 #include "hvdrun/error.h"
-#include "socket_io.h"
 
 namespace hvdrun::rdzv {
 namespace {

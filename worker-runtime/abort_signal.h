@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace hvdrun {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "interfaces.h"
+#include "common/interfaces.h"
 
 namespace hvdrun {
 

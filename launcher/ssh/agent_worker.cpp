@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/interfaces.h"
 #include "env_names.h"
-#include "interfaces.h"
 #include "process.h"
 
 namespace hvdrun::launcher::ssh {

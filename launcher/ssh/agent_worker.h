@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "remote_agent.h"
-#include "unique_fd.h"
 
 namespace hvdrun::launcher::ssh {
 

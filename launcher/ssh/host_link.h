@@ -12,9 +12,9 @@
 #include <variant>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "remote_spawn.h"
 #include "ssh_socket.h"
-#include "unique_fd.h"
 
 namespace hvdrun::launcher::ssh {
 

@@ -15,8 +15,8 @@
 #include <optional>
 
 #include "agent_worker.h"
+#include "common/unique_fd.h"
 #include "hvdrun/error.h"
-#include "unique_fd.h"
 
 extern char** environ;
 

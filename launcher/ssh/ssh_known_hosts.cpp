@@ -11,8 +11,8 @@
 #include <fstream>
 #include <memory>
 
+#include "common/unique_fd.h"
 #include "ssh_error.h"
-#include "unique_fd.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

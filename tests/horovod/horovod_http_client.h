@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rendezvous/unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace hvdrun::launcher::horovod::test {
 

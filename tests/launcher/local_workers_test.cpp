@@ -93,11 +93,11 @@ TEST(LocalWorkers, ASecondBatchJoinsRunningWorkers) {
   launch({0, 1, 0}, 1, "sleep 0.2; echo second; exit 4");
   io.run_for(std::chrono::milliseconds(100));
   launch({0, 1, 1}, 2, "echo replacement; exit 5");  // added while the others run
-  for (int i = 0; i < 40 && exits.size() < 3; ++i) {
+  // Until every worker has exited and all their output is pumped (bounded: 10 s).
+  for (int i = 0; i < 200 && (exits.size() < 3 || workers.open_streams() > 0); ++i) {
     io.run_for(std::chrono::milliseconds(50));
     workers.reap();
   }
-  io.run_for(std::chrono::milliseconds(200));
   EXPECT_EQ(exits, (std::map<WorkerId, int>{{{0, 0, 0}, 3}, {{0, 1, 0}, 4}, {{0, 1, 1}, 5}}));
   EXPECT_EQ(workers.size(), 3u);
   const auto text = read_file(out_path);

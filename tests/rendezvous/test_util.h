@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "client.h"
+#include "common/unique_fd.h"
 #include "protocol.h"
 #include "server.h"
-#include "unique_fd.h"
 
 namespace hvdrun::rdzv::test {
 

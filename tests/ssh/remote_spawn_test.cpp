@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "agent_process.h"
+#include "common/unique_fd.h"
 #include "test_hosts.h"
-#include "unique_fd.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

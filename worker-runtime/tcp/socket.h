@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "socket_io.h"
-#include "unique_fd.h"
+#include "common/socket_io.h"
+#include "common/unique_fd.h"
 
 namespace hvdrun::tcp {
 

@@ -1,5 +1,5 @@
-// Interfaces and routes of this host (interfaces.h).
-#include "interfaces.h"
+// Interfaces and routes of this host (common/interfaces.h).
+#include "common/interfaces.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -10,8 +10,8 @@
 #include <cstring>
 #include <memory>
 
+#include "common/unique_fd.h"
 #include "hvdrun/error.h"
-#include "unique_fd.h"
 
 namespace hvdrun {
 

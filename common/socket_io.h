@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "unique_fd.h"
+#include "common/unique_fd.h"
 
 namespace hvdrun::net {
 

@@ -1,6 +1,6 @@
 // TCP client I/O with poll() deadlines (socket_io.h): connect with retry, send/receive exact
 // byte counts.
-#include "socket_io.h"
+#include "common/socket_io.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,5 +1,5 @@
 // The pipe and EINTR-safe fd helpers of unique_fd.h.
-#include "unique_fd.h"
+#include "common/unique_fd.h"
 
 #include <fcntl.h>
 
