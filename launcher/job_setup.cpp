@@ -58,13 +58,4 @@ void note_omp_default(const JobSpec& spec, const std::vector<Slot>& slots,
   }
 }
 
-std::vector<rdzv::SlotInfo> slot_infos(const std::vector<Slot>& slots) {
-  std::vector<rdzv::SlotInfo> infos;
-  infos.reserve(slots.size());
-  for (const auto& s : slots) {
-    infos.push_back({s.rank, s.local_rank, s.local_size, s.cross_rank, s.cross_size, s.host});
-  }
-  return infos;
-}
-
 }  // namespace hvdrun::launcher

@@ -34,7 +34,4 @@ std::string make_run_id();
 void note_omp_default(const JobSpec& spec, const std::vector<Slot>& slots,
                       const std::map<std::string, std::string>& environment);
 
-// The rendezvous server's expected members, in slot order.
-std::vector<rdzv::SlotInfo> slot_infos(const std::vector<Slot>& slots);
-
 }  // namespace hvdrun::launcher

@@ -8,21 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "common/slot.h"
 #include "launcher/job_spec.h"
 #include "launcher/worker_id.h"
 
 namespace hvdrun::launcher {
 
-struct Slot {
-  int rank = 0;
-  int local_rank = 0;
-  int local_size = 0;
-  int cross_rank = 0;
-  int cross_size = 0;
-  std::size_t host_index = 0;  // into JobSpec::hosts
-  std::string host;            // HostSpec::name
-  bool operator==(const Slot&) const = default;
-};
+using hvdrun::Slot;  // common/slot.h: host_index indexes JobSpec::hosts
 
 // The first worker of a slot: its host, its index on that host, incarnation 0.
 inline WorkerId first_worker(const Slot& slot) {

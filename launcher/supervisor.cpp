@@ -439,7 +439,7 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
   });
   rdzv::ServerOptions options;
   options.secret = rdzv::make_secret();
-  options.slots = slot_infos(slots);
+  options.slots = slots;
   options.start_timeout = spec.start_timeout;
   options.bind_address = plan.bind;
   server.emplace(io, options,

@@ -12,15 +12,14 @@ constexpr std::size_t kMaxNamed = 10;  // missing ranks named before "and N more
 
 }  // namespace
 
-std::string describe_missing(const std::vector<SlotInfo>& slots, const std::vector<bool>& present) {
-  std::vector<const SlotInfo*> missing;
+std::string describe_missing(const std::vector<Slot>& slots, const std::vector<bool>& present) {
+  std::vector<const Slot*> missing;
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (i >= present.size() || !present[i]) missing.push_back(&slots[i]);
   }
   const std::size_t named = std::min(missing.size(), kMaxNamed);
   std::partial_sort(missing.begin(), missing.begin() + static_cast<std::ptrdiff_t>(named),
-                    missing.end(),
-                    [](const SlotInfo* a, const SlotInfo* b) { return a->rank < b->rank; });
+                    missing.end(), [](const Slot* a, const Slot* b) { return a->rank < b->rank; });
   std::string out;
   for (std::size_t i = 0; i < named; ++i) {
     if (i > 0) out += ", ";
@@ -35,7 +34,7 @@ std::string describe_duration(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + " ms";
 }
 
-Generation::Generation(std::vector<SlotInfo> slots)
+Generation::Generation(std::vector<Slot> slots)
     : slots_(std::move(slots)), members_(slots_.size()) {}
 
 std::optional<ErrorMsg> Generation::join(std::uint32_t msg_generation, const Join& join,
@@ -94,7 +93,7 @@ void Generation::activate(const std::function<void(Session&, std::vector<std::ui
   for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
     auto session = members_[slot].session.lock();
     if (!session) continue;
-    const SlotInfo& info = slots_[slot];
+    const Slot& info = slots_[slot];
     assign.rank = info.rank;
     assign.local_rank = info.local_rank;
     assign.local_size = info.local_size;

@@ -19,7 +19,7 @@ namespace hvdrun::rdzv {
 class Session;
 
 // "rank 2 (host a), rank 5 (host b) and 3 more": the slots not marked in `present`, by rank.
-std::string describe_missing(const std::vector<SlotInfo>& slots, const std::vector<bool>& present);
+std::string describe_missing(const std::vector<Slot>& slots, const std::vector<bool>& present);
 // "30 s" for whole seconds, else "250 ms".
 std::string describe_duration(std::chrono::milliseconds d);
 
@@ -27,14 +27,14 @@ class Generation {
  public:
   enum class Phase { kForming, kActive, kFailed };
 
-  explicit Generation(std::vector<SlotInfo> slots);
+  explicit Generation(std::vector<Slot> slots);
 
   std::uint32_t number() const noexcept { return number_; }
   Phase phase() const noexcept { return phase_; }
   std::size_t size() const noexcept { return slots_.size(); }
   std::size_t joined() const noexcept { return joined_; }
   bool complete() const noexcept { return phase_ == Phase::kForming && joined_ == slots_.size(); }
-  const std::vector<SlotInfo>& slots() const noexcept { return slots_; }
+  const std::vector<Slot>& slots() const noexcept { return slots_; }
 
   // Records the join or says why it is refused. `observed_ip` replaces an empty data_addr.
   std::optional<ErrorMsg> join(std::uint32_t msg_generation, const Join& join,
@@ -56,7 +56,7 @@ class Generation {
     bool present = false;
   };
 
-  std::vector<SlotInfo> slots_;
+  std::vector<Slot> slots_;
   std::vector<Member> members_;  // by slot
   std::uint32_t number_ = 0;
   Phase phase_ = Phase::kForming;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/slot.h"
 #include "protocol.h"
 
 namespace boost::asio {
@@ -21,19 +22,9 @@ class io_context;
 
 namespace hvdrun::rdzv {
 
-// What the launcher's placement decided for one slot (index = slot number).
-struct SlotInfo {
-  int rank = 0;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
-  std::string host;  // as the user wrote it, for messages
-};
-
 struct ServerOptions {
-  std::string secret;           // job secret; never logged
-  std::vector<SlotInfo> slots;  // expected members of generation 0
+  std::string secret;       // job secret; never logged
+  std::vector<Slot> slots;  // expected members of generation 0 (index = slot number)
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 0;  // 0 = ephemeral
   // Counted from the first JOIN: if not every slot joined by then, on_error is called with

@@ -22,7 +22,7 @@ namespace {
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view kAuthContext = "rdzv";
 
-void validate_slots(const std::vector<SlotInfo>& slots) {
+void validate_slots(const std::vector<Slot>& slots) {
   if (slots.size() > kMaxPeers) {
     throw UsageError("rendezvous: " + std::to_string(slots.size()) + " slots exceed the limit of " +
                      std::to_string(kMaxPeers));

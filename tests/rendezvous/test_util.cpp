@@ -16,8 +16,8 @@
 
 namespace hvdrun::rdzv::test {
 
-std::vector<SlotInfo> make_slots(int n, int per_host) {
-  std::vector<SlotInfo> slots(static_cast<std::size_t>(n));
+std::vector<Slot> make_slots(int n, int per_host) {
+  std::vector<Slot> slots(static_cast<std::size_t>(n));
   const int hosts = (n + per_host - 1) / per_host;
   for (int i = 0; i < n; ++i) {
     auto& s = slots[static_cast<std::size_t>(i)];

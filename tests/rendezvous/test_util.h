@@ -25,7 +25,7 @@ inline constexpr std::string_view kSecret = "0123456789abcdef-test-secret";
 inline constexpr std::chrono::milliseconds kTimeout{10000};
 
 // n slots, rank = slot, on hosts of `per_host` slots named "host0", "host1", ...
-std::vector<SlotInfo> make_slots(int n, int per_host = 1000000);
+std::vector<Slot> make_slots(int n, int per_host = 1000000);
 // Server options with make_slots(n) and every other setting at its default.
 ServerOptions slot_options(int n);
 
