@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "auth.h"
+#include "common/tcp_listen.h"
 #include "hvdrun/error.h"
 #include "log.h"
 #include "session.h"
@@ -40,27 +41,7 @@ void validate_slots(const std::vector<Slot>& slots) {
 }
 
 asio::ip::tcp::acceptor listen_on(asio::io_context& io, const ServerOptions& o) {
-  const std::string where = o.bind_address + ":" + std::to_string(o.port);
-  boost::system::error_code ec;
-  auto address = asio::ip::make_address(o.bind_address, ec);
-  if (ec) throw NetworkError("rendezvous cannot listen on " + where + ": bad address");
-  asio::ip::tcp::endpoint endpoint(address, o.port);
-  asio::ip::tcp::acceptor acceptor(io);
-  auto check = [&where](const boost::system::error_code& error, const char* call) {
-    if (error) {
-      throw NetworkError("rendezvous cannot listen on " + where + ": " + call + ": " +
-                         error.message());
-    }
-  };
-  acceptor.open(endpoint.protocol(), ec);
-  check(ec, "socket");
-  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  check(ec, "setsockopt");
-  acceptor.bind(endpoint, ec);
-  check(ec, "bind");
-  acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  check(ec, "listen");
-  return acceptor;
+  return listen_tcp(io, o.bind_address, o.port, "rendezvous");
 }
 
 }  // namespace

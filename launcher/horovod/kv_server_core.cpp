@@ -11,6 +11,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include "common/tcp_listen.h"
 #include "hvdrun/error.h"
 
 namespace hvdrun::launcher::horovod {
@@ -23,27 +24,7 @@ constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds kAcceptRetry{100};
 
 asio::ip::tcp::acceptor listen_on(asio::io_context& io, const KvServerOptions& o) {
-  const std::string where = o.bind_address + ":" + std::to_string(o.port);
-  boost::system::error_code ec;
-  const auto address = asio::ip::make_address(o.bind_address, ec);
-  if (ec) throw NetworkError("Horovod rendezvous cannot listen on " + where + ": bad address");
-  const asio::ip::tcp::endpoint endpoint(address, o.port);
-  asio::ip::tcp::acceptor acceptor(io);
-  auto check = [&where](const boost::system::error_code& error, const char* call) {
-    if (error) {
-      throw NetworkError("Horovod rendezvous cannot listen on " + where + ": " + call + ": " +
-                         error.message());
-    }
-  };
-  acceptor.open(endpoint.protocol(), ec);
-  check(ec, "socket");
-  acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  check(ec, "setsockopt");
-  acceptor.bind(endpoint, ec);
-  check(ec, "bind");
-  acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  check(ec, "listen");
-  return acceptor;
+  return listen_tcp(io, o.bind_address, o.port, "Horovod rendezvous");
 }
 
 std::string describe(const std::exception_ptr& error) {
