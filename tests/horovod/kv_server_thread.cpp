@@ -37,23 +37,12 @@ KvPlan plan_of(const std::vector<Slot>& slots) {
 }
 
 KvServerThread::KvServerThread(KvServerOptions options, KvPlan plan)
-    : guard_(boost::asio::make_work_guard(io_)) {
-  options.bind_address = "127.0.0.1";
-  options.port = 0;
-  server_ = std::make_unique<KvServer>(io_, std::move(options), std::move(plan));
-  port_ = server_->port();
-  thread_ = std::thread([this] { io_.run(); });
-}
-
-KvServerThread::~KvServerThread() {
-  boost::asio::post(io_, [this] { server_.reset(); });
-  guard_.reset();
-  thread_.join();
-}
-
-void KvServerThread::post(std::function<void()> f) {
-  boost::asio::post(io_, std::move(f));
-}
+    : io_([&](boost::asio::io_context& io) {
+        options.bind_address = "127.0.0.1";
+        options.port = 0;
+        return std::make_unique<KvServer>(io, std::move(options), std::move(plan));
+      }),
+      port_(io_.on_io([](KvServer& s) { return s.port(); })) {}
 
 LogCapture::LogCapture()
     : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(10000)),

@@ -1,13 +1,10 @@
-// Test helpers: a KvServer on 127.0.0.1:0 driven by its own io_context thread (as the
-// launcher's single thread would), plans for H hosts x S slots, and a capture of the lines
-// logged on the "launcher" logger.
+// Test helpers: a KvServer on 127.0.0.1:0 on its own io thread (tests/support/io_thread.h), plans
+// for H hosts x S slots, and a capture of the lines logged on the "launcher" logger.
 #pragma once
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <cstddef>
 #include <functional>
 #include <future>
@@ -18,6 +15,7 @@
 #include <vector>
 
 #include "launcher/horovod/kv_server.h"
+#include "tests/support/io_thread.h"
 
 namespace hvdrun::launcher::horovod::test {
 
@@ -34,37 +32,21 @@ KvPlan plan_of(const std::vector<Slot>& slots);
 class KvServerThread {
  public:
   explicit KvServerThread(KvServerOptions options = {}, KvPlan plan = {});
-  ~KvServerThread();
-  KvServerThread(const KvServerThread&) = delete;
-  KvServerThread& operator=(const KvServerThread&) = delete;
 
   std::uint16_t port() const noexcept { return port_; }
-  // Runs f on the io thread and returns its result.
-  template <class F>
-  auto on_io(F f) -> decltype(f()) {
-    std::packaged_task<decltype(f())()> task(std::move(f));
-    auto result = task.get_future();
-    post(std::function<void()>([&task] { task(); }));
-    return result.get();
-  }
   KvServerStats stats() {
-    return on_io([this] { return server_->stats(); });
+    return io_.on_io([](KvServer& s) { return s.stats(); });
   }
   void close() {
-    on_io([this] { server_->close(); });
+    io_.on_io([](KvServer& s) { s.close(); });
   }
   void reset(KvPlan plan) {
-    on_io([this, &plan] { server_->reset(std::move(plan)); });
+    io_.on_io([&plan](KvServer& s) { s.reset(std::move(plan)); });
   }
 
  private:
-  void post(std::function<void()> f);
-
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::unique_ptr<KvServer> server_;
+  hvdrun::test::IoThread<KvServer> io_;
   std::uint16_t port_ = 0;
-  std::thread thread_;
 };
 
 // Registers a "launcher" logger (level debug) that keeps the lines it gets; the previous

@@ -32,24 +32,13 @@ std::vector<Slot> make_slots(int n, int per_host) {
 }
 
 ServerThread::ServerThread(ServerOptions options, ServerCallbacks callbacks)
-    : guard_(boost::asio::make_work_guard(io_)) {
-  if (options.secret.empty()) options.secret = std::string(kSecret);
-  options.bind_address = "127.0.0.1";
-  options.port = 0;
-  server_ = std::make_unique<Server>(io_, std::move(options), std::move(callbacks));
-  port_ = server_->port();
-  thread_ = std::thread([this] { io_.run(); });
-}
-
-ServerThread::~ServerThread() {
-  boost::asio::post(io_, [this] { server_.reset(); });
-  guard_.reset();
-  thread_.join();
-}
-
-void ServerThread::post(std::function<void()> f) {
-  boost::asio::post(io_, std::move(f));
-}
+    : io_([&](boost::asio::io_context& io) {
+        if (options.secret.empty()) options.secret = std::string(kSecret);
+        options.bind_address = "127.0.0.1";
+        options.port = 0;
+        return std::make_unique<Server>(io, std::move(options), std::move(callbacks));
+      }),
+      port_(io_.on_io([](Server& s) { return s.port(); })) {}
 
 Join make_join(std::uint32_t slot) {
   Join j;

@@ -2,8 +2,6 @@
 // thread, slot tables, and a raw socket connection for sending hand-made frames.
 #pragma once
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -18,6 +16,7 @@
 #include "common/unique_fd.h"
 #include "protocol.h"
 #include "server.h"
+#include "tests/support/io_thread.h"
 
 namespace hvdrun::rdzv::test {
 
@@ -38,34 +37,18 @@ std::vector<std::uint8_t> frame_header(MsgType type, std::uint32_t length);
 class ServerThread {
  public:
   explicit ServerThread(ServerOptions options, ServerCallbacks callbacks = {});
-  ~ServerThread();
-  ServerThread(const ServerThread&) = delete;
-  ServerThread& operator=(const ServerThread&) = delete;
 
   Endpoint endpoint() const { return Endpoint{"127.0.0.1", port_}; }
-  // Runs f on the io thread and returns its result.
-  template <class F>
-  auto on_io(F f) -> decltype(f()) {
-    std::packaged_task<decltype(f())()> task(std::move(f));
-    auto result = task.get_future();
-    post(std::function<void()>([&task] { task(); }));
-    return result.get();
-  }
   std::size_t joined() {
-    return on_io([this] { return server_->joined(); });
+    return io_.on_io([](Server& s) { return s.joined(); });
   }
   void close() {
-    on_io([this] { server_->close(); });
+    io_.on_io([](Server& s) { s.close(); });
   }
 
  private:
-  void post(std::function<void()> f);
-
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::unique_ptr<Server> server_;
+  hvdrun::test::IoThread<Server> io_;
   std::uint16_t port_ = 0;
-  std::thread thread_;
 };
 
 Join make_join(std::uint32_t slot);

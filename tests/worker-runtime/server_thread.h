@@ -3,9 +3,6 @@
 // job_options() gives the worker Options of one slot.
 #pragma once
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -15,40 +12,28 @@
 #include "options.h"
 #include "ring_harness.h"
 #include "server.h"
+#include "tests/support/io_thread.h"
 
 namespace hvdrun {
 
 class ServerThread {
  public:
-  ServerThread(int slots, std::chrono::milliseconds start_timeout) : guard_(io_.get_executor()) {
-    rdzv::ServerOptions options;
-    options.secret = std::string(test::kSecret);
-    for (int s = 0; s < slots; ++s) {
-      options.slots.push_back({s, s, slots, 0, 1, 0, "localhost"});
-    }
-    options.start_timeout = start_timeout;
-    server_ = std::make_unique<rdzv::Server>(io_, options);
-    port_ = server_->port();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~ServerThread() {
-    std::promise<void> closed;
-    boost::asio::post(io_, [&] {
-      server_.reset();
-      closed.set_value();
-    });
-    closed.get_future().wait();
-    io_.stop();
-    thread_.join();
-  }
+  ServerThread(int slots, std::chrono::milliseconds start_timeout)
+      : io_([&](boost::asio::io_context& io) {
+          rdzv::ServerOptions options;
+          options.secret = std::string(test::kSecret);
+          for (int s = 0; s < slots; ++s) {
+            options.slots.push_back({s, s, slots, 0, 1, 0, "localhost"});
+          }
+          options.start_timeout = start_timeout;
+          return std::make_unique<rdzv::Server>(io, options);
+        }),
+        port_(io_.on_io([](rdzv::Server& s) { return s.port(); })) {}
   std::uint16_t port() const { return port_; }
 
  private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::unique_ptr<rdzv::Server> server_;
+  test::IoThread<rdzv::Server> io_;
   std::uint16_t port_ = 0;
-  std::thread thread_;
 };
 
 namespace test {
