@@ -58,6 +58,17 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   }
 }
 
+// The variables the launcher sets for each worker: an inherited value (hvdrun started from
+// inside another job) is never passed on. libhvdrun's settings (HVDRUN_TIMEOUT,
+// HVDRUN_BACKEND, HVDRUN_FUSION_*, ...) pass like any other variable.
+bool launcher_owned(const std::string& name) {
+  for (const char* owned : {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname,
+                            env::kStartTimeout, env::kLogLevel, env::kNetworkInterface}) {
+    if (name == owned) return true;
+  }
+  return false;
+}
+
 bool user_sets(const std::map<std::string, std::string>& launcher_env, const JobSpec& spec,
                const std::string& name) {
   return launcher_env.contains(name) ||
@@ -77,7 +88,7 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
                                             const RendezvousInfo& rendezvous) {
   std::map<std::string, std::string> env;
   for (const auto& [name, value] : launcher_env) {
-    if (!name.starts_with("HVDRUN_")) env.emplace(name, value);
+    if (!launcher_owned(name)) env.emplace(name, value);
   }
   for (const auto& [name, value] : spec.tuning_env) env[name] = value;
   for (const auto* name : {env::kHorovodGlooIface, env::kNcclSocketIfname}) {

@@ -1,5 +1,6 @@
 // worker_environment(): per-slot values win over inherited ones, -x sets and forwards,
-// inherited HVDRUN_* are dropped, output sorted with one entry per name.
+// inherited launcher variables are replaced while libhvdrun's settings pass, output sorted
+// with one entry per name.
 #include "worker_env.h"
 
 #include <gmock/gmock.h>
@@ -113,14 +114,21 @@ TEST(WorkerEnv, PerSlotValuesWinOverInheritedOnes) {
   EXPECT_EQ(env.at("MASTER_PORT"), "40001");
 }
 
-TEST(WorkerEnv, InheritedHvdrunVariablesAreDropped) {
+TEST(WorkerEnv, InheritedLauncherVariablesAreReplacedAndRuntimeSettingsPass) {
   const auto f = heterogeneous();
-  const Env inherited = {
-      {"HVDRUN_SECRET", "old"}, {"HVDRUN_TIMEOUT", "3"}, {"HVDRUN_BACKEND", "x"}};
+  const Env inherited = {{"HVDRUN_SECRET", "old"},
+                         {"HVDRUN_NETWORK_INTERFACE", "eth9"},
+                         {"HVDRUN_TIMEOUT", "3"},
+                         {"HVDRUN_BACKEND", "cpu"},
+                         {"HVDRUN_FUSION_MODE", "group"},
+                         {"HVDRUN_FUSION_THRESHOLD", "64K"}};
   const auto env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
   EXPECT_EQ(env.at("HVDRUN_SECRET"), "cafe01");
-  EXPECT_THAT(env, Not(Contains(Key("HVDRUN_TIMEOUT"))));
-  EXPECT_THAT(env, Not(Contains(Key("HVDRUN_BACKEND"))));
+  EXPECT_THAT(env, Not(Contains(Key("HVDRUN_NETWORK_INTERFACE"))));
+  EXPECT_EQ(env.at("HVDRUN_TIMEOUT"), "3");
+  EXPECT_EQ(env.at("HVDRUN_BACKEND"), "cpu");
+  EXPECT_EQ(env.at("HVDRUN_FUSION_MODE"), "group");
+  EXPECT_EQ(env.at("HVDRUN_FUSION_THRESHOLD"), "64K");
 }
 
 TEST(WorkerEnv, ExportsSetAndForward) {
