@@ -4,8 +4,9 @@
 // pipelined column (k enqueues, one synchronize) is the floor without per-call completion.
 // Batches alternate hvdrun/raw; each size reports the median of kReps batches. Bus bandwidth
 // follows nccl-tests (busbw = algbw * 2(n-1)/n, 0 for one rank, so algbw is shown too).
-// Then fusion: 256 tensors of 16 KiB, allreduce_many (mode from HVDRUN_FUSION_MODE) against one
-// hvdrun::allreduce per tensor and a raw ncclGroupStart/End of 256 ncclAllReduce.
+// Then fusion: 256 tensors of 16 KiB (also 1024 x 1 KiB, 64 x 256 KiB, 16 x 4 MiB),
+// allreduce_many (mode from HVDRUN_FUSION_MODE) against one hvdrun::allreduce per tensor and a
+// raw ncclGroupStart/End of one ncclAllReduce per tensor.
 // usage: hvdrun -np 1 build/bench/nccl_bench [--fusion-only] [max_bytes=1073741824]
 // Exit 77 with a message when no CUDA device is visible.
 #include <cuda_runtime.h>
@@ -110,14 +111,13 @@ void sweep(std::size_t max_bytes, ncclComm_t comm) {
   }
 }
 
-void fusion(ncclComm_t comm) {
-  constexpr int kTensors = 256;
-  constexpr std::size_t kCount = 16384 / sizeof(float);
-  Device d(kTensors * kCount * sizeof(float));
+void fusion(ncclComm_t comm, int tensor_count, std::size_t tensor_bytes) {
+  const std::size_t count = tensor_bytes / sizeof(float);
+  Device d(tensor_count * count * sizeof(float));
   std::vector<hvdrun::DeviceTensor> tensors;
-  for (int i = 0; i < kTensors; ++i) {
+  for (int i = 0; i < tensor_count; ++i) {
     tensors.push_back(
-        {static_cast<float*>(d.send) + i * kCount, kCount, hvdrun::DataType::kFloat32});
+        {static_cast<float*>(d.send) + i * count, count, hvdrun::DataType::kFloat32});
   }
   const auto fused = [&] { hvdrun::allreduce_many(tensors, hvdrun::ReduceOp::kSum, d.stream); };
   const auto unfused = [&] {
@@ -141,8 +141,9 @@ void fusion(ncclComm_t comm) {
     tg.push_back(per_call(20, raw_group, [] {}));
   }
   const double fu = median(tf), un = median(tu), gr = median(tg);
-  std::printf("# fusion: %d tensors x 16 KiB float32 sum, mode %s, threshold %s\n", kTensors,
-              mode ? mode : "pack (default)", threshold ? threshold : "64 MiB (default)");
+  std::printf("# fusion: %d tensors x %zu KiB float32 sum, mode %s, threshold %s\n", tensor_count,
+              tensor_bytes >> 10, mode ? mode : "group (default)",
+              threshold ? threshold : "64 MiB (default)");
   std::printf("  fused_us %.1f  unfused_us %.1f  speedup %.2fx  raw_nccl_group_us %.1f\n", fu * 1e6,
               un * 1e6, un / fu, gr * 1e6);
 }
@@ -174,7 +175,11 @@ int main(int argc, char** argv) {
       std::printf("# GPU %d, NCCL %d, %d rank(s)\n", hvdrun::gpu_device(), version, hvdrun::size());
     }
     if (!fusion_only) sweep(max_bytes, comm);
-    fusion(comm);
+    // The headline shape (256 x 16 KiB), then many tiny and few large tensors.
+    fusion(comm, 256, 16 << 10);
+    fusion(comm, 1024, 1 << 10);
+    fusion(comm, 64, 256 << 10);
+    fusion(comm, 16, 4 << 20);
   } catch (const hvdrun::Error& e) {
     std::fprintf(stderr, "nccl_bench: %s\n", e.what());
     return 1;

@@ -92,7 +92,8 @@ void attach_device_backend(Communicator& communicator, rdzv::Client* client,
   }
 #ifdef HVDRUN_HAVE_NCCL
   communicator.set_device_backend(
-      nccl::start_nccl_backend(communicator.topology(), choice.device, client, options),
+      nccl::start_nccl_backend(communicator.topology(), choice.device, client, options,
+                               &communicator.abort_signal()),
       choice.reason);
 #else
   (void)client;

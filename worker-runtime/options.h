@@ -22,9 +22,10 @@ namespace env {
 inline constexpr const char* kGpuDevice = "HVDRUN_GPU_DEVICE";
 // 1: one GPU per local rank, an error when local ranks exceed devices.
 inline constexpr const char* kGpuExclusive = "HVDRUN_GPU_EXCLUSIVE";
-// Bytes up to which allreduce_many packs tensors into one collective (default 64 MiB; 0: off).
+// Bytes up to which allreduce_many packs tensors into one collective in pack mode (default
+// 64 MiB); 0 turns fusion off in both modes.
 inline constexpr const char* kFusionThreshold = "HVDRUN_FUSION_THRESHOLD";
-// allreduce_many strategy: pack or group.
+// allreduce_many strategy: group (default) or pack.
 inline constexpr const char* kFusionMode = "HVDRUN_FUSION_MODE";
 }  // namespace env
 
@@ -39,7 +40,7 @@ struct Options {
   std::string network_interface;  // HVDRUN_NETWORK_INTERFACE (data_address.h); empty: default
   nccl::GpuRequest gpu;  // HVDRUN_BACKEND (cpu|nccl|auto), HVDRUN_GPU_DEVICE, HVDRUN_GPU_EXCLUSIVE
   std::size_t fusion_threshold = nccl::kDefaultFusionThreshold;  // HVDRUN_FUSION_THRESHOLD
-  nccl::FusionMode fusion_mode = nccl::FusionMode::kPack;        // HVDRUN_FUSION_MODE
+  nccl::FusionMode fusion_mode = nccl::FusionMode::kGroup;        // HVDRUN_FUSION_MODE
 };
 
 // Returns the value of an environment variable or nullptr.

@@ -50,7 +50,7 @@ TEST(GpuOptions, Defaults) {
   EXPECT_FALSE(o.gpu.device.has_value());
   EXPECT_FALSE(o.gpu.exclusive);
   EXPECT_EQ(o.fusion_threshold, std::size_t{64} << 20);
-  EXPECT_EQ(o.fusion_mode, nccl::FusionMode::kPack);
+  EXPECT_EQ(o.fusion_mode, nccl::FusionMode::kGroup);
 }
 
 TEST(GpuOptions, Values) {
@@ -58,12 +58,12 @@ TEST(GpuOptions, Values) {
                      {"HVDRUN_GPU_DEVICE", "3"},
                      {"HVDRUN_GPU_EXCLUSIVE", "1"},
                      {"HVDRUN_FUSION_THRESHOLD", "0"},
-                     {"HVDRUN_FUSION_MODE", "group"}});
+                     {"HVDRUN_FUSION_MODE", "pack"}});
   EXPECT_EQ(o.gpu.backend, nccl::BackendRequest::kCpu);
   EXPECT_EQ(o.gpu.device, 3);
   EXPECT_TRUE(o.gpu.exclusive);
   EXPECT_EQ(o.fusion_threshold, 0u);
-  EXPECT_EQ(o.fusion_mode, nccl::FusionMode::kGroup);
+  EXPECT_EQ(o.fusion_mode, nccl::FusionMode::kPack);
   EXPECT_EQ(parse({{"HVDRUN_BACKEND", "nccl"}}).gpu.backend, nccl::BackendRequest::kNccl);
   EXPECT_EQ(parse({{"HVDRUN_BACKEND", "auto"}}).gpu.backend, nccl::BackendRequest::kAuto);
   EXPECT_FALSE(parse({{"HVDRUN_GPU_EXCLUSIVE", "no"}}).gpu.exclusive);
@@ -71,7 +71,7 @@ TEST(GpuOptions, Values) {
   EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "64K"}}).fusion_threshold, 64u << 10);
   EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "128M"}}).fusion_threshold, 128u << 20);
   EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "1GiB"}}).fusion_threshold, 1u << 30);
-  EXPECT_EQ(parse({{"HVDRUN_FUSION_MODE", "pack"}}).fusion_mode, nccl::FusionMode::kPack);
+  EXPECT_EQ(parse({{"HVDRUN_FUSION_MODE", "group"}}).fusion_mode, nccl::FusionMode::kGroup);
 }
 
 TEST(GpuOptions, MalformedValuesNameVariableAndValue) {

@@ -19,7 +19,7 @@ struct BackendSettings {
   int device = 0;
   std::chrono::milliseconds timeout{60000};  // HVDRUN_TIMEOUT: bound of every collective
   std::size_t fusion_threshold = kDefaultFusionThreshold;
-  FusionMode fusion_mode = FusionMode::kPack;
+  FusionMode fusion_mode = FusionMode::kGroup;
 };
 
 class NcclBackend final : public DeviceCollectives {

@@ -23,7 +23,8 @@ long long ms(Clock::duration d) {
 
 }  // namespace
 
-NcclComm NcclComm::create(const ncclUniqueId& id, int rank, int size, milliseconds limit) {
+NcclComm NcclComm::create(const ncclUniqueId& id, int rank, int size, milliseconds limit,
+                          const AbortSignal* abort) {
   const auto start = Clock::now();
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
@@ -31,6 +32,7 @@ NcclComm NcclComm::create(const ncclUniqueId& id, int rank, int size, millisecon
   ncclComm_t raw = nullptr;
   const ncclResult_t result = ncclCommInitRankConfig(&raw, size, id, rank, &config);
   NcclComm comm(raw, rank, size);
+  comm.abort_signal_ = abort;
   if (raw == nullptr) {
     throw BackendError(comm.where("ncclCommInitRankConfig") + ": " + result_text(result) +
                        "; NCCL: " + ncclGetLastError(nullptr));
@@ -150,10 +152,20 @@ void NcclComm::aborted(const char* op) {
   throw AbortedError(message);
 }
 
+// ncclCommAbort stops NCCL's own kernels and threads, but returns only once the work queued
+// ahead of NCCL's on the stream (the program's kernels) has finished: a long one shows here.
 void NcclComm::abort() noexcept {
   if (comm_ == nullptr) return;
+  const auto start = Clock::now();
   ncclCommAbort(comm_);
   comm_ = nullptr;
+  const auto took = ms(Clock::now() - start);
+  if (took >= 1000) {
+    runtime_log().warn("{}: ncclCommAbort took {} ms (it waits for the work queued before NCCL's)",
+                       where("abort"), took);
+  } else {
+    runtime_log().debug("{}: ncclCommAbort took {} ms", where("abort"), took);
+  }
 }
 
 // Finalize flushes outstanding work; bounded so that a lost peer cannot hold shutdown.

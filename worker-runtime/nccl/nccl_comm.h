@@ -21,9 +21,10 @@ class NcclComm {
  public:
   // Joins the communicator of `id` as `rank` of `size` on the current device. Every rank
   // calls it; returns when all have joined. On error or after `limit` the comm is aborted
-  // and BackendError / TimeoutError thrown. `timeout` bounds later collectives' waits.
+  // and BackendError / TimeoutError thrown; when `abort` is raised meanwhile, AbortedError.
+  // The communicator keeps watching `abort` (see set_abort_signal).
   static NcclComm create(const ncclUniqueId& id, int rank, int size,
-                         std::chrono::milliseconds limit);
+                         std::chrono::milliseconds limit, const AbortSignal* abort = nullptr);
   NcclComm() = default;
   ~NcclComm();
   NcclComm(NcclComm&& other) noexcept;

@@ -56,7 +56,8 @@ DeviceFacts probe_devices() {
 
 std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, int device,
                                                       rdzv::Client* client,
-                                                      const Options& options) {
+                                                      const Options& options,
+                                                      const AbortSignal* abort) {
   if (topology.size > 1 && client == nullptr) {
     throw UsageError("NCCL backend: " + std::to_string(topology.size) +
                      " ranks but no rendezvous to relay the unique id");
@@ -65,7 +66,8 @@ std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, 
   check_cuda(cudaSetDevice(device), "rank " + std::to_string(topology.rank) + ": cudaSetDevice(" +
                                         std::to_string(device) + ")");
   const ncclUniqueId id = exchange_id(topology, client, options.start_timeout);
-  NcclComm comm = NcclComm::create(id, topology.rank, topology.size, options.start_timeout);
+  NcclComm comm =
+      NcclComm::create(id, topology.rank, topology.size, options.start_timeout, abort);
   BackendSettings settings;
   settings.device = device;
   settings.timeout = options.timeout;

@@ -21,8 +21,10 @@ DeviceFacts probe_devices();
 // Every rank calls it after choosing NCCL on `device`. Rank 0 creates the id (its bootstrap
 // root lives in this process) and posts it; the others fetch it within the start timeout.
 // `client` may be null only for a world of one. Errors keep their kind (BackendError,
-// TimeoutError, NetworkError, ...).
+// TimeoutError, NetworkError, ...); raising `abort` ends the communicator's creation with
+// AbortedError, and the backend keeps watching it.
 std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, int device,
-                                                      rdzv::Client* client, const Options& options);
+                                                      rdzv::Client* client, const Options& options,
+                                                      const AbortSignal* abort);
 
 }  // namespace hvdrun::nccl
