@@ -3,7 +3,7 @@
 
 namespace hvdrun::launcher {
 
-WorkerEndDecision FailFastPolicy::on_worker_end(const WorkerId& /*worker*/, const RankEnd& end) {
+WorkerEndDecision FailFastPolicy::on_worker_end(const WorkerId& /*worker*/, const ProcessEnd& end) {
   return end.success() ? WorkerEndDecision::kContinue : WorkerEndDecision::kTerminateJob;
 }
 

@@ -18,14 +18,14 @@ enum class WorkerEndDecision {
 class FailurePolicy {
  public:
   virtual ~FailurePolicy() = default;
-  virtual WorkerEndDecision on_worker_end(const WorkerId& worker, const RankEnd& end) = 0;
+  virtual WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) = 0;
 };
 
 // Static jobs: a worker that exits non-zero, dies by a signal or cannot be started fails the
 // job; one that exits 0 early is finished and the others go on.
 class FailFastPolicy final : public FailurePolicy {
  public:
-  WorkerEndDecision on_worker_end(const WorkerId& worker, const RankEnd& end) override;
+  WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
 };
 
 }  // namespace hvdrun::launcher

@@ -1,63 +1,11 @@
-// RankEnd, the job's exit status and its failure summary (job_outcome.h).
+// Outcome, the job's exit status and its failure summary (job_outcome.h).
 #include "job_outcome.h"
 
 #include "logging.h"
 
 namespace hvdrun::launcher {
 
-RankEnd RankEnd::from_local(ExitStatus status, std::string cause) {
-  const auto kind = status.kind == ExitStatus::Kind::kExited ? Kind::kExited : Kind::kSignaled;
-  return {kind, status.value, std::move(cause)};
-}
-
-RankEnd RankEnd::from_remote(const ssh::RemoteExit& exit) {
-  using K = ssh::RemoteExit::Kind;
-  switch (exit.kind) {
-    case K::kExited:
-      return {Kind::kExited, exit.value, {}};
-    case K::kSignaled:
-      if (exit.value != 0) return {Kind::kSignaled, exit.value, {}};
-      return {Kind::kFailed, 0, "killed by signal " + exit.message};
-    case K::kFailedToStart:
-    case K::kLostConnection:
-      return {Kind::kFailed, 0, exit.message};
-  }
-  return {Kind::kFailed, 0, exit.message};
-}
-
-int RankEnd::shell_code() const noexcept {
-  switch (kind) {
-    case Kind::kExited:
-      return value;
-    case Kind::kSignaled:
-      return 128 + value;
-    case Kind::kFailed:
-      return 255;
-  }
-  return 255;
-}
-
-std::string RankEnd::describe() const {
-  switch (kind) {
-    case Kind::kExited:
-    case Kind::kSignaled: {
-      const auto status =
-          kind == Kind::kExited ? ExitStatus::exited(value) : ExitStatus::signaled(value);
-      return status.describe() + (message.empty() ? "" : " (" + message + ")");
-    }
-    case Kind::kFailed:
-      return message;
-  }
-  return message;
-}
-
-std::string RankEnd::what_happened() const {
-  if (kind == Kind::kExited) return "exited with code " + std::to_string(value);
-  if (kind == Kind::kSignaled) return "was " + ExitStatus::signaled(value).describe();
-  return "failed: " + message;
-}
-
-Outcome Outcome::worker_failed(const WorkerId& worker, const Slot& slot, RankEnd end) {
+Outcome Outcome::worker_failed(const WorkerId& worker, const Slot& slot, ProcessEnd end) {
   Outcome outcome;
   outcome.kind = Kind::kWorkerFailed;
   outcome.worker = worker;

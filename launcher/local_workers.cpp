@@ -146,14 +146,14 @@ bool LocalWorkers::streams_open(const WorkerId& worker) const {
 // Exits of one pass, those killed by a signal the launcher did not send first: when a rank
 // is SIGKILLed and its peers exit 1 because it vanished, the signalled one is the cause.
 void LocalWorkers::reap() {
-  std::vector<std::pair<Worker*, ExitStatus>> ended;
+  std::vector<std::pair<Worker*, ProcessEnd>> ended;
   for (auto& [id, w] : workers_) {
     if (w->exited) continue;
     if (auto status = w->child.try_reap()) ended.emplace_back(w.get(), *status);
   }
   if (!signalled_) {
     std::stable_partition(ended.begin(), ended.end(), [](const auto& e) {
-      return e.second.kind == ExitStatus::Kind::kSignaled;
+      return e.second.kind == ProcessEnd::Kind::kSignaled;
     });
   }
   for (auto& [w, status] : ended) on_exit(*w, status);
@@ -172,20 +172,20 @@ void LocalWorkers::forget_empty_groups() {
   }
 }
 
-void LocalWorkers::on_exit(Worker& w, ExitStatus status) {
+void LocalWorkers::on_exit(Worker& w, ProcessEnd status) {
   w.exited = true;
   spdlog::get("launcher")
       ->debug("rank {} (pid {}) ended: {}", w.slot.rank, w.child.pid(), status.describe());
   std::string cause;
   if (w.exec_errno != 0) {
     cause = "cannot run '" + program_ + "': " + std::strerror(w.exec_errno);
-  } else if (status.kind == ExitStatus::Kind::kSignaled && status.value == SIGPIPE &&
+  } else if (status.kind == ProcessEnd::Kind::kSignaled && status.value == SIGPIPE &&
              (dropped(StreamKind::kStdout) || dropped(StreamKind::kStderr))) {
     cause = "hvdrun's output was closed by its reader, e.g. `| head`";
   }
-  auto end = RankEnd::from_local(status, std::move(cause));
-  end.pid = w.child.pid();
-  callbacks_.on_exit(w.id, std::move(end));
+  status.message = std::move(cause);
+  status.pid = w.child.pid();
+  callbacks_.on_exit(w.id, std::move(status));
 }
 
 void LocalWorkers::signal_all(int signo) {

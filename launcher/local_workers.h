@@ -27,7 +27,7 @@ namespace hvdrun::launcher {
 class LocalWorkers {
  public:
   struct Callbacks {
-    std::function<void(const WorkerId& worker, RankEnd end)> on_exit;
+    std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
     std::function<void(const WorkerId& worker)> on_stream_closed;  // a pipe reached EOF or closed
   };
 
@@ -69,7 +69,7 @@ class LocalWorkers {
     bool group_empty = false;  // kill(-pgid, 0) said ESRCH: never signal that id again
   };
   boost::asio::awaitable<void> pump(Worker& w, StreamKind kind);
-  void on_exit(Worker& w, ExitStatus status);
+  void on_exit(Worker& w, ProcessEnd status);
   void drop_streams(StreamKind kind);
   bool dropped(StreamKind kind) const { return dropped_[kind == StreamKind::kStderr ? 1 : 0]; }
   void forget_empty_groups();

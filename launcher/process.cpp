@@ -132,21 +132,6 @@ int max_fd_limit() {
 
 }  // namespace
 
-ExitStatus ExitStatus::decode(int wait_status) {
-  if (WIFSIGNALED(wait_status)) return signaled(WTERMSIG(wait_status));
-  return exited(WEXITSTATUS(wait_status));
-}
-
-std::string signal_name(int signo) {
-  const char* abbrev = ::sigabbrev_np(signo);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
-}
-
-std::string ExitStatus::describe() const {
-  if (kind == Kind::kExited) return "exit code " + std::to_string(value);
-  return "killed by signal " + signal_name(value) + " (" + std::to_string(value) + ")";
-}
-
 Child::~Child() {
   kill_and_reap();
 }
@@ -175,7 +160,7 @@ void Child::kill_and_reap() noexcept {
   reaped_ = true;
 }
 
-std::optional<ExitStatus> Child::try_reap() {
+std::optional<ProcessEnd> Child::try_reap() {
   if (pid_ <= 0 || reaped_) return std::nullopt;
   int status = 0;
   pid_t got;
@@ -185,10 +170,10 @@ std::optional<ExitStatus> Child::try_reap() {
   if (got == 0) return std::nullopt;
   if (got < 0) throw Error("waitpid(" + std::to_string(pid_) + ") failed: " + errno_text(errno));
   reaped_ = true;
-  return ExitStatus::decode(status);
+  return ProcessEnd::decode(status);
 }
 
-ExitStatus Child::wait() {
+ProcessEnd Child::wait() {
   if (pid_ <= 0 || reaped_) throw Error("waitpid: no child to wait for");
   int status = 0;
   pid_t got;
@@ -197,7 +182,7 @@ ExitStatus Child::wait() {
   } while (got < 0 && errno == EINTR);
   if (got < 0) throw Error("waitpid(" + std::to_string(pid_) + ") failed: " + errno_text(errno));
   reaped_ = true;
-  return ExitStatus::decode(status);
+  return ProcessEnd::decode(status);
 }
 
 int Child::signal_group(int signo) const noexcept {

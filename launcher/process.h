@@ -1,6 +1,6 @@
 // Local processes: the RAII owner of children, the fork/exec spawner of workers
 // (own process group, parent-death signal, stdout/stderr on pipes, exec errors reported
-// through a close-on-exec pipe), and the one decoder of wait statuses.
+// through a close-on-exec pipe), reaped into ProcessEnd (common/process_end.h).
 #pragma once
 
 #include <signal.h>
@@ -10,30 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "common/process_end.h"
 #include "common/unique_fd.h"
 
 namespace hvdrun::launcher {
-
-// How a child ended, decoded once from a wait status.
-struct ExitStatus {
-  enum class Kind { kExited, kSignaled };
-  Kind kind = Kind::kExited;
-  int value = 0;  // exit code or signal number
-
-  static ExitStatus exited(int code) { return {Kind::kExited, code}; }
-  static ExitStatus signaled(int signo) { return {Kind::kSignaled, signo}; }
-  static ExitStatus decode(int wait_status);
-
-  bool success() const noexcept { return kind == Kind::kExited && value == 0; }
-  // The shell's convention: the exit code, or 128 + signal number.
-  int shell_code() const noexcept { return kind == Kind::kExited ? value : 128 + value; }
-  // "exit code 3" or "killed by signal SIGSEGV (11)".
-  std::string describe() const;
-  bool operator==(const ExitStatus&) const = default;
-};
-
-// "SIGSEGV" for 11; "signal 99" for numbers without a name.
-std::string signal_name(int signo);
 
 // A child process that leads its own process group (pgid == pid). If destroyed before it
 // was reaped, SIGKILLs its whole group and reaps it. Move-only; used on one thread.
@@ -51,9 +31,9 @@ class Child {
   pid_t pgid() const noexcept { return pid_; }
   bool reaped() const noexcept { return reaped_; }
   // waitpid(WNOHANG) in an EINTR loop: the status if the child has ended, else nullopt.
-  std::optional<ExitStatus> try_reap();
+  std::optional<ProcessEnd> try_reap();
   // Blocking waitpid in an EINTR loop.
-  ExitStatus wait();
+  ProcessEnd wait();
   // kill(-pgid, signo). Returns 0 or the errno (ESRCH: the group is empty).
   int signal_group(int signo) const noexcept;
   // Gives up ownership: returns the pid, which the caller now reaps (and kills) itself.

@@ -63,7 +63,7 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
       if (!closed_) on_output(number, stream, bytes);
     });
   };
-  events.on_exit = [this](int number, ssh::RemoteExit exit) {
+  events.on_exit = [this](int number, ProcessEnd exit) {
     asio::post(io_, [this, number, exit = std::move(exit)] {
       if (!closed_) on_exit(number, exit);
     });
@@ -110,7 +110,7 @@ void RemoteWorkers::on_output(int number, ssh::OutputStream stream, const std::s
   splitter.feed(bytes, [&](std::string_view chunk) { sink_.write(id, kind, chunk); });
 }
 
-void RemoteWorkers::on_exit(int number, const ssh::RemoteExit& exit) {
+void RemoteWorkers::on_exit(int number, const ProcessEnd& exit) {
   auto it = running_.find(number);
   if (it == running_.end()) return;
   const WorkerId id = it->second.id;
@@ -119,7 +119,7 @@ void RemoteWorkers::on_exit(int number, const ssh::RemoteExit& exit) {
   it->second.err.finish(
       [&](std::string_view chunk) { sink_.write(id, StreamKind::kStderr, chunk); });
   running_.erase(it);
-  callbacks_.on_exit(id, RankEnd::from_remote(exit));
+  callbacks_.on_exit(id, exit);
 }
 
 void RemoteWorkers::terminate_all(int signo) {

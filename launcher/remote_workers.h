@@ -1,6 +1,6 @@
 // The workers on other hosts: one RemoteSpawner (ssh/remote_spawn.h) per job, its events
 // posted from the host threads onto the io_context, their output cut into lines and written
-// through the same OutputSink as local output, their ends reported as RankEnds, all keyed by
+// through the same OutputSink as local output, their ends reported as ProcessEnds, all keyed by
 // WorkerId (the SSH layer routes by a number this class gives each worker). Reads JobSpec:
 // ssh_port, ssh_identity_file, ssh_host_key_check, remote_hvdrun, start_timeout, verbose.
 // Lifetime: owned by the supervisor, used on the io thread only; close() (or destruction)
@@ -31,7 +31,7 @@ class RemoteWorkers {
   struct Callbacks {
     std::function<void(std::size_t host, ssh::HostReady ready)> on_host_ready;
     std::function<void(std::size_t host, ssh::HostFailed failed)> on_host_failed;
-    std::function<void(const WorkerId& worker, RankEnd end)> on_exit;
+    std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
   };
 
   // One worker to start on a remote host (already registered with the OutputSink).
@@ -72,7 +72,7 @@ class RemoteWorkers {
   ssh::RemoteEvents posting_events();
   void on_output(int number, ssh::OutputStream stream, const std::string& bytes);
   void on_started(int number);
-  void on_exit(int number, const ssh::RemoteExit& exit);
+  void on_exit(int number, const ProcessEnd& exit);
 
   boost::asio::io_context& io_;
   OutputSink& sink_;

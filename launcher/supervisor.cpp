@@ -79,7 +79,7 @@ class Supervisor {
         drain_timer_(io),
         announce_timer_(io),
         local_(io, watchdog, sink,
-               {[this](const WorkerId& id, RankEnd end) { on_worker_exit(id, std::move(end)); },
+               {[this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
                 [this](const WorkerId& id) { on_stream_closed(id); }}) {
     for (const auto& slot : slots) {
       sink_.add_worker(first_worker(slot), slot.rank);
@@ -102,7 +102,7 @@ class Supervisor {
   void on_host_failed(std::size_t host, const ssh::HostFailed& failed);
   void start_workers();
   RendezvousInfo rendezvous_for(std::size_t host) const;
-  void on_worker_exit(const WorkerId& id, RankEnd end);
+  void on_worker_exit(const WorkerId& id, ProcessEnd end);
   void on_stream_closed(const WorkerId& id);
   void announce_failure();
   void wait_signal();
@@ -119,7 +119,7 @@ class Supervisor {
   // A worker of the job: its slot (rank and topology in this generation) and how it ended.
   struct WorkerRecord {
     Slot slot;
-    std::optional<RankEnd> end;
+    std::optional<ProcessEnd> end;
   };
 
   asio::io_context& io_;
@@ -165,7 +165,7 @@ void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
       RemoteWorkers::Callbacks{
           [this](std::size_t host, ssh::HostReady ready) { on_host_ready(host, std::move(ready)); },
           [this](std::size_t host, ssh::HostFailed failed) { on_host_failed(host, failed); },
-          [this](const WorkerId& id, RankEnd end) { on_worker_exit(id, std::move(end)); }});
+          [this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); }});
 }
 
 void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
@@ -232,7 +232,7 @@ void Supervisor::start_workers() {
   local_.reap();  // exits that happened before the first SIGCHLD wait
 }
 
-void Supervisor::on_worker_exit(const WorkerId& id, RankEnd end) {
+void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
   const auto it = workers_.find(id);
   if (it == workers_.end() || it->second.end) return;
   auto& record = it->second;

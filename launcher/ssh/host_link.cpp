@@ -53,8 +53,8 @@ class HostLoop {
       try {
         input = encode_agent_spec({worker.cwd, std::move(worker.env), std::move(worker.argv)});
       } catch (const Error& e) {
-        emit_exit(worker.id, {RemoteExit::Kind::kFailedToStart, 0,
-                              worker.label + " on " + session_.where() + ": " + e.what()});
+        emit_exit(worker.id, ProcessEnd::failed_to_start(worker.label + " on " +
+                                                          session_.where() + ": " + e.what()));
         continue;
       }
       entries_.push_back({worker.id, worker.label,
@@ -114,7 +114,7 @@ class HostLoop {
     Clock::time_point queued;
   };
 
-  void emit_exit(int id, RemoteExit exit) {
+  void emit_exit(int id, ProcessEnd exit) {
     if (!stopping_()) events_.on_exit(id, std::move(exit));
   }
 
@@ -154,10 +154,8 @@ class HostLoop {
     failure_ = message;
     if (!stopping_()) ssh_logger()->error("{}", message);
     for (auto& entry : entries_) {
-      RemoteExit exit{entry.command->started() ? RemoteExit::Kind::kLostConnection
-                                               : RemoteExit::Kind::kFailedToStart,
-                      0, message};
-      emit_exit(entry.id, std::move(exit));
+      emit_exit(entry.id, entry.command->started() ? ProcessEnd::lost_connection(message)
+                                                   : ProcessEnd::failed_to_start(message));
     }
     entries_.clear();
     return false;
@@ -304,7 +302,7 @@ void HostLink::fail_queued(const std::string& message) {
       if (auto* start = std::get_if<Start>(&command)) {
         for (const auto& worker : start->workers) {
           if (!stopping()) {
-            events_.on_exit(worker.id, {RemoteExit::Kind::kFailedToStart, 0, message});
+            events_.on_exit(worker.id, ProcessEnd::failed_to_start(message));
           }
         }
       }

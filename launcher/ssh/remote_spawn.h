@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/process_end.h"
 #include "remote_exit.h"
 #include "ssh_error.h"
 #include "ssh_options.h"
@@ -70,7 +71,7 @@ struct RemoteEvents {
   std::function<void(HostFailed)> on_host_failed;
   std::function<void(int id)> on_started;
   std::function<void(int id, OutputStream stream, std::string bytes)> on_output;
-  std::function<void(int id, RemoteExit exit)> on_exit;
+  std::function<void(int id, ProcessEnd exit)> on_exit;
 };
 
 class RemoteSpawner {

@@ -38,28 +38,6 @@ int signal_from_ssh_name(const std::string& name) {
   return 0;
 }
 
-int RemoteExit::shell_code() const noexcept {
-  switch (kind) {
-    case Kind::kExited:
-      return value;
-    case Kind::kSignaled:
-      return 128 + value;
-    default:
-      return 255;
-  }
-}
-
-std::string RemoteExit::describe() const {
-  switch (kind) {
-    case Kind::kExited:
-      return "exit code " + std::to_string(value);
-    case Kind::kSignaled:
-      return "killed by signal SIG" + message + " (" + std::to_string(value) + ")";
-    default:
-      return message;
-  }
-}
-
 RemoteCommand::RemoteCommand(LIBSSH2_SESSION* session, std::string where, std::string command,
                              std::string input)
     : session_(session),
@@ -72,8 +50,8 @@ RemoteCommand::~RemoteCommand() = default;
 bool RemoteCommand::fail(int rc, const std::string& what) {
   const bool was_running = started();
   session_failed_ = is_session_error(rc);
-  result_.kind = was_running ? RemoteExit::Kind::kLostConnection : RemoteExit::Kind::kFailedToStart;
-  result_.message = (result_.kind == RemoteExit::Kind::kLostConnection
+  result_.kind = was_running ? ProcessEnd::Kind::kLostConnection : ProcessEnd::Kind::kFailedToStart;
+  result_.message = (result_.kind == ProcessEnd::Kind::kLostConnection
                          ? "lost connection to host " + where_ + ": "
                          : "cannot start the remote command on " + where_ + ": ") +
                     what + ": " + last_error(session_);
@@ -83,7 +61,7 @@ bool RemoteCommand::fail(int rc, const std::string& what) {
 
 void RemoteCommand::abandon(const std::string& message) {
   if (state_ == State::kDone) return;
-  result_ = {RemoteExit::Kind::kFailedToStart, 0, message};
+  result_ = ProcessEnd::failed_to_start(message);
   state_ = State::kDone;
 }
 
@@ -185,9 +163,10 @@ bool RemoteCommand::step_close() {
   if (signal_name != nullptr) {
     const std::string name(signal_name, signal_length);
     libssh2_free(session_, signal_name);
-    result_ = {RemoteExit::Kind::kSignaled, signal_from_ssh_name(name), name};
+    const int signo = signal_from_ssh_name(name);
+    result_ = signo != 0 ? ProcessEnd::signaled(signo) : ProcessEnd{ProcessEnd::Kind::kSignaled, 0, name};
   } else {
-    result_ = {RemoteExit::Kind::kExited, libssh2_channel_get_exit_status(channel_.get()), {}};
+    result_ = ProcessEnd::exited(libssh2_channel_get_exit_status(channel_.get()));
   }
   state_ = State::kDone;
   return true;

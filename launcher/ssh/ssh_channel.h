@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/process_end.h"
 #include "remote_exit.h"
 
 namespace hvdrun::launcher::ssh {
@@ -44,7 +45,7 @@ class RemoteCommand {
   // Whether the remote command was ever running (stays true once it has ended).
   bool started() const noexcept { return started_; }
   bool session_failed() const noexcept { return session_failed_; }
-  const RemoteExit& result() const noexcept { return result_; }  // valid in kDone
+  const ProcessEnd& result() const noexcept { return result_; }  // valid in kDone
 
  private:
   bool step_open(bool may_open);
@@ -64,7 +65,7 @@ class RemoteCommand {
   bool session_failed_ = false;
   bool started_ = false;
   State state_ = State::kOpening;
-  RemoteExit result_;
+  ProcessEnd result_;
 };
 
 }  // namespace hvdrun::launcher::ssh

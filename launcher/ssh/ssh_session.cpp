@@ -178,14 +178,14 @@ ExecResult exec_command(SshSession& session, const std::string& command, const s
       ::poll(&p, 1, static_cast<int>(std::min<long>(left, 1000)));
     }
     libssh2_session_set_blocking(s, 1);
-    const RemoteExit& exit = remote.result();
-    if (exit.kind == RemoteExit::Kind::kFailedToStart ||
-        exit.kind == RemoteExit::Kind::kLostConnection) {
+    const ProcessEnd& exit = remote.result();
+    if (exit.kind == ProcessEnd::Kind::kFailedToStart ||
+        exit.kind == ProcessEnd::Kind::kLostConnection) {
       throw SshError(
-          exit.kind == RemoteExit::Kind::kLostConnection ? SshFailure::kLost : SshFailure::kChannel,
+          exit.kind == ProcessEnd::Kind::kLostConnection ? SshFailure::kLost : SshFailure::kChannel,
           exit.message);
     }
-    if (exit.kind == RemoteExit::Kind::kSignaled) {
+    if (exit.kind == ProcessEnd::Kind::kSignaled) {
       result.exit_signal = exit.message;
     } else {
       result.exit_code = exit.value;

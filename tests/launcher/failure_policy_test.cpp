@@ -10,13 +10,13 @@ namespace {
 TEST(FailFastPolicy, OnlyASuccessfulEndLetsTheJobGoOn) {
   FailFastPolicy policy;
   const WorkerId worker{0, 1, 0};
-  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kExited, 0, {}}),
+  EXPECT_EQ(policy.on_worker_end(worker, {ProcessEnd::Kind::kExited, 0, {}}),
             WorkerEndDecision::kContinue);
-  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kExited, 3, {}}),
+  EXPECT_EQ(policy.on_worker_end(worker, {ProcessEnd::Kind::kExited, 3, {}}),
             WorkerEndDecision::kTerminateJob);
-  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kSignaled, SIGKILL, {}}),
+  EXPECT_EQ(policy.on_worker_end(worker, {ProcessEnd::Kind::kSignaled, SIGKILL, {}}),
             WorkerEndDecision::kTerminateJob);
-  EXPECT_EQ(policy.on_worker_end(worker, {RankEnd::Kind::kFailed, 0, "lost connection"}),
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::lost_connection("lost connection")),
             WorkerEndDecision::kTerminateJob);
 }
 

@@ -45,7 +45,7 @@ TEST(LocalWorkers, OnePassReportsAForeignSignalBeforeANonZeroExit) {
   std::vector<int> order;
   LocalWorkers workers(
       io, watchdog, sink,
-      {[&](const WorkerId& id, RankEnd) { order.push_back(id.slot); }, [](const WorkerId&) {}});
+      {[&](const WorkerId& id, ProcessEnd) { order.push_back(id.slot); }, [](const WorkerId&) {}});
   std::vector<LocalWorkers::Launch> launches;
   for (int rank = 0; rank < 3; ++rank) {
     const Slot slot{rank, rank, 3, 0, 1, 0, "localhost"};
@@ -81,7 +81,7 @@ TEST(LocalWorkers, ASecondBatchJoinsRunningWorkers) {
   std::map<WorkerId, int> exits;
   LocalWorkers workers(
       io, watchdog, sink,
-      {[&](const WorkerId& id, RankEnd end) { exits[id] = end.value; }, [](const WorkerId&) {}});
+      {[&](const WorkerId& id, ProcessEnd end) { exits[id] = end.value; }, [](const WorkerId&) {}});
   const auto launch = [&](WorkerId id, int rank, const std::string& script) {
     const Slot slot{rank, id.slot, 2, 0, 1, id.host, "localhost"};
     sink.add_worker(id, rank);

@@ -24,14 +24,14 @@ std::string read_until_eof(const UniqueFd& fd) {
   return text;
 }
 
-TEST(ExitStatus, DecodesExitAndSignalStatuses) {
+TEST(ProcessEnd, DecodesExitAndSignalStatuses) {
   pid_t pid = ::fork();
   if (pid == 0) ::_exit(3);
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_EQ(ExitStatus::decode(status), ExitStatus::exited(3));
-  EXPECT_EQ(ExitStatus::decode(status).shell_code(), 3);
-  EXPECT_EQ(ExitStatus::decode(status).describe(), "exit code 3");
+  EXPECT_EQ(ProcessEnd::decode(status), ProcessEnd::exited(3));
+  EXPECT_EQ(ProcessEnd::decode(status).shell_code(), 3);
+  EXPECT_EQ(ProcessEnd::decode(status).describe(), "exit code 3");
 
   pid = ::fork();
   if (pid == 0) {
@@ -40,18 +40,18 @@ TEST(ExitStatus, DecodesExitAndSignalStatuses) {
     ::_exit(0);
   }
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ExitStatus decoded = ExitStatus::decode(status);
-  EXPECT_EQ(decoded, ExitStatus::signaled(SIGSEGV));
+  ProcessEnd decoded = ProcessEnd::decode(status);
+  EXPECT_EQ(decoded, ProcessEnd::signaled(SIGSEGV));
   EXPECT_FALSE(decoded.success());
   EXPECT_EQ(decoded.shell_code(), 128 + SIGSEGV);
   EXPECT_EQ(decoded.describe(), "killed by signal SIGSEGV (11)");
-  EXPECT_TRUE(ExitStatus::exited(0).success());
+  EXPECT_TRUE(ProcessEnd::exited(0).success());
 }
 
 TEST(Spawn, RunsBinTrueFromThePath) {
   Spawned s = spawn({"true"}, base_env());
   EXPECT_EQ(exec_error(s), 0);
-  EXPECT_EQ(s.child.wait(), ExitStatus::exited(0));
+  EXPECT_EQ(s.child.wait(), ProcessEnd::exited(0));
 }
 
 TEST(Spawn, CapturesStdoutAndStderrSeparately) {
@@ -59,7 +59,7 @@ TEST(Spawn, CapturesStdoutAndStderrSeparately) {
   EXPECT_EQ(exec_error(s), 0);
   EXPECT_EQ(read_until_eof(s.out), "out\n");
   EXPECT_EQ(read_until_eof(s.err), "err\n");
-  EXPECT_EQ(s.child.wait(), ExitStatus::exited(4));
+  EXPECT_EQ(s.child.wait(), ProcessEnd::exited(4));
 }
 
 TEST(Spawn, PassesExactlyTheGivenEnvironmentAndNullStdin) {
@@ -69,13 +69,13 @@ TEST(Spawn, PassesExactlyTheGivenEnvironmentAndNullStdin) {
   std::string out = read_until_eof(s.out);
   EXPECT_EQ(out.substr(0, 3), "42\n");  // then nothing from stdin, then the env count
   EXPECT_LE(std::stoi(out.substr(3)), 4);
-  EXPECT_EQ(s.child.wait(), ExitStatus::exited(0));
+  EXPECT_EQ(s.child.wait(), ProcessEnd::exited(0));
 }
 
 TEST(Spawn, MissingProgramReportsEnoentAndExits127) {
   Spawned s = spawn({"hvdrun-no-such-program"}, base_env());
   EXPECT_EQ(exec_error(s), ENOENT);
-  EXPECT_EQ(s.child.wait(), ExitStatus::exited(127));
+  EXPECT_EQ(s.child.wait(), ProcessEnd::exited(127));
   Spawned t = spawn({"/nonexistent/prog"}, base_env());
   EXPECT_EQ(exec_error(t), ENOENT);
   EXPECT_EQ(t.child.wait().shell_code(), 127);
@@ -89,7 +89,7 @@ TEST(Spawn, ChildLeadsItsOwnProcessGroupAndGetsNoExtraFds) {
   ::close(leaked);
   EXPECT_EQ(exec_error(s), 0);
   std::string out = read_until_eof(s.out);
-  EXPECT_EQ(s.child.wait(), ExitStatus::exited(0));
+  EXPECT_EQ(s.child.wait(), ProcessEnd::exited(0));
   ASSERT_NE(out.find('\n'), std::string::npos) << out;
   EXPECT_EQ(std::stoi(out), s.child.pid()) << out;
   EXPECT_NE(s.child.pid(), ::getpgrp());
@@ -107,7 +107,7 @@ TEST(Spawn, SignalsAreUnblockedAndDefaultInTheChild) {
   ::signal(SIGINT, previous);
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
   EXPECT_EQ(exec_error(s), 0);
-  EXPECT_EQ(s.child.wait(), ExitStatus::signaled(SIGINT));
+  EXPECT_EQ(s.child.wait(), ProcessEnd::signaled(SIGINT));
 }
 
 TEST(Child, DestroyingAnUnreapedChildKillsItsGroup) {
@@ -127,7 +127,20 @@ TEST(Child, TryReapReturnsNothingWhileRunning) {
   EXPECT_EQ(exec_error(s), 0);
   EXPECT_FALSE(s.child.try_reap().has_value());
   EXPECT_EQ(s.child.signal_group(SIGTERM), 0);
-  EXPECT_EQ(s.child.wait(), ExitStatus::signaled(SIGTERM));
+  EXPECT_EQ(s.child.wait(), ProcessEnd::signaled(SIGTERM));
+}
+
+TEST(ProcessEnd, RemoteEndsDescribeThemselvesAndMapToShellCodes) {
+  EXPECT_EQ(ProcessEnd::failed_to_start("host b: no route").shell_code(), 255);
+  EXPECT_EQ(ProcessEnd::failed_to_start("host b: no route").describe(), "host b: no route");
+  EXPECT_EQ(ProcessEnd::lost_connection("host b: reset").what_happened(), "failed: host b: reset");
+  const ProcessEnd unnamed{ProcessEnd::Kind::kSignaled, 0, "WEIRD"};
+  EXPECT_EQ(unnamed.shell_code(), 255);
+  EXPECT_EQ(unnamed.describe(), "killed by signal SIGWEIRD");
+  EXPECT_EQ(ProcessEnd::signaled(SIGKILL).shell_code(), 128 + SIGKILL);
+  EXPECT_EQ(ProcessEnd::exited(2, "cannot run 'x'").describe(), "exit code 2 (cannot run 'x')");
+  EXPECT_FALSE(ProcessEnd::lost_connection("x").ran());
+  EXPECT_TRUE(ProcessEnd::signaled(SIGTERM).ran());
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ class Recorder {
     e.on_output = [this](int rank, OutputStream stream, std::string bytes) {
       with_lock([&] { (stream == OutputStream::kStdout ? out_ : err_)[rank] += bytes; });
     };
-    e.on_exit = [this](int rank, RemoteExit exit) {
+    e.on_exit = [this](int rank, ProcessEnd exit) {
       with_lock([&] { exits_.emplace(rank, exit); });
     };
     return e;
@@ -63,7 +63,7 @@ class Recorder {
   std::map<std::size_t, HostFailed> failed_;
   std::map<int, bool> started_;
   std::map<int, std::string> out_, err_;
-  std::map<int, RemoteExit> exits_;
+  std::map<int, ProcessEnd> exits_;
 
  private:
   template <typename F>
@@ -123,8 +123,8 @@ TEST(TestHostsSpawn, WorkersOnTwoHostsGetTheirEnvironmentAndExitCodes) {
     const std::string host = rank < 2 ? "hvdt-h1" : "hvdt-h2";
     EXPECT_TRUE(recorder.started_[rank]);
     EXPECT_EQ(recorder.out_[rank], "shipped-" + std::to_string(rank) + " " + host + " /tmp\n");
-    const RemoteExit& exit = recorder.exits_.at(rank);
-    EXPECT_EQ(exit.kind, RemoteExit::Kind::kExited) << exit.describe();
+    const ProcessEnd& exit = recorder.exits_.at(rank);
+    EXPECT_EQ(exit.kind, ProcessEnd::Kind::kExited) << exit.describe();
     EXPECT_EQ(exit.value, rank + 10);
   }
 }
@@ -179,7 +179,7 @@ TEST(TestHostsSpawn, TerminateSignalsOneRank) {
       recorder.wait([](Recorder& r) { return r.out_[0] == "up\n" && r.out_[1] == "up\n"; }));
   spawner.terminate(1, SIGTERM);
   ASSERT_TRUE(recorder.wait_exits(1));
-  EXPECT_EQ(recorder.exits_.at(1).kind, RemoteExit::Kind::kSignaled);
+  EXPECT_EQ(recorder.exits_.at(1).kind, ProcessEnd::Kind::kSignaled);
   EXPECT_EQ(recorder.exits_.at(1).value, SIGTERM);
   spawner.terminate_all(SIGKILL);
   ASSERT_TRUE(recorder.wait_exits(2));
@@ -216,7 +216,7 @@ TEST(TestHostsSpawn, UnreachableHostFailsAndItsWorkersFailToStart) {
   EXPECT_EQ(recorder.failed_[0].failure, SshFailure::kRefused);
   spawner.start_workers(0, {shell_worker(5, "true")});
   ASSERT_TRUE(recorder.wait_exits(1));
-  EXPECT_EQ(recorder.exits_.at(5).kind, RemoteExit::Kind::kFailedToStart);
+  EXPECT_EQ(recorder.exits_.at(5).kind, ProcessEnd::Kind::kFailedToStart);
   EXPECT_NE(recorder.exits_.at(5).message.find("connection refused by SSH host hvdt-h1"),
             std::string::npos);
 }
@@ -296,8 +296,8 @@ TEST(TestHostsSpawn, LostConnectionIsReportedPerRank) {
     if (pid != listener) ::kill(pid, SIGKILL);
   }
   ASSERT_TRUE(recorder.wait_exits(1));
-  const RemoteExit& exit = recorder.exits_.at(3);
-  EXPECT_EQ(exit.kind, RemoteExit::Kind::kLostConnection) << exit.describe();
+  const ProcessEnd& exit = recorder.exits_.at(3);
+  EXPECT_EQ(exit.kind, ProcessEnd::Kind::kLostConnection) << exit.describe();
   EXPECT_TRUE(exit.message.starts_with("lost connection to host hvdt-h2 (10.213.0.12:22)"))
       << exit.message;
 }
