@@ -128,7 +128,7 @@ void LocalWorkers::drop_streams(StreamKind kind) {
   bool& dropped_kind = dropped_[kind == StreamKind::kStderr ? 1 : 0];
   if (dropped_kind) return;
   dropped_kind = true;
-  spdlog::get("launcher")
+  launcher_log()
       ->debug("the console's {} was closed; closing that pipe of every rank",
               kind == StreamKind::kStderr ? "stderr" : "stdout");
   for (auto& [id, w] : workers_) {
@@ -174,7 +174,7 @@ void LocalWorkers::forget_empty_groups() {
 
 void LocalWorkers::on_exit(Worker& w, ProcessEnd status) {
   w.exited = true;
-  spdlog::get("launcher")
+  launcher_log()
       ->debug("rank {} (pid {}) ended: {}", w.slot.rank, w.child.pid(), status.describe());
   std::string cause;
   if (w.exec_errno != 0) {
@@ -200,7 +200,7 @@ void LocalWorkers::signal_all(int signo) {
 }
 
 void LocalWorkers::close_streams() {
-  spdlog::get("launcher")
+  launcher_log()
       ->info(
           "output pipes still open 1 s after every worker exited; killing what is left of "
           "the worker process groups");

@@ -2,28 +2,28 @@
 // message") and the unprefixed user-facing lines (logging.h).
 #include "logging.h"
 
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 
+#include "common/logger.h"
+
 namespace hvdrun::launcher {
 
 void setup_logging(const std::string& level) {
   auto parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off") parsed = spdlog::level::warn;
-  // One thread-safe sink: "ssh" logs from the host threads of the remote spawner.
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   for (const char* name : {"launcher", "rdzv", "ssh"}) {
-    spdlog::drop(name);
-    auto logger = std::make_shared<spdlog::logger>(name, sink);
+    auto logger = named_logger(name);
     logger->set_pattern("[%H:%M:%S.%e] [hvdrun %P] [%n] [%l] %v");
     logger->set_level(parsed);
-    logger->flush_on(spdlog::level::trace);
-    spdlog::register_logger(logger);
   }
+}
+
+std::shared_ptr<spdlog::logger> launcher_log() {
+  return named_logger("launcher");
 }
 
 void note(const std::string& text) {

@@ -3,13 +3,18 @@
 // a user reads (failures, --verbose phases).
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <chrono>
+#include <memory>
 #include <string>
 
 namespace hvdrun::launcher {
 
-// Creates (or replaces) the loggers. An unknown level name means "warn".
+// Sets level and pattern of the loggers (common/logger.h). An unknown level name means "warn".
 void setup_logging(const std::string& level);
+// The "launcher" logger.
+std::shared_ptr<spdlog::logger> launcher_log();
 
 // Writes "hvdrun: <text>\n" to stderr with one write loop (never torn by worker output,
 // which the same thread writes).

@@ -346,7 +346,7 @@ void Supervisor::enter(JobState next) {
     return false;
   }();
   if (!allowed) return;
-  spdlog::get("launcher")->debug("job {} -> {}", state_name(state_), state_name(next));
+  launcher_log()->debug("job {} -> {}", state_name(state_), state_name(next));
   state_ = next;
   switch (next) {
     case JobState::kConnecting:

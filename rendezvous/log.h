@@ -1,5 +1,4 @@
-// The "rdzv" spdlog logger: the one registered by the application, or a stderr logger at
-// level warn created on first use.
+// The "rdzv" spdlog logger (common/logger.h).
 #pragma once
 
 #include <memory>

@@ -2,21 +2,16 @@
 // every translation unit of libhvdrun shares it.
 #include "logging.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <unistd.h>
 
 #include <string>
+
+#include "common/logger.h"
 
 namespace hvdrun {
 namespace {
 
 constexpr const char* kName = "runtime";
-
-std::shared_ptr<spdlog::logger> make_logger() {
-  auto logger = spdlog::stderr_color_mt(kName);
-  logger->set_level(spdlog::level::warn);
-  return logger;
-}
 
 std::string escape_pattern(std::string_view text) {
   std::string out;
@@ -32,12 +27,7 @@ std::string escape_pattern(std::string_view text) {
 spdlog::logger& runtime_log() {
   // The registry owns the logger; look it up each time so a spdlog::drop_all() by the
   // application cannot leave a dangling pointer here.
-  if (auto logger = spdlog::get(kName)) return *logger;
-  try {
-    return *make_logger();
-  } catch (const spdlog::spdlog_ex&) {  // created concurrently by another thread
-    return *spdlog::get(kName);
-  }
+  return *named_logger(kName);
 }
 
 void configure_runtime_log(spdlog::level::level_enum level, std::string_view host, int rank) {

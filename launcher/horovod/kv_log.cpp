@@ -3,11 +3,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/logger.h"
+
 namespace hvdrun::launcher::horovod {
 
 std::shared_ptr<spdlog::logger> kv_logger() {
-  if (auto launcher = spdlog::get("launcher")) return launcher;
-  return spdlog::default_logger();
+  return named_logger("launcher");
 }
 
 std::string_view limit_name(Limit limit) noexcept {

@@ -1,6 +1,5 @@
-// The "ssh" spdlog logger. Host threads log through it concurrently, so its sink must be
-// thread-safe: if the launcher registers "ssh" itself it must use an _mt sink; otherwise the
-// first call creates one on stderr with the level of the "launcher" logger (warn without one).
+// The "ssh" spdlog logger (common/logger.h). Host threads log through it concurrently, so a
+// logger registered under "ssh" by someone else must have a thread-safe (_mt) sink.
 #pragma once
 
 #include <spdlog/logger.h>

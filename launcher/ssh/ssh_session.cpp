@@ -186,7 +186,8 @@ ExecResult exec_command(SshSession& session, const std::string& command, const s
           exit.message);
     }
     if (exit.kind == ProcessEnd::Kind::kSignaled) {
-      result.exit_signal = exit.message;
+      // The SSH name ("TERM"): known signals carry their number, unknown ones their name.
+      result.exit_signal = exit.value != 0 ? signal_name(exit.value).substr(3) : exit.message;
     } else {
       result.exit_code = exit.value;
     }
