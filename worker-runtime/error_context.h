@@ -1,5 +1,6 @@
-// Rethrowing an hvdrun::Error as the same kind with context prepended, so that callers who
-// catch by kind (NetworkError, TimeoutError, ...) still can after a layer adds who/where.
+// Adding context to an error on its way up without changing its kind (Error::rethrow_as), so
+// that callers who catch by kind (NetworkError, TimeoutError, ...) still can after a layer
+// adds who/where.
 #pragma once
 
 #include <exception>
@@ -9,37 +10,26 @@
 
 namespace hvdrun {
 
-// Throws an error of the same kind as `error` (an hvdrun::Error subclass) with message
-// `message`. Anything else is rethrown unchanged.
+// Throws an error of the same kind as `error` with `message`. Anything that is not an
+// hvdrun::Error is rethrown unchanged.
 [[noreturn]] inline void rethrow_with_message(std::exception_ptr error,
                                               const std::string& message) {
   try {
     std::rethrow_exception(error);
-  } catch (const UsageError&) {
-    throw UsageError(message);
-  } catch (const NetworkError&) {
-    throw NetworkError(message);
-  } catch (const TimeoutError&) {
-    throw TimeoutError(message);
-  } catch (const ProtocolError&) {
-    throw ProtocolError(message);
-  } catch (const WorkerFailedError&) {
-    throw WorkerFailedError(message);
-  } catch (const BackendError&) {
-    throw BackendError(message);
-  } catch (const Error&) {
-    throw Error(message);
+  } catch (const Error& e) {
+    e.rethrow_as(message);
   }
+  std::terminate();  // not reached: both paths above throw
 }
 
-// Throws a copy of `error` (an hvdrun::Error subclass) whose message is prefix + what().
-// Anything else is rethrown unchanged.
+// Throws an error of the same kind as `error` whose message is prefix + what().
 [[noreturn]] inline void rethrow_with_prefix(std::exception_ptr error, const std::string& prefix) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    rethrow_with_message(error, prefix + e.what());
+    e.rethrow_as(prefix + e.what());
   }
+  std::terminate();  // not reached: both paths above throw
 }
 
 }  // namespace hvdrun

@@ -1,5 +1,5 @@
-// join_job(): rendezvous JOIN/ASSIGN, then the ring, then the backend choice and the NCCL
-// communicator when chosen (see job.h).
+// Runtime (job.h): rendezvous JOIN/ASSIGN, then the ring, then the backend choice and the
+// NCCL communicator when chosen.
 #include "job.h"
 
 #include <unistd.h>
@@ -22,23 +22,58 @@ void check_assignment(const rdzv::Assign& a) {
   }
 }
 
-JobConnection join(const Options& options) {
+}  // namespace
+
+Runtime::Runtime(Options options) : options_(std::move(options)) {
+  const Options& o = options_;
+  configure_runtime_log(o.log_level, o.hostname, o.rendezvous.empty() ? 0 : -1);
+  if (o.rendezvous.empty()) {
+    try {
+      communicator_ = form_world_of_one();
+    } catch (const Error&) {
+      rethrow_with_prefix(std::current_exception(), "hvdrun::init (world of one): ");
+    }
+    return;
+  }
+  try {
+    communicator_ = form_generation();
+  } catch (const Error&) {
+    rethrow_with_prefix(std::current_exception(), "hvdrun::init (rendezvous " + o.rendezvous +
+                                                      ", slot " + std::to_string(o.slot) + "): ");
+  }
+}
+
+Runtime::~Runtime() {
+  communicator_.reset();
+  client_.reset();
+}
+
+std::unique_ptr<Communicator> Runtime::form_world_of_one() {
+  auto communicator = Communicator::single_process();
+  attach_device_backend(*communicator, nullptr, options_);
+  return communicator;
+}
+
+std::unique_ptr<Communicator> Runtime::form_generation() {
+  const Options& options = options_;
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
   const auto start = tcp::Clock::now();
-  const rdzv::Endpoint server = rdzv::Endpoint::parse(options.rendezvous);
   const DataAddress data = options.network_interface.empty()
                                ? DataAddress{}
                                : resolve_data_address(options.network_interface, ipv4_interfaces());
   tcp::Listener listener = tcp::Listener::bind(data.bind, 0);
-  auto client = std::make_unique<rdzv::Client>(server, options.secret, options.start_timeout);
+  if (!client_) {  // the first generation opens the connection that later ones reuse
+    client_ = std::make_unique<rdzv::Client>(rdzv::Endpoint::parse(options.rendezvous),
+                                             options.secret, options.start_timeout);
+  }
   rdzv::Join request;
   request.slot = options.slot;
   request.pid = static_cast<std::uint32_t>(::getpid());
   request.host = options.hostname;
-  request.data_addr = data.advertise.empty() ? client->local_address() : data.advertise;
+  request.data_addr = data.advertise.empty() ? client_->local_address() : data.advertise;
   request.data_port = listener.port();
-  rdzv::Assignment assignment = client->join(request, options.start_timeout);
+  rdzv::Assignment assignment = client_->join(request, options.start_timeout);
   const rdzv::Assign& a = assignment.assign;
   check_assignment(a);
   configure_runtime_log(options.log_level, options.hostname, a.rank);
@@ -48,7 +83,7 @@ JobConnection join(const Options& options) {
   // The board's entry exists before the ring connects (see rdzv_failure_board.h).
   std::shared_ptr<tcp::FailureBoard> board;
   if (a.size > 1) {
-    board = std::make_shared<RendezvousFailureBoard>(*client, a.rank, options.start_timeout);
+    board = std::make_shared<RendezvousFailureBoard>(*client_, a.rank, options.start_timeout);
   }
   auto abort = std::make_shared<AbortSignal>();  // the ring setup already watches it
   auto ring =
@@ -57,33 +92,12 @@ JobConnection join(const Options& options) {
   ring->set_failure_board(std::move(board));
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));
-  attach_device_backend(*communicator, client.get(), options);
+  attach_device_backend(*communicator, client_.get(), options);
   runtime_log().info("rank {}/{} (local {}/{}, cross {}/{}) ready in {} ms", a.rank, a.size,
                      a.local_rank, a.local_size, a.cross_rank, a.cross_size,
                      duration_cast<milliseconds>(tcp::Clock::now() - start).count());
-  return {std::move(client), std::move(communicator)};
+  return communicator;
 }
 
-}  // namespace
-
-JobConnection join_job(const Options& options) {
-  configure_runtime_log(options.log_level, options.hostname, options.rendezvous.empty() ? 0 : -1);
-  if (options.rendezvous.empty()) {
-    auto communicator = Communicator::single_process();
-    try {
-      attach_device_backend(*communicator, nullptr, options);
-    } catch (const Error&) {
-      rethrow_with_prefix(std::current_exception(), "hvdrun::init (world of one): ");
-    }
-    return {nullptr, std::move(communicator)};
-  }
-  try {
-    return join(options);
-  } catch (const Error&) {
-    rethrow_with_prefix(std::current_exception(), "hvdrun::init (rendezvous " + options.rendezvous +
-                                                      ", slot " + std::to_string(options.slot) +
-                                                      "): ");
-  }
-}
 
 }  // namespace hvdrun

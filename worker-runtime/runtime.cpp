@@ -1,7 +1,7 @@
-// The free functions of hvdrun.h and hvdrun/device.h. Process state: the one function-local static
-// Context below (the rendezvous client and the Communicator of this process), which the
-// free-function API needs exactly once per process; everything else lives in classes (Communicator,
-// Ring) that tests create per thread. Reads the HVDRUN_* environment at init() (options.h).
+// The free functions of hvdrun.h and hvdrun/device.h. Process state: the one function-local
+// static slot below for this process's Runtime (job.h), which the free-function API needs
+// exactly once per process; everything else lives in classes (Runtime, Communicator, Ring)
+// that tests create per thread. Reads the HVDRUN_* environment at init() (options.h).
 #include <memory>
 #include <string>
 
@@ -14,23 +14,19 @@
 namespace hvdrun {
 namespace {
 
-// Between init() and shutdown(): the connection to the job. Thread rules: as hvdrun.h.
-struct Context {
-  std::unique_ptr<rdzv::Client> client;  // declared first: destroyed after the ring
-  std::unique_ptr<Communicator> communicator;
-};
-
-Context& context() {
-  static Context instance;
+// Between init() and shutdown(): this process's membership in the job. Thread rules: as
+// hvdrun.h.
+std::unique_ptr<Runtime>& runtime() {
+  static std::unique_ptr<Runtime> instance;
   return instance;
 }
 
 Communicator& communicator(const char* function) {
-  Context& ctx = context();
-  if (!ctx.communicator) {
+  const auto& current = runtime();
+  if (!current) {
     throw UsageError(std::string("hvdrun::") + function + " called before hvdrun::init()");
   }
-  return *ctx.communicator;
+  return current->communicator();
 }
 
 DeviceCollectives& device_backend(const char* function) {
@@ -46,22 +42,19 @@ DeviceCollectives& device_backend(const char* function) {
 }  // namespace
 
 void init() {
-  Context& ctx = context();
-  if (ctx.communicator) return;  // already initialised: like Horovod, a second init() is a no-op
-  JobConnection job = join_job(options_from_environment());
-  ctx.client = std::move(job.client);
-  ctx.communicator = std::move(job.communicator);
+  auto& current = runtime();
+  if (current) return;  // already initialised: like Horovod, a second init() is a no-op
+  current = std::make_unique<Runtime>(options_from_environment());
 }
 
 void shutdown() {
-  Context& ctx = context();
-  if (ctx.communicator) runtime_log().debug("shutdown");
-  ctx.communicator.reset();
-  ctx.client.reset();
+  auto& current = runtime();
+  if (current) runtime_log().debug("shutdown");
+  current.reset();
 }
 
 bool is_initialized() noexcept {
-  return context().communicator != nullptr;
+  return runtime() != nullptr;
 }
 
 int rank() {
@@ -101,16 +94,16 @@ void barrier() {
 }
 
 bool has_gpu_backend() {
-  const Context& ctx = context();
-  return ctx.communicator && ctx.communicator->device() != nullptr;
+  const auto& current = runtime();
+  return current && current->communicator().device() != nullptr;
 }
 
 int gpu_device() {
-  return has_gpu_backend() ? context().communicator->device()->device() : -1;
+  return has_gpu_backend() ? runtime()->communicator().device()->device() : -1;
 }
 
 ncclComm* nccl_communicator() {
-  return has_gpu_backend() ? context().communicator->device()->native_comm() : nullptr;
+  return has_gpu_backend() ? runtime()->communicator().device()->native_comm() : nullptr;
 }
 
 void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,

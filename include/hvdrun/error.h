@@ -4,55 +4,71 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace hvdrun {
 
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // Throws an error of this same kind whose message is `message`: how a layer adds who or
+  // where to an error without changing the kind callers catch.
+  [[noreturn]] virtual void rethrow_as(std::string message) const {
+    throw Error(std::move(message));
+  }
+};
+
+// Base of every kind below: Self's rethrow_as throws a Self.
+template <class Self>
+class ErrorKind : public Error {
+ public:
+  using Error::Error;
+  [[noreturn]] void rethrow_as(std::string message) const override {
+    throw Self(std::move(message));
+  }
 };
 
 // Bad flag, host, file or argument given by the user.
-class UsageError : public Error {
+class UsageError : public ErrorKind<UsageError> {
  public:
-  using Error::Error;
+  using ErrorKind::ErrorKind;
 };
 
 // Connect, send or receive failed (peer gone, refused, reset).
-class NetworkError : public Error {
+class NetworkError : public ErrorKind<NetworkError> {
  public:
-  using Error::Error;
+  using ErrorKind::ErrorKind;
 };
 
 // A wait passed its deadline; the message names what was waited for and for how long.
-class TimeoutError : public Error {
+class TimeoutError : public ErrorKind<TimeoutError> {
  public:
-  using Error::Error;
+  using ErrorKind::ErrorKind;
 };
 
 // A peer sent something that violates the wire protocol or failed authentication.
-class ProtocolError : public Error {
+class ProtocolError : public ErrorKind<ProtocolError> {
  public:
-  using Error::Error;
+  using ErrorKind::ErrorKind;
 };
 
 // A worker process of the job failed (launcher side) or a peer rank failed (runtime side).
-class WorkerFailedError : public Error {
+class WorkerFailedError : public ErrorKind<WorkerFailedError> {
  public:
-  using Error::Error;
+  using ErrorKind::ErrorKind;
 };
 
 // A collective backend (TCP ring, NCCL, CUDA) reported an error.
-class BackendError : public Error {
+class BackendError : public ErrorKind<BackendError> {
  public:
-  using Error::Error;
+  using ErrorKind::ErrorKind;
 };
 
 // A blocking wait was interrupted from outside (the job's generation broke, or the program
 // asked for it): the collective did not complete, and the communicator it ran on is unusable.
-class AbortedError : public Error {
+class AbortedError : public ErrorKind<AbortedError> {
  public:
-  using Error::Error;
+  using ErrorKind::ErrorKind;
 };
 
 }  // namespace hvdrun

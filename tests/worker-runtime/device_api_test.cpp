@@ -146,10 +146,10 @@ TEST(BackendAgreement, RanksShareOneHostWithoutEnoughGpusUseTheCpu) {
   if (visible_gpus() >= n) GTEST_SKIP() << "enough CUDA devices for NCCL";
   ServerThread server(n, std::chrono::seconds(10));
   const auto errors = test::run_ranks(n, [&](int slot) {
-    JobConnection job = join_job(test::job_options(server.port(), slot));
-    EXPECT_EQ(job.communicator->device(), nullptr);
-    EXPECT_NE(job.communicator->backend_reason().find("cpu (TCP ring)"), std::string::npos)
-        << job.communicator->backend_reason();
+    Runtime job(test::job_options(server.port(), slot));
+    EXPECT_EQ(job.communicator().device(), nullptr);
+    EXPECT_NE(job.communicator().backend_reason().find("cpu (TCP ring)"), std::string::npos)
+        << job.communicator().backend_reason();
   });
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
 }
@@ -163,7 +163,7 @@ TEST(BackendAgreement, OneRanksFailedChoiceFailsEveryRank) {
       options.gpu.backend = nccl::BackendRequest::kNccl;
       options.gpu.device = 9999;  // no such device, or no device at all
     }
-    join_job(options);
+    Runtime job(options);
   });
   ASSERT_NE(errors[0], nullptr);
   ASSERT_NE(errors[1], nullptr);

@@ -1,4 +1,4 @@
-// join_job() against a real rendezvous server with threads as ranks: a rank that leaves the job
+// Runtime against a real rendezvous server with threads as ranks: a rank that leaves the job
 // mid-collective is named by every other rank (through the failure reports in the key-value
 // store), and HVDRUN_NETWORK_INTERFACE picks the data address.
 #include <gtest/gtest.h>
@@ -30,20 +30,19 @@ TEST(JobFailure, RankThatLeavesIsNamedByEveryOtherRank) {
   constexpr int dead = 1;
   ServerThread server(n, std::chrono::seconds(10));
   const auto errors = test::run_ranks(n, [&](int slot) {
-    JobConnection job = join_job(test::job_options(server.port(), slot));
-    const tcp::Ring& ring = job.communicator->ring();
+    auto job = std::make_unique<Runtime>(test::job_options(server.port(), slot));
+    const tcp::Ring& ring = job->communicator().ring();
     const std::string dead_peer =
         "rank 1 (127.0.0.1:" + std::to_string(ring.peers()[dead].port) + ")";
     if (slot == dead) {
       std::this_thread::sleep_for(milliseconds(100));
-      job.communicator.reset();
-      job.client.reset();
+      job.reset();
       return;
     }
     std::vector<float> data(1 << 20, 1.0f);
     std::string message;
     try {
-      job.communicator->allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
+      job->communicator().allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
                                   ReduceOp::kSum);
       ADD_FAILURE() << "rank " << slot << ": allreduce succeeded without rank 1";
     } catch (const NetworkError& e) {
@@ -67,10 +66,10 @@ TEST(JobFailure, NetworkInterfaceLoBindsAndAdvertisesLoopback) {
   const auto errors = test::run_ranks(n, [&](int slot) {
     Options options = test::job_options(server.port(), slot);
     options.network_interface = slot == 0 ? "lo" : "127.0.0.1";
-    JobConnection job = join_job(options);
-    for (const auto& peer : job.communicator->ring().peers()) EXPECT_EQ(peer.addr, "127.0.0.1");
+    Runtime job(options);
+    for (const auto& peer : job.communicator().ring().peers()) EXPECT_EQ(peer.addr, "127.0.0.1");
     std::int32_t value = slot + 1;
-    job.communicator->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
+    job.communicator().allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
     EXPECT_EQ(value, 3);
   });
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
@@ -80,7 +79,7 @@ TEST(JobFailure, UnknownNetworkInterfaceIsAUsageErrorListingTheAvailableOnes) {
   Options options = test::job_options(1, 0);  // fails before it contacts the rendezvous
   options.network_interface = "bogus0";
   try {
-    join_job(options);
+    Runtime job(options);
     FAIL() << "joined with HVDRUN_NETWORK_INTERFACE=bogus0";
   } catch (const UsageError& e) {
     const std::string message = e.what();

@@ -1,5 +1,5 @@
 // The free-function API outside a job (a world of one), its errors before init(), the
-// HVDRUN_* option parsing, and join_job() against a real rendezvous server with threads as
+// HVDRUN_* option parsing, and Runtime against a real rendezvous server with threads as
 // ranks.
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -158,15 +158,15 @@ TEST(Job, RanksJoinThroughTheRendezvousAndReduce) {
   ServerThread server(n, std::chrono::seconds(10));
   const std::uint16_t port = server.port();
   const auto errors = test::run_ranks(n, [&](int slot) {
-    JobConnection job = join_job(test::job_options(port, slot));
-    ASSERT_NE(job.client, nullptr);
-    const Topology& t = job.communicator->topology();
+    Runtime job(test::job_options(port, slot));
+    ASSERT_NE(job.client(), nullptr);
+    const Topology& t = job.communicator().topology();
     EXPECT_EQ(t.rank, slot);
     EXPECT_EQ(t.size, n);
     EXPECT_EQ(t.local_rank, slot);
     EXPECT_EQ(t.local_size, n);
     std::int64_t value = t.rank + 1;
-    job.communicator->allreduce(&value, &value, 1, DataType::kInt64, ReduceOp::kProduct);
+    job.communicator().allreduce(&value, &value, 1, DataType::kInt64, ReduceOp::kProduct);
     EXPECT_EQ(value, 6);
   });
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
@@ -185,7 +185,7 @@ TEST(Job, UnreachableRendezvousNamesAddressAndSlot) {
   options.slot = 5;
   options.start_timeout = std::chrono::milliseconds(300);
   try {
-    join_job(options);
+    Runtime job(options);
     FAIL() << "joined a job with no server";
   } catch (const Error& e) {
     const std::string m = e.what();
