@@ -33,8 +33,19 @@ std::string open_file_limit_text() {
 }  // namespace
 
 LocalWorkers::LocalWorkers(asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
-                           Callbacks callbacks)
-    : io_(io), watchdog_(watchdog), sink_(sink), callbacks_(std::move(callbacks)) {}
+                           Callbacks callbacks, std::vector<std::string> command, bool verbose)
+    : io_(io),
+      watchdog_(watchdog),
+      sink_(sink),
+      callbacks_(std::move(callbacks)),
+      command_(std::move(command)),
+      verbose_(verbose) {}
+
+void LocalWorkers::start(std::vector<WorkerLaunch> launches) {
+  if (launches.empty()) return;
+  spawn(command_, std::move(launches), verbose_);
+  reap();  // exits that happened before the next SIGCHLD wait
+}
 
 void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<Launch> launches,
                          bool verbose) {

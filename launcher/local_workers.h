@@ -5,6 +5,8 @@
 // pumps point into. Lifetime: owned by the supervisor; io thread only.
 #pragma once
 
+#include <signal.h>
+
 #include <array>
 #include <boost/asio.hpp>
 #include <cstddef>
@@ -21,26 +23,26 @@
 #include "launcher/process.h"
 #include "launcher/watchdog.h"
 #include "launcher/worker_id.h"
+#include "launcher/worker_pool.h"
 
 namespace hvdrun::launcher {
 
-class LocalWorkers {
+class LocalWorkers final : public WorkerPool {
  public:
   struct Callbacks {
     std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
     std::function<void(const WorkerId& worker)> on_stream_closed;  // a pipe reached EOF or closed
   };
 
-  // One worker to start: its identity, its slot (for messages) and its environment.
-  struct Launch {
-    WorkerId id;
-    Slot slot;
-    std::vector<std::string> env;
-  };
+  using Launch = WorkerLaunch;
 
+  // start() runs `command` (empty: only spawn() can start workers); `verbose` adds phase lines.
   LocalWorkers(boost::asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
-               Callbacks callbacks);
+               Callbacks callbacks, std::vector<std::string> command = {}, bool verbose = false);
 
+  // spawn(command, launches, verbose) with the command and verbosity given at construction,
+  // then the exits that happened meanwhile.
+  void start(std::vector<WorkerLaunch> launches) override;
   // Spawns the workers, all at once, and starts pumping their output (already registered
   // with the OutputSink). Each id must be new.
   void spawn(const std::vector<std::string>& command, std::vector<Launch> launches, bool verbose);
@@ -48,7 +50,9 @@ class LocalWorkers {
   // a signal the launcher did not send are reported first.
   void reap();
   // Signals every worker's process group that may still hold a process.
-  void signal_all(int signo);
+  void signal_all(int signo) override;
+  // SIGKILL to every group that may still hold a process (a worker's leftovers).
+  void close() override { signal_all(SIGKILL); }
   std::size_t open_streams() const noexcept { return open_streams_; }
   // Whether a pipe of `worker` is still open.
   bool streams_open(const WorkerId& worker) const;
@@ -78,6 +82,8 @@ class LocalWorkers {
   Watchdog& watchdog_;
   OutputSink& sink_;
   Callbacks callbacks_;
+  std::vector<std::string> command_;
+  bool verbose_ = false;
   std::map<WorkerId, std::unique_ptr<Worker>> workers_;  // stable: pumps point into them
   std::string program_;
   std::size_t open_streams_ = 0;

@@ -2,6 +2,8 @@
 // into output lines, --verbose phase lines and rank ends.
 #include "launcher/remote_workers.h"
 
+#include <filesystem>
+
 #include "logging.h"
 
 namespace hvdrun::launcher {
@@ -23,7 +25,13 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
                              const std::vector<std::size_t>& hosts,
                              const std::map<std::string, std::string>& environment,
                              Callbacks callbacks)
-    : io_(io), sink_(sink), spec_(spec), hosts_(hosts), callbacks_(std::move(callbacks)) {
+    : io_(io),
+      sink_(sink),
+      spec_(spec),
+      hosts_(hosts),
+      callbacks_(std::move(callbacks)),
+      cwd_(std::filesystem::current_path().string()) {
+  for (const auto& forward : spec.env_forward) keep_.push_back(forward.name);
   std::vector<ssh::RemoteHost> targets;
   targets.reserve(hosts_.size());
   for (const auto index : hosts_)
@@ -71,7 +79,13 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
   return events;
 }
 
-void RemoteWorkers::start(std::size_t host, std::vector<Launch> workers) {
+void RemoteWorkers::start(std::vector<WorkerLaunch> launches) {
+  std::map<std::size_t, std::vector<WorkerLaunch>> by_host;
+  for (auto& launch : launches) by_host[launch.id.host].push_back(std::move(launch));
+  for (auto& [host, workers] : by_host) start_on(host, std::move(workers));
+}
+
+void RemoteWorkers::start_on(std::size_t host, std::vector<WorkerLaunch> workers) {
   if (closed_ || workers.empty()) return;
   std::size_t spawner_index = 0;
   while (spawner_index < hosts_.size() && hosts_[spawner_index] != host) ++spawner_index;
@@ -82,8 +96,8 @@ void RemoteWorkers::start(std::size_t host, std::vector<Launch> workers) {
     auto& running = running_[number];
     running.id = worker.id;
     running.host = host;
-    remote.push_back({number, "rank " + std::to_string(worker.slot.rank), std::move(worker.argv),
-                      std::move(worker.env), std::move(worker.cwd)});
+    remote.push_back({number, "rank " + std::to_string(worker.slot.rank), spec_.command,
+                      ssh::remote_worker_environment(worker.env, keep_), cwd_});
   }
   starting_[host] = {workers.size(), 0, std::chrono::steady_clock::now()};
   spawner_->start_workers(spawner_index, std::move(remote));
@@ -122,7 +136,7 @@ void RemoteWorkers::on_exit(int number, const ProcessEnd& exit) {
   callbacks_.on_exit(id, exit);
 }
 
-void RemoteWorkers::terminate_all(int signo) {
+void RemoteWorkers::signal_all(int signo) {
   if (!closed_) spawner_->terminate_all(signo);
 }
 

@@ -21,26 +21,18 @@
 #include "launcher/output.h"
 #include "launcher/placement.h"
 #include "launcher/worker_id.h"
+#include "launcher/worker_pool.h"
 #include "remote_spawn.h"
 
 namespace hvdrun::launcher {
 
-class RemoteWorkers {
+class RemoteWorkers final : public WorkerPool {
  public:
   // Host indices here are indices into JobSpec::hosts.
   struct Callbacks {
     std::function<void(std::size_t host, ssh::HostReady ready)> on_host_ready;
     std::function<void(std::size_t host, ssh::HostFailed failed)> on_host_failed;
     std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
-  };
-
-  // One worker to start on a remote host (already registered with the OutputSink).
-  struct Launch {
-    WorkerId id;
-    Slot slot;
-    std::vector<std::string> argv;
-    std::vector<std::string> env;  // see ssh::remote_worker_environment()
-    std::string cwd;
   };
 
   // Connects to `hosts` (indices into spec.hosts) at once, in parallel.
@@ -51,11 +43,14 @@ class RemoteWorkers {
   RemoteWorkers(const RemoteWorkers&) = delete;
   RemoteWorkers& operator=(const RemoteWorkers&) = delete;
 
-  // Starts workers on a host after its on_host_ready; may be called again for more.
-  void start(std::size_t host, std::vector<Launch> workers);
-  void terminate_all(int signo);
-  // Closes every session now (joins the host threads); later events are dropped.
-  void close();
+  // Starts workers (WorkerId::host: a host after its on_host_ready) with JobSpec::command in
+  // hvdrun's working directory; their environment goes through
+  // ssh::remote_worker_environment(). May be called again for more.
+  void start(std::vector<WorkerLaunch> launches) override;
+  // Has each host's agent signal its workers.
+  void signal_all(int signo) override;
+  // Closes every session now (joins the host threads); the agents kill what is left there.
+  void close() override;
 
  private:
   struct Running {
@@ -73,12 +68,15 @@ class RemoteWorkers {
   void on_output(int number, ssh::OutputStream stream, const std::string& bytes);
   void on_started(int number);
   void on_exit(int number, const ProcessEnd& exit);
+  void start_on(std::size_t host, std::vector<WorkerLaunch> workers);
 
   boost::asio::io_context& io_;
   OutputSink& sink_;
   const JobSpec& spec_;
   std::vector<std::size_t> hosts_;  // spawner index -> JobSpec::hosts index
   Callbacks callbacks_;
+  std::vector<std::string> keep_;  // -x names: kept in the remote environment
+  std::string cwd_;                // the workers' working directory: hvdrun's
   std::map<int, Running> running_;  // by the SSH layer's number
   int next_number_ = 0;
   std::map<std::size_t, HostStart> starting_;  // JobSpec::hosts index -> progress

@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio.hpp>
-#include <filesystem>
 #include <optional>
 
 #include "auth.h"
@@ -80,7 +79,8 @@ class Supervisor {
         announce_timer_(io),
         local_(io, watchdog, sink,
                {[this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
-                [this](const WorkerId& id) { on_stream_closed(id); }}) {
+                [this](const WorkerId& id) { on_stream_closed(id); }},
+               spec.command, spec.verbose) {
     for (const auto& slot : slots) {
       sink_.add_worker(first_worker(slot), slot.rank);
       workers_.emplace(first_worker(slot), WorkerRecord{slot, std::nullopt});
@@ -101,6 +101,17 @@ class Supervisor {
   void on_host_ready(std::size_t host, ssh::HostReady ready);
   void on_host_failed(std::size_t host, const ssh::HostFailed& failed);
   void start_workers();
+  // The pool that runs the workers of `host`: SSH once the host is connected, else this machine.
+  WorkerPool& pool_of(std::size_t host) {
+    if (ready_.contains(host)) return *remote_;
+    return local_;
+  }
+  // Every pool that may hold workers.
+  std::vector<WorkerPool*> pools() {
+    std::vector<WorkerPool*> all{&local_};
+    if (remote_) all.push_back(remote_.get());
+    return all;
+  }
   RendezvousInfo rendezvous_for(std::size_t host) const;
   void on_worker_exit(const WorkerId& id, ProcessEnd end);
   void on_stream_closed(const WorkerId& id);
@@ -212,24 +223,17 @@ RendezvousInfo Supervisor::rendezvous_for(std::size_t host) const {
 
 void Supervisor::start_workers() {
   enter(JobState::kRunning);
-  std::vector<LocalWorkers::Launch> local;
-  std::map<std::size_t, std::vector<RemoteWorkers::Launch>> remote;
-  std::vector<std::string> keep;
-  for (const auto& forward : spec_.env_forward) keep.push_back(forward.name);
-  const std::string cwd = std::filesystem::current_path().string();
+  std::map<WorkerPool*, std::vector<WorkerLaunch>> launches;
   for (const auto& [id, record] : workers_) {
     const auto& slot = record.slot;
-    auto env = worker_environment(environment_, spec_, slot, rendezvous_for(id.host));
-    if (ready_.contains(id.host)) {
-      remote[id.host].push_back(
-          {id, slot, spec_.command, ssh::remote_worker_environment(env, keep), cwd});
-    } else {
-      local.push_back({id, slot, std::move(env)});
-    }
+    launches[&pool_of(id.host)].push_back(
+        {id, slot, worker_environment(environment_, spec_, slot, rendezvous_for(id.host))});
   }
-  for (auto& [host, workers] : remote) remote_->start(host, std::move(workers));
-  local_.spawn(spec_.command, std::move(local), spec_.verbose);
-  local_.reap();  // exits that happened before the first SIGCHLD wait
+  // Remote hosts first: their SSH round trips overlap the local fork/exec.
+  for (WorkerPool* pool : pools()) {
+    if (pool != &local_ && launches.contains(pool)) pool->start(std::move(launches[pool]));
+  }
+  local_.start(std::move(launches[&local_]));
 }
 
 void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
@@ -316,8 +320,7 @@ void Supervisor::terminate() {
 
 void Supervisor::kill_all(int signo) {
   if (signo == SIGKILL) sigkill_sent_ = true;
-  local_.signal_all(signo);
-  if (remote_) remote_->terminate_all(signo);
+  for (WorkerPool* pool : pools()) pool->signal_all(signo);
 }
 
 void Supervisor::maybe_finish() {
@@ -384,8 +387,7 @@ void Supervisor::finish() {
   boost::system::error_code ignored;
   signals_.clear(ignored);  // restores the default dispositions
   signals_.cancel(ignored);
-  local_.signal_all(SIGKILL);     // anything a worker left behind in its group
-  if (remote_) remote_->close();  // the agents kill what is left on their hosts
+  for (WorkerPool* pool : pools()) pool->close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   on_finished_();
 }

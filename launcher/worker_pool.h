@@ -1,0 +1,35 @@
+// Where workers run, behind one interface: this machine (LocalWorkers) or hosts reached over
+// SSH (RemoteWorkers). The supervisor starts, signals and closes them alike; each reports a
+// worker's end, keyed by WorkerId, through the callback it was built with. io thread only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/slot.h"
+#include "launcher/worker_id.h"
+
+namespace hvdrun::launcher {
+
+// One worker to start: its identity, its slot (rank and topology, for messages and the
+// agent) and its complete environment (worker_env.h).
+struct WorkerLaunch {
+  WorkerId id;
+  Slot slot;
+  std::vector<std::string> env;
+};
+
+class WorkerPool {
+ public:
+  virtual ~WorkerPool() = default;
+  // Starts the workers (each already registered with the OutputSink, each id new). May be
+  // called again for more while others run.
+  virtual void start(std::vector<WorkerLaunch> launches) = 0;
+  // Sends `signo` to every worker that may still hold a process.
+  virtual void signal_all(int signo) = 0;
+  // The job is over: whatever is left is killed and the pool's channels closed; events that
+  // come later are dropped.
+  virtual void close() = 0;
+};
+
+}  // namespace hvdrun::launcher
