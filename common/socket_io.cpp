@@ -12,17 +12,20 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <thread>
 
 namespace hvdrun::net {
 namespace {
 
-// Waits for `events` on fd until deadline; returns revents, 0 on timeout, -1 (errno) on error.
-int wait_for(int fd, short events, Clock::time_point deadline) {
+constexpr int kInterrupted = -2;
+
+// Waits for `events` on fd until deadline; returns revents, 0 on timeout, -1 (errno) on error,
+// kInterrupted when `interrupt_fd` (-1: none) is readable.
+int wait_for(int fd, short events, Clock::time_point deadline, int interrupt_fd) {
   for (;;) {
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, poll_timeout_ms(deadline));
-    if (n > 0) return p.revents;
+    pollfd p[2] = {{fd, events, 0}, {interrupt_fd, POLLIN, 0}};
+    const int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, poll_timeout_ms(deadline));
+    if (n > 0 && interrupt_fd >= 0 && p[1].revents != 0) return kInterrupted;
+    if (n > 0) return p[0].revents;
     if (n == 0) {
       if (Clock::now() >= deadline) return 0;
       continue;
@@ -31,13 +34,19 @@ int wait_for(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+bool interrupted(int interrupt_fd) {
+  if (interrupt_fd < 0) return false;
+  pollfd p{interrupt_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
 bool transient(int err) {
   return err == ECONNREFUSED || err == ECONNRESET || err == ECONNABORTED || err == ETIMEDOUT ||
          err == EAGAIN || err == EINTR;
 }
 
 // One non-blocking connect attempt; returns the socket or an empty UniqueFd with `error` set.
-UniqueFd try_connect(const addrinfo& ai, Clock::time_point deadline, int& error) {
+UniqueFd try_connect(const addrinfo& ai, Clock::time_point deadline, int interrupt_fd, int& error) {
   UniqueFd fd(
       ::socket(ai.ai_family, ai.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai.ai_protocol));
   if (!fd) {
@@ -51,7 +60,11 @@ UniqueFd try_connect(const addrinfo& ai, Clock::time_point deadline, int& error)
     error = errno;
     return {};
   }
-  const int revents = wait_for(fd.get(), POLLOUT, deadline);
+  const int revents = wait_for(fd.get(), POLLOUT, deadline, interrupt_fd);
+  if (revents == kInterrupted) {
+    error = EINTR;
+    return {};
+  }
   if (revents <= 0) {
     error = revents == 0 ? ETIMEDOUT : errno;
     return {};
@@ -78,7 +91,7 @@ std::string describe(const std::string& host, std::uint16_t port) {
 }
 
 Connected connect_until(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                        const RetryPolicy& policy) {
+                        const RetryPolicy& policy, int interrupt_fd) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -94,8 +107,12 @@ Connected connect_until(const std::string& host, std::uint16_t port, Clock::time
   auto pause = policy.first_pause;
   for (;;) {
     for (const addrinfo* ai = list.get(); ai != nullptr; ai = ai->ai_next) {
-      out.fd = try_connect(*ai, deadline, out.error);
+      out.fd = try_connect(*ai, deadline, interrupt_fd, out.error);
       if (out.fd) return out;
+      if (interrupted(interrupt_fd)) {
+        out.interrupted = true;
+        return out;
+      }
       if (policy.stop_on_hard_error && !transient(out.error)) {
         out.hard_error = true;
         return out;
@@ -103,7 +120,15 @@ Connected connect_until(const std::string& host, std::uint16_t port, Clock::time
     }
     const auto now = Clock::now();
     if (now >= deadline) return out;
-    std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
+    // The pause between attempts, cut short by the interrupt.
+    const auto until = now + std::min<Clock::duration>(pause, deadline - now);
+    pollfd p{interrupt_fd, POLLIN, 0};
+    while (Clock::now() < until) {
+      if (::poll(&p, interrupt_fd >= 0 ? 1 : 0, poll_timeout_ms(until)) > 0) {
+        out.interrupted = true;
+        return out;
+      }
+    }
     pause = std::min(pause * 2, policy.max_pause);
   }
 }
@@ -116,13 +141,16 @@ std::string IoResult::text() const {
       return "closed by peer";
     case Status::kTimeout:
       return "timed out";
+    case Status::kInterrupted:
+      return "interrupted";
     case Status::kError:
       return errno_text(error);
   }
   return "unknown";
 }
 
-IoResult send_all(int fd, const void* data, std::size_t size, Clock::time_point deadline) {
+IoResult send_all(int fd, const void* data, std::size_t size, Clock::time_point deadline,
+                  int interrupt_fd) {
   const auto* p = static_cast<const std::byte*>(data);
   while (size > 0) {
     const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -133,14 +161,16 @@ IoResult send_all(int fd, const void* data, std::size_t size, Clock::time_point 
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return {IoResult::Status::kError, errno};
-    const int revents = wait_for(fd, POLLOUT, deadline);
+    const int revents = wait_for(fd, POLLOUT, deadline, interrupt_fd);
+    if (revents == kInterrupted) return {IoResult::Status::kInterrupted, 0};
     if (revents == 0) return {IoResult::Status::kTimeout, 0};
     if (revents < 0) return {IoResult::Status::kError, errno};
   }
   return {};
 }
 
-IoResult recv_all(int fd, void* data, std::size_t size, Clock::time_point deadline) {
+IoResult recv_all(int fd, void* data, std::size_t size, Clock::time_point deadline,
+                  int interrupt_fd) {
   auto* p = static_cast<std::byte*>(data);
   while (size > 0) {
     const ssize_t n = ::recv(fd, p, size, MSG_DONTWAIT);
@@ -152,7 +182,8 @@ IoResult recv_all(int fd, void* data, std::size_t size, Clock::time_point deadli
     if (n == 0) return {IoResult::Status::kClosed, 0};
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) return {IoResult::Status::kError, errno};
-    const int revents = wait_for(fd, POLLIN, deadline);
+    const int revents = wait_for(fd, POLLIN, deadline, interrupt_fd);
+    if (revents == kInterrupted) return {IoResult::Status::kInterrupted, 0};
     if (revents == 0) return {IoResult::Status::kTimeout, 0};
     if (revents < 0) return {IoResult::Status::kError, errno};
   }

@@ -126,6 +126,7 @@ class Client::Impl {
   }
 
   std::uint32_t generation() const noexcept { return generation_; }
+  void set_interrupt(int fd) noexcept { interrupt_fd_ = fd; }
 
   std::string local_address() const {
     if (!fd_) throw NetworkError(where_ + ": connection closed after an earlier error");
@@ -176,28 +177,31 @@ class Client::Impl {
         throw NetworkError(where_ + " closed the connection while waiting for " + what);
       case net::IoResult::Status::kError:
         throw NetworkError(where_ + ": I/O error while waiting for " + what + ": " + r.text());
+      case net::IoResult::Status::kInterrupted:
+        throw AbortedError(where_ + ": the wait for " + what + " was interrupted");
     }
   }
 
   void send(const Message& m, Clock::time_point deadline, const std::string& what,
             milliseconds timeout) {
     const auto frame = encode(m);
-    io_failed(net::send_all(fd_.get(), frame.data(), frame.size(), deadline), "send of " + what,
-              timeout);
+    io_failed(net::send_all(fd_.get(), frame.data(), frame.size(), deadline, interrupt_fd_),
+              "send of " + what, timeout);
   }
 
   Message receive(MsgType expected, Clock::time_point deadline, const std::string& what,
                   milliseconds timeout) {
     std::vector<std::uint8_t> frame(kHeaderSize);
-    io_failed(net::recv_all(fd_.get(), frame.data(), frame.size(), deadline), what, timeout);
+    io_failed(net::recv_all(fd_.get(), frame.data(), frame.size(), deadline, interrupt_fd_), what,
+              timeout);
     auto header = decode_header(frame);
     if (auto* e = std::get_if<DecodeError>(&header)) {
       throw ProtocolError(where_ + ": bad frame while waiting for " + what + ": " + e->text);
     }
     frame.resize(kHeaderSize + std::get<Header>(header).length);
-    io_failed(
-        net::recv_all(fd_.get(), frame.data() + kHeaderSize, frame.size() - kHeaderSize, deadline),
-        what, timeout);
+    io_failed(net::recv_all(fd_.get(), frame.data() + kHeaderSize, frame.size() - kHeaderSize,
+                            deadline, interrupt_fd_),
+              what, timeout);
     auto decoded = decode(frame);
     if (auto* e = std::get_if<DecodeError>(&decoded)) {
       throw ProtocolError(where_ + ": bad frame while waiting for " + what + ": " + e->text);
@@ -213,6 +217,7 @@ class Client::Impl {
 
   std::string where_;
   UniqueFd fd_;
+  int interrupt_fd_ = -1;
   std::uint32_t generation_ = 0;
 };
 
@@ -242,6 +247,10 @@ std::string Client::get(std::string_view key, milliseconds timeout) {
 void Client::barrier(std::string_view name, milliseconds timeout) {
   live(impl_).barrier(name, timeout);
 }
+void Client::set_interrupt(int fd) noexcept {
+  impl_->set_interrupt(fd);
+}
+
 std::uint32_t Client::generation() const noexcept {
   return impl_ ? impl_->generation() : 0;
 }

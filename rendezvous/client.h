@@ -1,7 +1,8 @@
 // Blocking rendezvous client used by libhvdrun in the worker process. Plain POSIX socket
 // with poll() deadlines: every call has a timeout and throws hvdrun::TimeoutError naming
 // what it waited for, NetworkError when the server is gone, ProtocolError on a bad frame
-// or a kError reply. Thread rules: one thread at a time; move-only.
+// or a kError reply, AbortedError when interrupted (set_interrupt). Thread rules: one thread at a
+// time; move-only.
 #pragma once
 
 #include <chrono>
@@ -40,6 +41,11 @@ class Client {
   void set(std::string_view key, std::string_view value, std::chrono::milliseconds timeout);
   std::string get(std::string_view key, std::chrono::milliseconds timeout);
   void barrier(std::string_view name, std::chrono::milliseconds timeout);
+
+  // Every later wait also ends when `fd` (an abort signal's eventfd; -1: none) is readable,
+  // with AbortedError; the connection is then closed, as after any error (a reply may be
+  // under way). The fd must stay open while it is set.
+  void set_interrupt(int fd) noexcept;
 
   std::uint32_t generation() const noexcept;
   // Local address of the connection to the server: the address on the route to the

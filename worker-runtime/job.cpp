@@ -86,6 +86,7 @@ std::unique_ptr<Communicator> Runtime::form_generation() {
     board = std::make_shared<RendezvousFailureBoard>(*client_, a.rank, options.start_timeout);
   }
   auto abort = std::make_shared<AbortSignal>();  // the ring setup already watches it
+  client_->set_interrupt(abort->fd());           // and the rendezvous waits of this generation
   auto ring =
       std::make_unique<tcp::Ring>(a.rank, a.size, a.peers, std::move(listener), options.secret,
                                   assignment.generation, options.timeout, abort.get());
@@ -98,6 +99,5 @@ std::unique_ptr<Communicator> Runtime::form_generation() {
                      duration_cast<milliseconds>(tcp::Clock::now() - start).count());
   return communicator;
 }
-
 
 }  // namespace hvdrun

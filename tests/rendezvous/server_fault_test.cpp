@@ -1,7 +1,9 @@
 // Server robustness: garbage and oversized frames, unauthenticated requests, auth timeout,
 // a slot dropping before the generation completes, close() with pending waits, and the
-// client's connect timeout.
+// client's connect timeout and interruption.
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "hvdrun/error.h"
 #include "test_util.h"
@@ -200,6 +202,34 @@ TEST(Client, ConnectRetriesUntilTheServerListens) {
   EXPECT_EQ(c.join(make_join(0), kTimeout).assign.size, 1);
   io.stop();
   late.join();
+}
+
+// A get of a key nobody sets, with a 30 s timeout: the interrupt fd ends it at once with
+// AbortedError, and the connection is closed afterwards.
+TEST(Client, InterruptEndsAWaitEarly) {
+  ServerThread server(slot_options(1));
+  Client c(server.endpoint(), kSecret, kTimeout);
+  c.join(make_join(0), kTimeout);
+  UniqueFd interrupt(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  ASSERT_TRUE(interrupt);
+  c.set_interrupt(interrupt.get());
+  std::thread raiser([&] {
+    std::this_thread::sleep_for(100ms);
+    const std::uint64_t one = 1;
+    EXPECT_EQ(::write(interrupt.get(), &one, sizeof one), 8);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    c.get("never-set", 30s);
+    ADD_FAILURE() << "the get returned";
+  } catch (const AbortedError& e) {
+    EXPECT_NE(std::string(e.what()).find("the wait for value of key 'never-set' was interrupted"),
+              std::string::npos)
+        << e.what();
+  }
+  raiser.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_THROW(c.get("never-set", 1s), NetworkError);  // closed after the interruption
 }
 
 }  // namespace

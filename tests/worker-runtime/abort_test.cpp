@@ -97,6 +97,25 @@ TEST(AbortSignal, InterruptsTheRingSetup) {
   EXPECT_LT(Clock::now() - start, 5s);
 }
 
+// Rank 0 of a 2-rank ring whose rank 1 does not listen yet: the connect retries end at the
+// abort, with its reason and the peer named.
+TEST(AbortSignal, InterruptsTheRingSetupsConnectRetries) {
+  Listeners l = bind_listeners(2);
+  l.listeners[1] = tcp::Listener();  // closed: connecting to rank 1 is refused, and retried
+  AbortSignal signal;
+  const auto start = Clock::now();
+  RaiseLater raise(signal, 100ms);
+  try {
+    tcp::Ring(0, 2, l.peers, std::move(l.listeners[0]), std::string(kSecret), 0, 30s, &signal);
+    ADD_FAILURE() << "the ring formed without rank 1";
+  } catch (const AbortedError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("ring setup: connecting to rank 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("aborted: generation 0 broke: rank 1 failed"), std::string::npos) << what;
+  }
+  EXPECT_LT(Clock::now() - start, 5s);
+}
+
 TEST(PollUntil, EndsOnDoneDeadlineOrAbort) {
   EXPECT_EQ(poll_until(Clock::now() + 1s, nullptr, [] { return true; }), PollResult::kDone);
   EXPECT_EQ(poll_until(Clock::now() + 20ms, nullptr, [] { return false; }), PollResult::kTimedOut);

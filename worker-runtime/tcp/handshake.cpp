@@ -137,10 +137,23 @@ UniqueFd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& 
   }
 }
 
+int abort_fd(const RingIdentity& me) {
+  return me.abort != nullptr ? me.abort->fd() : -1;
+}
+
+// For a wait that ended early: AbortedError naming `what` and the abort's reason.
+void check_abort(const RingIdentity& me, const std::string& what) {
+  if (me.abort != nullptr) me.abort->check("ring setup: " + what + gen_text(me));
+}
+
 void send_hello(int fd, const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int to,
                 Clock::time_point deadline) {
   const Hello hello = make_hello(me, to);
-  const net::IoResult result = net::send_all(fd, hello.data(), hello.size(), deadline);
+  const net::IoResult result =
+      net::send_all(fd, hello.data(), hello.size(), deadline, abort_fd(me));
+  if (result.status == net::IoResult::Status::kInterrupted) {
+    check_abort(me, "sending hello to " + peer_text(peers, to));
+  }
   if (!result.ok()) {
     throw NetworkError("ring setup: sending hello to " + peer_text(peers, to) +
                        " failed: " + result.text() + gen_text(me));
@@ -155,7 +168,10 @@ RingLinks connect_ring(const RingIdentity& me, const std::vector<rdzv::PeerAddr>
   const int prev = (me.rank - 1 + me.size) % me.size;
   RingLinks links;
   try {
-    links.next = connect_with_retry(peers[next].addr, peers[next].port, deadline);
+    links.next = connect_with_retry(peers[next].addr, peers[next].port, deadline, abort_fd(me));
+  } catch (const AbortedError& e) {
+    check_abort(me, "connecting to " + peer_text(peers, next));
+    throw;
   } catch (const TimeoutError& e) {
     throw TimeoutError("ring setup: " + peer_text(peers, next) + ": " + e.what() + gen_text(me));
   } catch (const NetworkError& e) {
@@ -167,7 +183,10 @@ RingLinks connect_ring(const RingIdentity& me, const std::vector<rdzv::PeerAddr>
 
   Hello answer{};
   const net::IoResult result =
-      net::recv_all(links.next.get(), answer.data(), answer.size(), deadline);
+      net::recv_all(links.next.get(), answer.data(), answer.size(), deadline, abort_fd(me));
+  if (result.status == net::IoResult::Status::kInterrupted) {
+    check_abort(me, "waiting for the answer of " + peer_text(peers, next));
+  }
   if (result.status == net::IoResult::Status::kTimeout) {
     throw TimeoutError("ring setup: " + peer_text(peers, next) + " did not answer the hello" +
                        gen_text(me));

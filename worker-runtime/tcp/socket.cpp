@@ -92,14 +92,15 @@ UniqueFd Listener::accept_one(std::string& peer) {
   return fd;
 }
 
-UniqueFd connect_with_retry(const std::string& host, std::uint16_t port,
-                            Clock::time_point deadline) {
+UniqueFd connect_with_retry(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                            int interrupt_fd) {
   const std::string where = host + ":" + std::to_string(port);
   const auto start = Clock::now();
   const net::RetryPolicy policy{std::chrono::milliseconds(5), std::chrono::milliseconds(200),
                                 false};
-  net::Connected c = net::connect_until(host, port, deadline, policy);
+  net::Connected c = net::connect_until(host, port, deadline, policy, interrupt_fd);
   if (c.fd) return std::move(c.fd);
+  if (c.interrupted) throw AbortedError("connecting to " + where + " was interrupted");
   if (!c.resolve_error.empty()) {
     throw NetworkError("cannot resolve " + where + ": " + c.resolve_error);
   }

@@ -36,10 +36,11 @@ class Listener {
 };
 
 // Connects to host:port, retrying refused/unreachable attempts until `deadline`.
-// Returns a connected, non-blocking, tuned socket. Throws NetworkError (bad host) or
-// TimeoutError naming host:port, the last error and the time waited.
-UniqueFd connect_with_retry(const std::string& host, std::uint16_t port,
-                            Clock::time_point deadline);
+// Returns a connected, non-blocking, tuned socket. Throws NetworkError (bad host),
+// TimeoutError naming host:port, the last error and the time waited, or AbortedError when
+// `interrupt_fd` (-1: none) became readable.
+UniqueFd connect_with_retry(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                            int interrupt_fd = -1);
 
 // TCP_NODELAY; socket buffers are left to the kernel's autotuning.
 void tune_socket(int fd) noexcept;
