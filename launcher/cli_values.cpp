@@ -1,13 +1,13 @@
 // Value parsers of hvdrun's command line (cli_values.h).
-#include "cli_values.h"
+#include "launcher/cli_values.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 
-#include "hosts.h"
 #include "hvdrun/error.h"
+#include "launcher/hosts.h"
 
 namespace hvdrun::launcher {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "job_spec.h"
+#include "launcher/job_spec.h"
 
 namespace hvdrun::launcher {
 

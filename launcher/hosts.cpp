@@ -1,6 +1,6 @@
 // Host lists from -H and host files: [user@]host[:slots], [ipv6][:slots], and Open MPI style
 // host-file lines. Every error is one line naming the origin (-H or FILE:LINE) and the entry.
-#include "hosts.h"
+#include "launcher/hosts.h"
 
 #include <arpa/inet.h>
 

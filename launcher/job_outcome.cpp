@@ -1,7 +1,7 @@
 // Outcome, the job's exit status and its failure summary (job_outcome.h).
-#include "job_outcome.h"
+#include "launcher/job_outcome.h"
 
-#include "logging.h"
+#include "launcher/logging.h"
 
 namespace hvdrun::launcher {
 

@@ -12,7 +12,7 @@
 #include "launcher/horovod/kv_server.h"
 #include "launcher/job_spec.h"
 #include "launcher/placement.h"
-#include "server.h"
+#include "rendezvous/server.h"
 
 namespace hvdrun::launcher {
 

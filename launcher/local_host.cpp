@@ -1,6 +1,6 @@
 // Whether a host name is this machine. Cheap checks first (localhost, loopback literals, the
 // hostname); only then a getaddrinfo() lookup compared against getifaddrs() addresses.
-#include "local_host.h"
+#include "launcher/local_host.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "hvdrun/error.h"
-#include "logging.h"
+#include "launcher/logging.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -139,9 +139,8 @@ void LocalWorkers::drop_streams(StreamKind kind) {
   bool& dropped_kind = dropped_[kind == StreamKind::kStderr ? 1 : 0];
   if (dropped_kind) return;
   dropped_kind = true;
-  launcher_log()
-      ->debug("the console's {} was closed; closing that pipe of every rank",
-              kind == StreamKind::kStderr ? "stderr" : "stdout");
+  launcher_log()->debug("the console's {} was closed; closing that pipe of every rank",
+                        kind == StreamKind::kStderr ? "stderr" : "stdout");
   for (auto& [id, w] : workers_) {
     auto& stream = kind == StreamKind::kStdout ? *w->out : *w->err;
     boost::system::error_code ignored;
@@ -185,8 +184,8 @@ void LocalWorkers::forget_empty_groups() {
 
 void LocalWorkers::on_exit(Worker& w, ProcessEnd status) {
   w.exited = true;
-  launcher_log()
-      ->debug("rank {} (pid {}) ended: {}", w.slot.rank, w.child.pid(), status.describe());
+  launcher_log()->debug("rank {} (pid {}) ended: {}", w.slot.rank, w.child.pid(),
+                        status.describe());
   std::string cause;
   if (w.exec_errno != 0) {
     cause = "cannot run '" + program_ + "': " + std::strerror(w.exec_errno);
@@ -211,10 +210,9 @@ void LocalWorkers::signal_all(int signo) {
 }
 
 void LocalWorkers::close_streams() {
-  launcher_log()
-      ->info(
-          "output pipes still open 1 s after every worker exited; killing what is left of "
-          "the worker process groups");
+  launcher_log()->info(
+      "output pipes still open 1 s after every worker exited; killing what is left of "
+      "the worker process groups");
   signal_all(SIGKILL);
   closing_streams_ = true;
   for (auto& [id, w] : workers_) {

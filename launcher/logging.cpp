@@ -1,6 +1,6 @@
 // Launcher loggers "launcher", "rdzv" and "ssh" (pattern "[time] [hvdrun pid] [logger] [level]
 // message") and the unprefixed user-facing lines (logging.h).
-#include "logging.h"
+#include "launcher/logging.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>

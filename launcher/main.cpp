@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "cli.h"
 #include "hvdrun/error.h"
-#include "process.h"
-#include "remote_agent.h"
-#include "supervisor.h"
+#include "launcher/cli.h"
+#include "launcher/process.h"
+#include "launcher/ssh/remote_agent.h"
+#include "launcher/supervisor.h"
 
 extern char** environ;
 

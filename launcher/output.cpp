@@ -1,6 +1,6 @@
 // LineSplitter and OutputSink (output.h): prefixing, tee files and the stderr tails kept for
 // the failure summary.
-#include "output.h"
+#include "launcher/output.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
 // Slot -> rank placement (horovodrun's rule): fill the hosts in order, stop at exactly
 // num_proc ranks; local and cross ranks and sizes are computed over the placed ranks only.
-#include "placement.h"
+#include "launcher/placement.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // fork/execve spawner of workers and the RAII owner of children (process.h).
 // Everything the child needs is prepared before fork(); between fork and exec the child
 // makes only async-signal-safe calls.
-#include "process.h"
+#include "launcher/process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "logging.h"
+#include "launcher/logging.h"
 
 namespace hvdrun::launcher {
 

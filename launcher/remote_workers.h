@@ -20,9 +20,9 @@
 #include "launcher/job_spec.h"
 #include "launcher/output.h"
 #include "launcher/placement.h"
+#include "launcher/ssh/remote_spawn.h"
 #include "launcher/worker_id.h"
 #include "launcher/worker_pool.h"
-#include "remote_spawn.h"
 
 namespace hvdrun::launcher {
 
@@ -75,8 +75,8 @@ class RemoteWorkers final : public WorkerPool {
   const JobSpec& spec_;
   std::vector<std::size_t> hosts_;  // spawner index -> JobSpec::hosts index
   Callbacks callbacks_;
-  std::vector<std::string> keep_;  // -x names: kept in the remote environment
-  std::string cwd_;                // the workers' working directory: hvdrun's
+  std::vector<std::string> keep_;   // -x names: kept in the remote environment
+  std::string cwd_;                 // the workers' working directory: hvdrun's
   std::map<int, Running> running_;  // by the SSH layer's number
   int next_number_ = 0;
   std::map<std::size_t, HostStart> starting_;  // JobSpec::hosts index -> progress

@@ -1,6 +1,6 @@
 // Rendezvous bind and worker addresses (rendezvous_addr.h). Reads JobSpec: rendezvous_addr,
 // network_interfaces.
-#include "rendezvous_addr.h"
+#include "launcher/rendezvous_addr.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

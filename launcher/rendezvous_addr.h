@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "job_spec.h"
+#include "launcher/job_spec.h"
 
 namespace hvdrun::launcher {
 

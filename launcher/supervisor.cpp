@@ -1,7 +1,7 @@
 // run_job (supervisor.h): placement, watchdog, rendezvous server, local and remote workers and
 // the fail-fast policy on one io_context. Reads JobSpec: hosts, num_proc, command,
 // start_timeout, grace_period, output settings, verbose, log_level, rendezvous_addr.
-#include "supervisor.h"
+#include "launcher/supervisor.h"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -9,23 +9,23 @@
 #include <boost/asio.hpp>
 #include <optional>
 
-#include "auth.h"
 #include "common/interfaces.h"
 #include "hvdrun/error.h"
-#include "job_outcome.h"
 #include "launcher/failure_policy.h"
 #include "launcher/horovod/kv_server.h"
+#include "launcher/job_outcome.h"
 #include "launcher/job_setup.h"
+#include "launcher/local_host.h"
+#include "launcher/local_workers.h"
+#include "launcher/logging.h"
+#include "launcher/placement.h"
 #include "launcher/port_reservation.h"
-#include "local_host.h"
-#include "local_workers.h"
-#include "logging.h"
-#include "placement.h"
-#include "remote_workers.h"
-#include "rendezvous_addr.h"
-#include "server.h"
-#include "watchdog.h"
-#include "worker_env.h"
+#include "launcher/remote_workers.h"
+#include "launcher/rendezvous_addr.h"
+#include "launcher/watchdog.h"
+#include "launcher/worker_env.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/server.h"
 
 namespace hvdrun::launcher {
 namespace {

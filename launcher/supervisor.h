@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "job_spec.h"
+#include "launcher/job_spec.h"
 
 namespace hvdrun::launcher {
 

@@ -1,6 +1,6 @@
 // The watchdog process that SIGKILLs every worker process group if the launcher dies
 // (design in watchdog.h).
-#include "watchdog.h"
+#include "launcher/watchdog.h"
 
 #include <fcntl.h>
 #include <signal.h>

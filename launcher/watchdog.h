@@ -19,7 +19,7 @@
 
 #include <sys/types.h>
 
-#include "process.h"
+#include "launcher/process.h"
 
 namespace hvdrun::launcher {
 

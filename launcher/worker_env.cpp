@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "env_names.h"
+#include "rendezvous/env_names.h"
 
 namespace hvdrun::launcher {
 namespace {

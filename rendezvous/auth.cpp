@@ -1,5 +1,5 @@
 // Job secret, nonces and the HMAC-SHA256 challenge response (OpenSSL 3).
-#include "auth.h"
+#include "rendezvous/auth.h"
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>

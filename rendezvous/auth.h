@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "protocol.h"
+#include "rendezvous/protocol.h"
 
 namespace hvdrun::rdzv {
 

@@ -1,5 +1,5 @@
 // Named, generation-scoped, reusable barriers of the rendezvous.
-#include "barrier_set.h"
+#include "rendezvous/barrier_set.h"
 
 #include <algorithm>
 

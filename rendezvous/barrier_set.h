@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "wait.h"
+#include "rendezvous/wait.h"
 
 namespace hvdrun::rdzv {
 

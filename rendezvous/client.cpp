@@ -1,7 +1,7 @@
 // Blocking rendezvous client (worker side): connect + HMAC handshake, JOIN/ASSIGN, key-value
 // store and barriers, each with a deadline. After any error the connection is closed and
 // later calls throw NetworkError.
-#include "client.h"
+#include "rendezvous/client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,9 +12,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "auth.h"
 #include "common/socket_io.h"
 #include "hvdrun/error.h"
+#include "rendezvous/auth.h"
 
 namespace hvdrun::rdzv {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "protocol.h"
+#include "rendezvous/protocol.h"
 
 namespace hvdrun::rdzv {
 

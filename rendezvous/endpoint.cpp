@@ -1,8 +1,8 @@
 // Endpoint::parse: "host:port" and "[v6addr]:port" rendezvous addresses.
 #include <charconv>
 
-#include "client.h"
 #include "hvdrun/error.h"
+#include "rendezvous/client.h"
 
 namespace hvdrun::rdzv {
 namespace {

@@ -1,9 +1,9 @@
 // Membership of the current generation and the ASSIGN messages built when it is complete.
-#include "generation.h"
+#include "rendezvous/generation.h"
 
 #include <algorithm>
 
-#include "session.h"
+#include "rendezvous/session.h"
 
 namespace hvdrun::rdzv {
 namespace {

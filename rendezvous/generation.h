@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol.h"
-#include "server.h"
+#include "rendezvous/protocol.h"
+#include "rendezvous/server.h"
 
 namespace hvdrun::rdzv {
 

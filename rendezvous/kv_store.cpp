@@ -1,5 +1,5 @@
 // Generation-scoped key-value store and its pending gets.
-#include "kv_store.h"
+#include "rendezvous/kv_store.h"
 
 #include <algorithm>
 #include <functional>

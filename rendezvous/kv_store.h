@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "wait.h"
+#include "rendezvous/wait.h"
 
 namespace hvdrun::rdzv {
 

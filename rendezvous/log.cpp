@@ -1,5 +1,5 @@
 // The "rdzv" logger (log.h).
-#include "log.h"
+#include "rendezvous/log.h"
 
 #include "common/logger.h"
 

@@ -1,12 +1,12 @@
 // The rendezvous wire codec: encode(Message) and bounds-checked decode of headers and frames.
 // Layouts of every body are in this file only; see protocol.h for the frame format.
-#include "protocol.h"
+#include "rendezvous/protocol.h"
 
 #include <cstdio>
 #include <type_traits>
 
 #include "hvdrun/error.h"
-#include "wire_io.h"
+#include "rendezvous/wire_io.h"
 
 namespace hvdrun::rdzv {
 namespace {

@@ -1,7 +1,7 @@
 // Server: the public face of the rendezvous server; the work is in ServerCore.
-#include "server.h"
+#include "rendezvous/server.h"
 
-#include "server_core.h"
+#include "rendezvous/server_core.h"
 
 namespace hvdrun::rdzv {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/slot.h"
-#include "protocol.h"
+#include "rendezvous/protocol.h"
 
 namespace boost::asio {
 class io_context;

@@ -1,6 +1,6 @@
 // Rendezvous server core: binding, the accept loop, dispatch of messages, authentication,
 // close() and the cleanup when a session goes away. Requests are in server_requests.cpp.
-#include "server_core.h"
+#include "rendezvous/server_core.h"
 
 #include <spdlog/spdlog.h>
 
@@ -10,11 +10,11 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "auth.h"
 #include "common/tcp_listen.h"
 #include "hvdrun/error.h"
-#include "log.h"
-#include "session.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/log.h"
+#include "rendezvous/session.h"
 
 namespace hvdrun::rdzv {
 namespace asio = boost::asio;

@@ -15,11 +15,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "barrier_set.h"
-#include "generation.h"
-#include "kv_store.h"
-#include "protocol.h"
-#include "server.h"
+#include "rendezvous/barrier_set.h"
+#include "rendezvous/generation.h"
+#include "rendezvous/kv_store.h"
+#include "rendezvous/protocol.h"
+#include "rendezvous/server.h"
 
 namespace hvdrun::rdzv {
 

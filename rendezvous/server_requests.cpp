@@ -7,9 +7,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "log.h"
-#include "server_core.h"
-#include "session.h"
+#include "rendezvous/log.h"
+#include "rendezvous/server_core.h"
+#include "rendezvous/session.h"
 
 namespace hvdrun::rdzv {
 namespace asio = boost::asio;

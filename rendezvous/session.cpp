@@ -1,6 +1,6 @@
 // One rendezvous connection on the server: frame reader, queued writer, deadline watchdog.
 // Malformed frames and I/O errors close this session only; handlers never throw.
-#include "session.h"
+#include "rendezvous/session.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,9 +11,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "auth.h"
-#include "log.h"
-#include "server_core.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/log.h"
+#include "rendezvous/server_core.h"
 
 namespace hvdrun::rdzv {
 namespace asio = boost::asio;

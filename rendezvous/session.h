@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol.h"
+#include "rendezvous/protocol.h"
 
 namespace hvdrun::rdzv {
 

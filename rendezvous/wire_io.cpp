@@ -1,5 +1,5 @@
 // Little-endian byte writer and bounds-checked reader used by the codec.
-#include "wire_io.h"
+#include "rendezvous/wire_io.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // AbortSignal (abort_signal.h): an eventfd plus the reason.
-#include "abort_signal.h"
+#include "worker-runtime/abort_signal.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

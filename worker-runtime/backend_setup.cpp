@@ -1,6 +1,6 @@
 // attach_device_backend() (see backend_setup.h). Compiled with or without NCCL; the NCCL
 // parts are behind HVDRUN_HAVE_NCCL.
-#include "backend_setup.h"
+#include "worker-runtime/backend_setup.h"
 
 #include <cstdint>
 #include <cstring>
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "hvdrun/error.h"
-#include "logging.h"
-#include "nccl/backend_choice.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/nccl/backend_choice.h"
 #ifdef HVDRUN_HAVE_NCCL
-#include "nccl/nccl_setup.h"
+#include "worker-runtime/nccl/nccl_setup.h"
 #endif
 
 namespace hvdrun {

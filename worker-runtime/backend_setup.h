@@ -3,9 +3,9 @@
 // the decision is logged once at info, and the NCCL backend is started when chosen.
 #pragma once
 
-#include "client.h"
-#include "communicator.h"
-#include "options.h"
+#include "rendezvous/client.h"
+#include "worker-runtime/communicator.h"
+#include "worker-runtime/options.h"
 
 namespace hvdrun {
 

@@ -1,5 +1,5 @@
 // Communicator (see communicator.h): argument checks, then the TCP ring.
-#include "communicator.h"
+#include "worker-runtime/communicator.h"
 
 #include <string>
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "abort_signal.h"
-#include "device_collectives.h"
 #include "hvdrun/types.h"
-#include "tcp/ring.h"
+#include "worker-runtime/abort_signal.h"
+#include "worker-runtime/device_collectives.h"
+#include "worker-runtime/tcp/ring.h"
 
 namespace hvdrun {
 

@@ -1,8 +1,8 @@
 // resolve_data_address() and the interface listing (see data_address.h).
-#include "data_address.h"
+#include "worker-runtime/data_address.h"
 
-#include "env_names.h"
 #include "hvdrun/error.h"
+#include "rendezvous/env_names.h"
 
 namespace hvdrun {
 namespace {

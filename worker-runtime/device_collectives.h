@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <span>
 
-#include "abort_signal.h"
 #include "hvdrun/device.h"
 #include "hvdrun/types.h"
+#include "worker-runtime/abort_signal.h"
 
 namespace hvdrun {
 

@@ -1,15 +1,15 @@
 // Runtime (job.h): rendezvous JOIN/ASSIGN, then the ring, then the backend choice and the
 // NCCL communicator when chosen.
-#include "job.h"
+#include "worker-runtime/job.h"
 
 #include <unistd.h>
 
-#include "backend_setup.h"
-#include "data_address.h"
-#include "error_context.h"
 #include "hvdrun/error.h"
-#include "logging.h"
-#include "rdzv_failure_board.h"
+#include "worker-runtime/backend_setup.h"
+#include "worker-runtime/data_address.h"
+#include "worker-runtime/error_context.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/rdzv_failure_board.h"
 
 namespace hvdrun {
 namespace {

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "client.h"
-#include "communicator.h"
-#include "options.h"
+#include "rendezvous/client.h"
+#include "worker-runtime/communicator.h"
+#include "worker-runtime/options.h"
 
 namespace hvdrun {
 

@@ -1,6 +1,6 @@
 // The "runtime" spdlog logger (see logging.h). The logger lives in spdlog's registry so that
 // every translation unit of libhvdrun shares it.
-#include "logging.h"
+#include "worker-runtime/logging.h"
 
 #include <unistd.h>
 

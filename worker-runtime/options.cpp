@@ -1,5 +1,5 @@
 // Parsing of libhvdrun's HVDRUN_* environment into Options (see options.h).
-#include "options.h"
+#include "worker-runtime/options.h"
 
 #include <unistd.h>
 
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "env_names.h"
 #include "hvdrun/error.h"
+#include "rendezvous/env_names.h"
 
 namespace hvdrun {
 namespace {

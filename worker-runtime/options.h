@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "nccl/backend_choice.h"
-#include "nccl/fusion_plan.h"
+#include "worker-runtime/nccl/backend_choice.h"
+#include "worker-runtime/nccl/fusion_plan.h"
 
 namespace hvdrun {
 
@@ -40,7 +40,7 @@ struct Options {
   std::string network_interface;  // HVDRUN_NETWORK_INTERFACE (data_address.h); empty: default
   nccl::GpuRequest gpu;  // HVDRUN_BACKEND (cpu|nccl|auto), HVDRUN_GPU_DEVICE, HVDRUN_GPU_EXCLUSIVE
   std::size_t fusion_threshold = nccl::kDefaultFusionThreshold;  // HVDRUN_FUSION_THRESHOLD
-  nccl::FusionMode fusion_mode = nccl::FusionMode::kGroup;        // HVDRUN_FUSION_MODE
+  nccl::FusionMode fusion_mode = nccl::FusionMode::kGroup;       // HVDRUN_FUSION_MODE
 };
 
 // Returns the value of an environment variable or nullptr.

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "abort_signal.h"
+#include "worker-runtime/abort_signal.h"
 
 namespace hvdrun {
 

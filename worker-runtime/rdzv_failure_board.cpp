@@ -1,5 +1,5 @@
 // RendezvousFailureBoard (see rdzv_failure_board.h).
-#include "rdzv_failure_board.h"
+#include "worker-runtime/rdzv_failure_board.h"
 
 #include <algorithm>
 #include <thread>

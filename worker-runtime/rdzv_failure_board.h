@@ -7,8 +7,8 @@
 #include <chrono>
 #include <string>
 
-#include "client.h"
-#include "tcp/failure_board.h"
+#include "rendezvous/client.h"
+#include "worker-runtime/tcp/failure_board.h"
 
 namespace hvdrun {
 

@@ -1,7 +1,7 @@
 // Reduction kernels: plain loops over typed pointers that the compiler vectorizes for the
 // float/double/integer types (this file is built with the vectorizer on, see CMakeLists.txt);
 // the 16-bit float types convert each element to float and back.
-#include "reduce.h"
+#include "worker-runtime/reduce.h"
 
 #include <cstdint>
 #include <type_traits>

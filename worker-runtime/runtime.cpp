@@ -5,11 +5,11 @@
 #include <memory>
 #include <string>
 
-#include "communicator.h"
 #include "hvdrun/hvdrun.h"
-#include "job.h"
-#include "logging.h"
-#include "options.h"
+#include "worker-runtime/communicator.h"
+#include "worker-runtime/job.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/options.h"
 
 namespace hvdrun {
 namespace {

@@ -1,14 +1,14 @@
 // Starting the remote agent's worker (agent_worker.h) with the launcher's spawner
 // (process.h): own process group, SIGKILL when the agent dies, exec errors reported.
-#include "agent_worker.h"
+#include "launcher/ssh/agent_worker.h"
 
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 
 #include "common/interfaces.h"
-#include "env_names.h"
-#include "process.h"
+#include "launcher/process.h"
+#include "rendezvous/env_names.h"
 
 namespace hvdrun::launcher::ssh {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "remote_agent.h"
+#include "launcher/ssh/remote_agent.h"
 
 namespace hvdrun::launcher::ssh {
 

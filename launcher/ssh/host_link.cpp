@@ -1,6 +1,6 @@
 // HostLink's thread (host_link.h): connect, then one event loop over the session's socket and
 // a wake-up eventfd that steps every worker's RemoteCommand until nothing moves.
-#include "host_link.h"
+#include "launcher/ssh/host_link.h"
 
 #include <libssh2.h>
 #include <poll.h>
@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "remote_agent.h"
-#include "ssh_channel.h"
-#include "ssh_log.h"
-#include "ssh_session.h"
+#include "launcher/ssh/remote_agent.h"
+#include "launcher/ssh/ssh_channel.h"
+#include "launcher/ssh/ssh_log.h"
+#include "launcher/ssh/ssh_session.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
@@ -53,8 +53,8 @@ class HostLoop {
       try {
         input = encode_agent_spec({worker.cwd, std::move(worker.env), std::move(worker.argv)});
       } catch (const Error& e) {
-        emit_exit(worker.id, ProcessEnd::failed_to_start(worker.label + " on " +
-                                                          session_.where() + ": " + e.what()));
+        emit_exit(worker.id, ProcessEnd::failed_to_start(worker.label + " on " + session_.where() +
+                                                         ": " + e.what()));
         continue;
       }
       entries_.push_back({worker.id, worker.label,

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "remote_spawn.h"
-#include "ssh_socket.h"
+#include "launcher/ssh/remote_spawn.h"
+#include "launcher/ssh/ssh_socket.h"
 
 namespace hvdrun::launcher::ssh {
 

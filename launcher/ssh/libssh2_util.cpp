@@ -1,5 +1,5 @@
 // libssh2 initialisation and error mapping (libssh2_util.h).
-#include "libssh2_util.h"
+#include "launcher/ssh/libssh2_util.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "ssh_error.h"
+#include "launcher/ssh/ssh_error.h"
 
 namespace hvdrun::launcher::ssh {
 

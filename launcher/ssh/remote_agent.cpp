@@ -1,7 +1,7 @@
 // run_remote_agent (remote_agent.h): read the spec from stdin, start the worker, relay its
 // output, obey control messages, and end as the worker ended. Single-threaded; SIGCHLD via a
 // signalfd.
-#include "remote_agent.h"
+#include "launcher/ssh/remote_agent.h"
 
 #include <poll.h>
 #include <sys/resource.h>
@@ -14,9 +14,9 @@
 #include <cstring>
 #include <optional>
 
-#include "agent_worker.h"
 #include "common/unique_fd.h"
 #include "hvdrun/error.h"
+#include "launcher/ssh/agent_worker.h"
 
 extern char** environ;
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "hvdrun/error.h"
-#include "remote_agent.h"
+#include "launcher/ssh/remote_agent.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

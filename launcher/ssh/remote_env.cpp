@@ -6,7 +6,7 @@
 #include <array>
 #include <climits>
 
-#include "remote_spawn.h"
+#include "launcher/ssh/remote_spawn.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

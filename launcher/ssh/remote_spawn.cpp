@@ -1,11 +1,11 @@
 // RemoteSpawner (remote_spawn.h): one HostLink per host, and the id -> host table that
 // routes terminate() calls. Used from one thread; the links do the blocking work.
-#include "remote_spawn.h"
+#include "launcher/ssh/remote_spawn.h"
 
 #include <map>
 
-#include "host_link.h"
-#include "ssh_log.h"
+#include "launcher/ssh/host_link.h"
+#include "launcher/ssh/ssh_log.h"
 
 namespace hvdrun::launcher::ssh {
 

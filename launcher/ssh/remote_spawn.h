@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "common/process_end.h"
-#include "remote_exit.h"
-#include "ssh_error.h"
-#include "ssh_options.h"
+#include "launcher/ssh/remote_exit.h"
+#include "launcher/ssh/ssh_error.h"
+#include "launcher/ssh/ssh_options.h"
 
 namespace hvdrun::launcher::ssh {
 

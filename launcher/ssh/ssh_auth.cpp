@@ -1,13 +1,13 @@
 // Public-key authentication through ssh-agent and key files (ssh_auth.h).
-#include "ssh_auth.h"
+#include "launcher/ssh/ssh_auth.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <memory>
 
-#include "libssh2_util.h"
-#include "ssh_error.h"
+#include "launcher/ssh/libssh2_util.h"
+#include "launcher/ssh/ssh_error.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

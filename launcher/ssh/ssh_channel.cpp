@@ -1,13 +1,13 @@
 // RemoteCommand's state machine over a non-blocking libssh2 channel (ssh_channel.h), and the
 // description of remote exits (remote_exit.h).
-#include "ssh_channel.h"
+#include "launcher/ssh/ssh_channel.h"
 
 #include <signal.h>
 #include <string.h>
 
 #include <utility>
 
-#include "libssh2_util.h"
+#include "launcher/ssh/libssh2_util.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
@@ -164,7 +164,8 @@ bool RemoteCommand::step_close() {
     const std::string name(signal_name, signal_length);
     libssh2_free(session_, signal_name);
     const int signo = signal_from_ssh_name(name);
-    result_ = signo != 0 ? ProcessEnd::signaled(signo) : ProcessEnd{ProcessEnd::Kind::kSignaled, 0, name};
+    result_ =
+        signo != 0 ? ProcessEnd::signaled(signo) : ProcessEnd{ProcessEnd::Kind::kSignaled, 0, name};
   } else {
     result_ = ProcessEnd::exited(libssh2_channel_get_exit_status(channel_.get()));
   }

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "common/process_end.h"
-#include "remote_exit.h"
+#include "launcher/ssh/remote_exit.h"
 
 namespace hvdrun::launcher::ssh {
 

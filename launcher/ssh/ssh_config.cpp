@@ -1,5 +1,5 @@
 // ~/.ssh/config lookup for HostName, Port, User and IdentityFile (ssh_config.h).
-#include "ssh_config.h"
+#include "launcher/ssh/ssh_config.h"
 
 #include <fnmatch.h>
 

@@ -1,6 +1,6 @@
 // known_hosts checks (ssh_known_hosts.h). Each line is loaded on its own into a libssh2
 // collection, so that unsupported lines are skipped and a mismatch names its line number.
-#include "ssh_known_hosts.h"
+#include "launcher/ssh/ssh_known_hosts.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "common/unique_fd.h"
-#include "ssh_error.h"
+#include "launcher/ssh/ssh_error.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

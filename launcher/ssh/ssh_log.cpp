@@ -1,5 +1,5 @@
 // The "ssh" logger (ssh_log.h).
-#include "ssh_log.h"
+#include "launcher/ssh/ssh_log.h"
 
 #include "common/logger.h"
 

@@ -1,12 +1,12 @@
 // SSH options from the launcher's environment, targets after ~/.ssh/config (ssh_options.h).
-#include "ssh_options.h"
+#include "launcher/ssh/ssh_options.h"
 
 #include <pwd.h>
 #include <unistd.h>
 
 #include <cstdio>
 
-#include "ssh_config.h"
+#include "launcher/ssh/ssh_config.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

@@ -1,17 +1,17 @@
 // SSH options, target resolution and the timed connect sequence (ssh_session.h), and
 // exec_command for one-off commands.
-#include "ssh_session.h"
+#include "launcher/ssh/ssh_session.h"
 
 #include <poll.h>
 #include <unistd.h>
 
 #include <cstdio>
 
-#include "libssh2_util.h"
-#include "ssh_auth.h"
-#include "ssh_channel.h"
-#include "ssh_error.h"
-#include "ssh_known_hosts.h"
+#include "launcher/ssh/libssh2_util.h"
+#include "launcher/ssh/ssh_auth.h"
+#include "launcher/ssh/ssh_channel.h"
+#include "launcher/ssh/ssh_error.h"
+#include "launcher/ssh/ssh_known_hosts.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

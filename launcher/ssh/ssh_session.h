@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "ssh_options.h"
-#include "ssh_socket.h"
+#include "launcher/ssh/ssh_options.h"
+#include "launcher/ssh/ssh_socket.h"
 
 namespace hvdrun::launcher::ssh {
 

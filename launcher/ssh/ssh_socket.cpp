@@ -1,6 +1,6 @@
 // TCP connect with a deadline for SSH sessions (ssh_socket.h): getaddrinfo, then per address a
 // non-blocking connect waited on with poll, together with the canceller's wake-up fd.
-#include "ssh_socket.h"
+#include "launcher/ssh/ssh_socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <memory>
 
-#include "ssh_error.h"
+#include "launcher/ssh/ssh_error.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

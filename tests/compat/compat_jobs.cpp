@@ -1,5 +1,5 @@
 // Helpers of the compatibility tests (compat_jobs.h).
-#include "compat_jobs.h"
+#include "tests/compat/compat_jobs.h"
 
 #include <cstdlib>
 #include <sstream>

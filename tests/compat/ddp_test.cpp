@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
-#include "compat_jobs.h"
-#include "hvdrun_runner.h"
+#include "tests/compat/compat_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
 namespace {

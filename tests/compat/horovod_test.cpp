@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "compat_jobs.h"
-#include "hvdrun_runner.h"
+#include "tests/compat/compat_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -43,11 +43,12 @@ void expect_job_passed(const RunResult& r, int size) {
 
 TEST(Horovod, TwoRanksAllreduceAllgatherBroadcastAndTraining) {
   REQUIRE_HOROVOD();
-  const auto r = run_hvdrun({"-np", "2", kPython, job_script("horovod_job.py")}, horovod_env(),
-                            seconds(120));
+  const auto r =
+      run_hvdrun({"-np", "2", kPython, job_script("horovod_job.py")}, horovod_env(), seconds(120));
   expect_job_passed(r, 2);
-  EXPECT_TRUE(contains(r.out, "[1]<stdout>:collectives rank=1 sum=3 average=1.5 "
-                              "allgather=[0, 0, 1, 10] broadcast=100 OK"))
+  EXPECT_TRUE(contains(r.out,
+                       "[1]<stdout>:collectives rank=1 sum=3 average=1.5 "
+                       "allgather=[0, 0, 1, 10] broadcast=100 OK"))
       << r.out;
   EXPECT_TRUE(contains(r.out, "iface=lo")) << r.out;
 }
@@ -58,10 +59,10 @@ TEST(Horovod, FourRanksWithTuningFlags) {
   REQUIRE_HOROVOD();
   TempDir dir;
   const auto timeline = dir.path / "timeline.json";
-  const auto r = run_hvdrun({"-np", "4", "--fusion-threshold-mb", "32", "--cycle-time-ms", "2",
-                             "--timeline-filename", timeline.string(), kPython,
-                             job_script("horovod_job.py"), "--steps", "10"},
-                            horovod_env(), seconds(150));
+  const auto r = run_hvdrun(
+      {"-np", "4", "--fusion-threshold-mb", "32", "--cycle-time-ms", "2", "--timeline-filename",
+       timeline.string(), kPython, job_script("horovod_job.py"), "--steps", "10"},
+      horovod_env(), seconds(150));
   expect_job_passed(r, 4);
   std::ifstream in(timeline);
   std::stringstream text;
@@ -74,9 +75,9 @@ TEST(Horovod, FourRanksWithTuningFlags) {
 // two members each.
 TEST(Horovod, TwoHostNamesUseLocalAndCrossScopes) {
   REQUIRE_HOROVOD();
-  const auto r = run_hvdrun({"-H", "localhost:2,127.0.0.1:2", kPython,
-                             job_script("horovod_job.py"), "--steps", "5"},
-                            horovod_env(), seconds(150));
+  const auto r = run_hvdrun(
+      {"-H", "localhost:2,127.0.0.1:2", kPython, job_script("horovod_job.py"), "--steps", "5"},
+      horovod_env(), seconds(150));
   expect_job_passed(r, 4);
   const auto rank3 = rank_lines(r.out, 3, "topology ");
   ASSERT_EQ(rank3.size(), 1u);
@@ -89,12 +90,12 @@ TEST(Horovod, TwoHostNamesUseLocalAndCrossScopes) {
 
 TEST(Horovod, RankThatRaisesIsNamedInTheSummary) {
   REQUIRE_HOROVOD();
-  const auto r = run_hvdrun({"-np", "2", kPython, job_script("horovod_job.py"), "--fail-rank",
-                             "1"},
+  const auto r = run_hvdrun({"-np", "2", kPython, job_script("horovod_job.py"), "--fail-rank", "1"},
                             horovod_env(), seconds(120));
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_TRUE(contains(r.err, "hvdrun: job failed: first failure was rank 1 on localhost: exit "
-                              "code 1"))
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: job failed: first failure was rank 1 on localhost: exit "
+                       "code 1"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "RuntimeError: rank 1 fails on purpose")) << r.err;
   EXPECT_LT(r.seconds, 60.0);

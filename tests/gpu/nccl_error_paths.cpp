@@ -19,13 +19,13 @@
 #include <thread>
 #include <vector>
 
-#include "abort_signal.h"
 #include "hvdrun/error.h"
-#include "logging.h"
-#include "nccl/cuda_util.h"
-#include "nccl/nccl_backend.h"
-#include "nccl/nccl_comm.h"
-#include "spin_kernel.h"
+#include "tests/gpu/spin_kernel.h"
+#include "worker-runtime/abort_signal.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/nccl/cuda_util.h"
+#include "worker-runtime/nccl/nccl_backend.h"
+#include "worker-runtime/nccl/nccl_comm.h"
 
 namespace {
 
@@ -91,7 +91,8 @@ void check_init_timeout(Checks& checks) {
   const double waited = ms_since(start);
   checks.expect(contains(message, "ncclCommInitRankConfig") && contains(message, "rank 0 of 2") &&
                     waited >= 500 && waited < 2500,
-                "init-timeout", "after " + std::to_string(waited) + " ms (limit 500 ms): " + message);
+                "init-timeout",
+                "after " + std::to_string(waited) + " ms (limit 500 ms): " + message);
 }
 
 void check_init_abort(Checks& checks) {
@@ -115,9 +116,10 @@ void check_init_abort(Checks& checks) {
   const double latency = std::chrono::duration<double, std::milli>(caught_at - raised_at).count();
   checks.expect(contains(message, "aborted: generation 2 broken: rank 1 failed") &&
                     contains(message, "ncclCommInitRankConfig") && latency < 200,
-                "init-abort", "AbortedError " + std::to_string(latency) +
-                                  " ms after the signal (ncclCommAbort included; stream held " +
-                             std::to_string(kSpinSeconds) + " s): " + message);
+                "init-abort",
+                "AbortedError " + std::to_string(latency) +
+                    " ms after the signal (ncclCommAbort included; stream held " +
+                    std::to_string(kSpinSeconds) + " s): " + message);
 }
 
 struct Stream {
@@ -149,7 +151,8 @@ void check_timeout(Checks& checks, void* send, void* recv) {
   checks.expect(contains(message, "allreduce") && contains(message, "rank 0 of 1") &&
                     contains(message, "HVDRUN_TIMEOUT") && waited >= 300 &&
                     waited < kSpinSeconds * 1000 + 1000,
-                "timeout", "after " + std::to_string(waited) + " ms (limit 300 ms; stream held " +
+                "timeout",
+                "after " + std::to_string(waited) + " ms (limit 300 ms; stream held " +
                     std::to_string(kSpinSeconds) + " s): " + message);
   std::string later;
   try {
@@ -186,33 +189,31 @@ void check_abort(Checks& checks, void* send, void* recv) {
   const double latency = std::chrono::duration<double, std::milli>(caught_at - raised_at).count();
   checks.expect(contains(message, "aborted: generation 3 broken: rank 1 failed") &&
                     contains(message, "allreduce") && latency < kSpinSeconds * 1000 + 1000,
-                "abort", "AbortedError " + std::to_string(latency) +
-                             " ms after the signal (ncclCommAbort included; stream held " +
-                             std::to_string(kSpinSeconds) + " s): " + message);
+                "abort",
+                "AbortedError " + std::to_string(latency) +
+                    " ms after the signal (ncclCommAbort included; stream held " +
+                    std::to_string(kSpinSeconds) + " s): " + message);
 }
 
 void check_reform(Checks& checks, void* send, void* recv) {
   double create_ms = 0;
   auto backend = make_backend(milliseconds(30000), &create_ms);
   std::vector<float> host(kCount, 1.5f);
-  hvdrun::nccl::check_cuda(cudaMemcpy(send, host.data(), kCount * sizeof(float),
-                                      cudaMemcpyHostToDevice),
-                           "cudaMemcpy");
+  hvdrun::nccl::check_cuda(
+      cudaMemcpy(send, host.data(), kCount * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
   Stream stream;
   const auto start = Clock::now();
   backend->allreduce(send, recv, kCount, DataType::kFloat32, ReduceOp::kSum, stream.get);
   const double reduce_ms = ms_since(start);
   std::vector<float> out(kCount, 0.0f);
-  hvdrun::nccl::check_cuda(cudaMemcpy(out.data(), recv, kCount * sizeof(float),
-                                      cudaMemcpyDeviceToHost),
-                           "cudaMemcpy");
+  hvdrun::nccl::check_cuda(
+      cudaMemcpy(out.data(), recv, kCount * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
   bool right = true;
   for (float v : out) right = right && v == 1.5f;
-  checks.expect(right, "re-form", "new communicator after the abort: created in " +
-                                      std::to_string(create_ms) + " ms, first allreduce of " +
-                                      std::to_string(kCount) + " floats " +
-                                      std::to_string(reduce_ms) + " ms, result " +
-                                      (right ? "right" : "WRONG"));
+  checks.expect(right, "re-form",
+                "new communicator after the abort: created in " + std::to_string(create_ms) +
+                    " ms, first allreduce of " + std::to_string(kCount) + " floats " +
+                    std::to_string(reduce_ms) + " ms, result " + (right ? "right" : "WRONG"));
 }
 
 }  // namespace

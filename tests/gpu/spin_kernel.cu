@@ -1,6 +1,6 @@
 // A kernel that keeps a stream busy for a given time: it holds the NCCL call queued behind it,
 // so the completion wait of the backend really waits on the GPU.
-#include "spin_kernel.h"
+#include "tests/gpu/spin_kernel.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Horovod-like test clients (horovod_http_client.h) over blocking POSIX sockets with
 // SO_RCVTIMEO / SO_SNDTIMEO timeouts.
-#include "horovod_http_client.h"
+#include "tests/horovod/horovod_http_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -19,8 +19,8 @@
 #include <iostream>
 #include <thread>
 
-#include "horovod_http_client.h"
-#include "kv_server_thread.h"
+#include "tests/horovod/horovod_http_client.h"
+#include "tests/horovod/kv_server_thread.h"
 
 namespace hvdrun::launcher::horovod::test {
 namespace {

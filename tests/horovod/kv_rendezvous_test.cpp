@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "horovod_http_client.h"
-#include "kv_server_thread.h"
+#include "tests/horovod/horovod_http_client.h"
+#include "tests/horovod/kv_server_thread.h"
 
 namespace hvdrun::launcher::horovod::test {
 namespace {

@@ -6,10 +6,10 @@
 #include <future>
 #include <thread>
 
-#include "horovod_http_client.h"
 #include "hvdrun/error.h"
-#include "kv_server_thread.h"
 #include "launcher/horovod/kv_scopes.h"
+#include "tests/horovod/horovod_http_client.h"
+#include "tests/horovod/kv_server_thread.h"
 
 namespace hvdrun::launcher::horovod::test {
 namespace {

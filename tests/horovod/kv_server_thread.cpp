@@ -1,5 +1,5 @@
 // Test helpers (kv_server_thread.h).
-#include "kv_server_thread.h"
+#include "tests/horovod/kv_server_thread.h"
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>

@@ -8,7 +8,7 @@
 #include <iterator>
 #include <string>
 
-#include "hvdrun_runner.h"
+#include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
 namespace {

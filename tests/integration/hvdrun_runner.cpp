@@ -1,5 +1,5 @@
 // HvdrunProcess and the pid helpers of the integration tests (hvdrun_runner.h).
-#include "hvdrun_runner.h"
+#include "tests/integration/hvdrun_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -5,10 +5,10 @@
 
 #include <set>
 
-#include "compat_jobs.h"
-#include "hvdrun_runner.h"
-#include "multinode_hosts.h"
-#include "test_hosts.h"
+#include "tests/compat/compat_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
+#include "tests/integration/multinode_hosts.h"
+#include "tests/ssh/test_hosts.h"
 
 namespace hvdrun::itest {
 namespace {

@@ -1,12 +1,12 @@
 // Multi-node test helpers (multinode_hosts.h).
-#include "multinode_hosts.h"
+#include "tests/integration/multinode_hosts.h"
 
 #include <signal.h>
 
 #include <fstream>
 #include <thread>
 
-#include "test_hosts.h"
+#include "tests/ssh/test_hosts.h"
 
 namespace hvdrun::itest {
 namespace {

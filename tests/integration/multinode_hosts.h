@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hvdrun_runner.h"
+#include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
 

@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "hvdrun_runner.h"
-#include "multinode_hosts.h"
-#include "test_hosts.h"
+#include "tests/integration/hvdrun_runner.h"
+#include "tests/integration/multinode_hosts.h"
+#include "tests/ssh/test_hosts.h"
 
 namespace hvdrun::itest {
 namespace {

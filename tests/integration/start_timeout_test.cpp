@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "hvdrun_runner.h"
+#include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
 namespace {

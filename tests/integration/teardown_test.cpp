@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "hvdrun_runner.h"
+#include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
 namespace {

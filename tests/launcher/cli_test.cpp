@@ -1,6 +1,6 @@
 // parse_cli: every flag, argparse-style prefixes and single-dash spellings, where the command
 // begins, -x forms, defaults from the environment, and the one-line UsageError of bad input.
-#include "cli.h"
+#include "launcher/cli.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // LocalWorkers: the order in which exits collected in one reaping pass are reported; workers
 // spawned in a second batch, while the first still run.
-#include "local_workers.h"
+#include "launcher/local_workers.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "logging.h"
+#include "launcher/logging.h"
 
 namespace hvdrun::launcher {
 namespace {

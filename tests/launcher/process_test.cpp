@@ -1,5 +1,5 @@
 // Spawner and wait-status decoding on real child processes.
-#include "process.h"
+#include "launcher/process.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,12 +1,12 @@
 // worker_environment(): per-slot values win over inherited ones, -x sets and forwards,
 // inherited launcher variables are replaced while libhvdrun's settings pass, output sorted
 // with one entry per name.
-#include "worker_env.h"
+#include "launcher/worker_env.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "placement.h"
+#include "launcher/placement.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -19,8 +19,8 @@ using ::testing::Not;
 struct Fixture {
   JobSpec spec;
   std::vector<Slot> slots;
-  RendezvousInfo rendezvous{"127.0.0.1", 40000, "cafe01",       "127.0.0.1", 40001,
-                            40002,       "lo",  false,          "hvdrun-run-7", 2};
+  RendezvousInfo rendezvous{"127.0.0.1", 40000, "cafe01", "127.0.0.1",    40001,
+                            40002,       "lo",  false,    "hvdrun-run-7", 2};
 };
 
 Fixture heterogeneous() {
@@ -116,12 +116,9 @@ TEST(WorkerEnv, PerSlotValuesWinOverInheritedOnes) {
 
 TEST(WorkerEnv, InheritedLauncherVariablesAreReplacedAndRuntimeSettingsPass) {
   const auto f = heterogeneous();
-  const Env inherited = {{"HVDRUN_SECRET", "old"},
-                         {"HVDRUN_NETWORK_INTERFACE", "eth9"},
-                         {"HVDRUN_TIMEOUT", "3"},
-                         {"HVDRUN_BACKEND", "cpu"},
-                         {"HVDRUN_FUSION_MODE", "group"},
-                         {"HVDRUN_FUSION_THRESHOLD", "64K"}};
+  const Env inherited = {{"HVDRUN_SECRET", "old"},        {"HVDRUN_NETWORK_INTERFACE", "eth9"},
+                         {"HVDRUN_TIMEOUT", "3"},         {"HVDRUN_BACKEND", "cpu"},
+                         {"HVDRUN_FUSION_MODE", "group"}, {"HVDRUN_FUSION_THRESHOLD", "64K"}};
   const auto env = as_map(worker_environment(inherited, f.spec, f.slots[0], f.rendezvous));
   EXPECT_EQ(env.at("HVDRUN_SECRET"), "cafe01");
   EXPECT_THAT(env, Not(Contains(Key("HVDRUN_NETWORK_INTERFACE"))));

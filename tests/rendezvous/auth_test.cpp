@@ -1,5 +1,5 @@
 // HMAC challenge: determinism, separation by secret / context / nonce, secret format.
-#include "auth.h"
+#include "rendezvous/auth.h"
 
 #include <gtest/gtest.h>
 

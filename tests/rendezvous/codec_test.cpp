@@ -5,9 +5,9 @@
 #include <random>
 
 #include "hvdrun/error.h"
-#include "protocol.h"
-#include "test_util.h"
-#include "wire_io.h"
+#include "rendezvous/protocol.h"
+#include "rendezvous/wire_io.h"
+#include "tests/rendezvous/test_util.h"
 
 namespace hvdrun::rdzv {
 namespace {

@@ -1,8 +1,8 @@
 // Endpoint::parse of rendezvous addresses.
 #include <gtest/gtest.h>
 
-#include "client.h"
 #include "hvdrun/error.h"
+#include "rendezvous/client.h"
 
 namespace hvdrun::rdzv {
 namespace {

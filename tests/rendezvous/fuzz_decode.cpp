@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "protocol.h"
+#include "rendezvous/protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::span<const std::uint8_t> bytes(data, size);

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "hvdrun/error.h"
-#include "test_util.h"
+#include "tests/rendezvous/test_util.h"
 
 namespace hvdrun::rdzv {
 namespace {

@@ -6,7 +6,7 @@
 #include <atomic>
 
 #include "hvdrun/error.h"
-#include "test_util.h"
+#include "tests/rendezvous/test_util.h"
 
 namespace hvdrun::rdzv {
 namespace {

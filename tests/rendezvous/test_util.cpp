@@ -1,5 +1,5 @@
 // Test helpers: background server thread, slot tables and a raw frame connection.
-#include "test_util.h"
+#include "tests/rendezvous/test_util.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "auth.h"
-#include "wire_io.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/wire_io.h"
 
 namespace hvdrun::rdzv::test {
 

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "client.h"
 #include "common/unique_fd.h"
-#include "protocol.h"
-#include "server.h"
+#include "rendezvous/client.h"
+#include "rendezvous/protocol.h"
+#include "rendezvous/server.h"
 #include "tests/support/io_thread.h"
 
 namespace hvdrun::rdzv::test {

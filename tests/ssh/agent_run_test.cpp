@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 
-#include "agent_process.h"
-#include "remote_agent.h"
+#include "launcher/ssh/remote_agent.h"
+#include "tests/ssh/agent_process.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

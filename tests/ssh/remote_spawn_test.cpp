@@ -1,7 +1,7 @@
 // RemoteSpawner against the real test hosts: workers on two hosts with their environment
 // shipped, exit codes and signals, a missing directory or program, terminate, teardown on
 // destruction, host failures and a lost connection.
-#include "remote_spawn.h"
+#include "launcher/ssh/remote_spawn.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -18,9 +18,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "agent_process.h"
 #include "common/unique_fd.h"
-#include "test_hosts.h"
+#include "tests/ssh/agent_process.h"
+#include "tests/ssh/test_hosts.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "ssh_error.h"
-#include "ssh_session.h"
-#include "test_hosts.h"
+#include "launcher/ssh/ssh_error.h"
+#include "launcher/ssh/ssh_session.h"
+#include "tests/ssh/test_hosts.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

@@ -1,5 +1,5 @@
 // ~/.ssh/config lookup, target resolution and the remote environment's deny list.
-#include "ssh_config.h"
+#include "launcher/ssh/ssh_config.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "hvdrun/error.h"
-#include "remote_spawn.h"
+#include "launcher/ssh/remote_spawn.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

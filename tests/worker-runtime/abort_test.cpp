@@ -8,10 +8,10 @@
 #include <chrono>
 #include <thread>
 
-#include "abort_signal.h"
 #include "hvdrun/error.h"
-#include "poll_until.h"
-#include "ring_harness.h"
+#include "tests/worker-runtime/ring_harness.h"
+#include "worker-runtime/abort_signal.h"
+#include "worker-runtime/poll_until.h"
 
 namespace hvdrun::test {
 namespace {

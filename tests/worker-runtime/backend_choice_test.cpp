@@ -1,6 +1,6 @@
 // choose_backend(): the backend and device for given device counts, requests and local ranks,
 // without a GPU.
-#include "nccl/backend_choice.h"
+#include "worker-runtime/nccl/backend_choice.h"
 
 #include <gtest/gtest.h>
 

@@ -7,14 +7,14 @@
 #include <map>
 #include <string>
 
-#include "env_names.h"
 #include "hvdrun/hvdrun.h"
-#include "job.h"
-#include "options.h"
-#include "ring_harness.h"
-#include "server_thread.h"
+#include "rendezvous/env_names.h"
+#include "tests/worker-runtime/ring_harness.h"
+#include "tests/worker-runtime/server_thread.h"
+#include "worker-runtime/job.h"
+#include "worker-runtime/options.h"
 #ifdef HVDRUN_HAVE_NCCL
-#include "nccl/cuda_util.h"
+#include "worker-runtime/nccl/cuda_util.h"
 #endif
 
 namespace hvdrun {

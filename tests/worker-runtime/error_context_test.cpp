@@ -1,6 +1,6 @@
 // rethrow_with_prefix / rethrow_with_message keep the error's kind for every kind of
 // hvdrun/error.h and leave other exceptions untouched.
-#include "error_context.h"
+#include "worker-runtime/error_context.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // plan_fusion(): bucket boundaries at the threshold, alignment, data types, direct tensors, and
 // a packing round trip on host memory that checks every tensor lands intact and alone.
-#include "nccl/fusion_plan.h"
+#include "worker-runtime/nccl/fusion_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "data_address.h"
-#include "job.h"
-#include "ring_harness.h"
-#include "server_thread.h"
+#include "tests/worker-runtime/ring_harness.h"
+#include "tests/worker-runtime/server_thread.h"
+#include "worker-runtime/data_address.h"
+#include "worker-runtime/job.h"
 
 namespace hvdrun {
 namespace {
@@ -43,7 +43,7 @@ TEST(JobFailure, RankThatLeavesIsNamedByEveryOtherRank) {
     std::string message;
     try {
       job->communicator().allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
-                                  ReduceOp::kSum);
+                                    ReduceOp::kSum);
       ADD_FAILURE() << "rank " << slot << ": allreduce succeeded without rank 1";
     } catch (const NetworkError& e) {
       message = e.what();

@@ -1,14 +1,14 @@
 // Built only with NCCL: DataType/ReduceOp to NCCL enumerators, NCCL and CUDA error text, and the
 // host probe (which must not fail on a machine without a GPU or driver).
-#include "nccl/nccl_types.h"
+#include "worker-runtime/nccl/nccl_types.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "hvdrun/error.h"
-#include "nccl/cuda_util.h"
-#include "nccl/nccl_setup.h"
+#include "worker-runtime/nccl/cuda_util.h"
+#include "worker-runtime/nccl/nccl_setup.h"
 
 namespace hvdrun::nccl {
 namespace {

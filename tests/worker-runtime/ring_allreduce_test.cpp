@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "reduce.h"
-#include "ring_harness.h"
+#include "tests/worker-runtime/ring_harness.h"
+#include "worker-runtime/reduce.h"
 
 namespace hvdrun {
 namespace {

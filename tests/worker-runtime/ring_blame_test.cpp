@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "ring_harness.h"
-#include "tcp/blame.h"
+#include "tests/worker-runtime/ring_harness.h"
+#include "worker-runtime/tcp/blame.h"
 
 namespace hvdrun {
 namespace {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "ring_harness.h"
+#include "tests/worker-runtime/ring_harness.h"
 
 namespace hvdrun {
 namespace {

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "auth.h"
-#include "ring_harness.h"
+#include "rendezvous/auth.h"
+#include "tests/worker-runtime/ring_harness.h"
 
 namespace hvdrun {
 namespace {

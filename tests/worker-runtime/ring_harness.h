@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hvdrun/error.h"
-#include "tcp/ring.h"
+#include "worker-runtime/tcp/ring.h"
 
 namespace hvdrun::test {
 

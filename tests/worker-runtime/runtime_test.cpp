@@ -13,13 +13,13 @@
 #include <thread>
 #include <vector>
 
-#include "env_names.h"
 #include "hvdrun/hvdrun.h"
-#include "job.h"
-#include "options.h"
-#include "ring_harness.h"
-#include "server.h"
-#include "server_thread.h"
+#include "rendezvous/env_names.h"
+#include "rendezvous/server.h"
+#include "tests/worker-runtime/ring_harness.h"
+#include "tests/worker-runtime/server_thread.h"
+#include "worker-runtime/job.h"
+#include "worker-runtime/options.h"
 
 namespace hvdrun {
 namespace {

@@ -9,10 +9,10 @@
 #include <string>
 #include <thread>
 
-#include "options.h"
-#include "ring_harness.h"
-#include "server.h"
+#include "rendezvous/server.h"
 #include "tests/support/io_thread.h"
+#include "tests/worker-runtime/ring_harness.h"
+#include "worker-runtime/options.h"
 
 namespace hvdrun {
 

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "reduce.h"
+#include "worker-runtime/reduce.h"
 
 namespace hvdrun {
 namespace {

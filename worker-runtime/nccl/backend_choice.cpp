@@ -1,5 +1,5 @@
 // choose_backend() (see backend_choice.h).
-#include "nccl/backend_choice.h"
+#include "worker-runtime/nccl/backend_choice.h"
 
 #include <string>
 

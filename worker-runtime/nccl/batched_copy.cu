@@ -2,7 +2,7 @@
 // loads when both ends are 16-byte aligned, byte loads otherwise.
 #include <cstdint>
 
-#include "nccl/batched_copy.h"
+#include "worker-runtime/nccl/batched_copy.h"
 
 namespace hvdrun::nccl {
 namespace {

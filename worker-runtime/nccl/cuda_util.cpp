@@ -1,5 +1,5 @@
 // CUDA helpers of the NCCL backend (see cuda_util.h).
-#include "nccl/cuda_util.h"
+#include "worker-runtime/nccl/cuda_util.h"
 
 #include <utility>
 

@@ -1,5 +1,5 @@
 // plan_fusion() (see fusion_plan.h).
-#include "nccl/fusion_plan.h"
+#include "worker-runtime/nccl/fusion_plan.h"
 
 #include <algorithm>
 #include <map>

@@ -1,11 +1,11 @@
 // NcclBackend's single collectives and the shared enqueue-and-wait path (see nccl_backend.h).
-#include "nccl/nccl_backend.h"
+#include "worker-runtime/nccl/nccl_backend.h"
 
 #include <cstdio>
 #include <string>
 
 #include "hvdrun/error.h"
-#include "nccl/nccl_types.h"
+#include "worker-runtime/nccl/nccl_types.h"
 
 namespace hvdrun::nccl {
 namespace {

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <span>
 
-#include "device_collectives.h"
-#include "nccl/batched_copy.h"
-#include "nccl/cuda_util.h"
-#include "nccl/fusion_plan.h"
-#include "nccl/nccl_comm.h"
+#include "worker-runtime/device_collectives.h"
+#include "worker-runtime/nccl/batched_copy.h"
+#include "worker-runtime/nccl/cuda_util.h"
+#include "worker-runtime/nccl/fusion_plan.h"
+#include "worker-runtime/nccl/nccl_comm.h"
 
 namespace hvdrun::nccl {
 

@@ -1,15 +1,15 @@
 // NcclComm (see nccl_comm.h). Waits are poll_until (poll_until.h): bounded by the deadline,
 // interrupted by the abort signal.
-#include "nccl/nccl_comm.h"
+#include "worker-runtime/nccl/nccl_comm.h"
 
 #include <thread>
 #include <utility>
 
 #include "hvdrun/error.h"
-#include "logging.h"
-#include "nccl/cuda_util.h"
-#include "nccl/nccl_types.h"
-#include "poll_until.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/nccl/cuda_util.h"
+#include "worker-runtime/nccl/nccl_types.h"
+#include "worker-runtime/poll_until.h"
 
 namespace hvdrun::nccl {
 namespace {

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <string>
 
-#include "abort_signal.h"
+#include "worker-runtime/abort_signal.h"
 
 namespace hvdrun::nccl {
 

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "hvdrun/error.h"
-#include "nccl/batched_copy.h"
-#include "nccl/nccl_backend.h"
-#include "nccl/nccl_types.h"
+#include "worker-runtime/nccl/batched_copy.h"
+#include "worker-runtime/nccl/nccl_backend.h"
+#include "worker-runtime/nccl/nccl_types.h"
 
 namespace hvdrun::nccl {
 namespace {

@@ -1,16 +1,16 @@
 // probe_devices() and start_nccl_backend() (see nccl_setup.h). Reads NCCL's own
 // NCCL_MULTI_RANK_GPU_ENABLE.
-#include "nccl/nccl_setup.h"
+#include "worker-runtime/nccl/nccl_setup.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "hvdrun/error.h"
-#include "logging.h"
-#include "nccl/cuda_util.h"
-#include "nccl/nccl_backend.h"
-#include "nccl/nccl_types.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/nccl/cuda_util.h"
+#include "worker-runtime/nccl/nccl_backend.h"
+#include "worker-runtime/nccl/nccl_types.h"
 
 namespace hvdrun::nccl {
 namespace {
@@ -55,8 +55,7 @@ DeviceFacts probe_devices() {
 }
 
 std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, int device,
-                                                      rdzv::Client* client,
-                                                      const Options& options,
+                                                      rdzv::Client* client, const Options& options,
                                                       const AbortSignal* abort) {
   if (topology.size > 1 && client == nullptr) {
     throw UsageError("NCCL backend: " + std::to_string(topology.size) +
@@ -66,8 +65,7 @@ std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, 
   check_cuda(cudaSetDevice(device), "rank " + std::to_string(topology.rank) + ": cudaSetDevice(" +
                                         std::to_string(device) + ")");
   const ncclUniqueId id = exchange_id(topology, client, options.start_timeout);
-  NcclComm comm =
-      NcclComm::create(id, topology.rank, topology.size, options.start_timeout, abort);
+  NcclComm comm = NcclComm::create(id, topology.rank, topology.size, options.start_timeout, abort);
   BackendSettings settings;
   settings.device = device;
   settings.timeout = options.timeout;

@@ -5,11 +5,11 @@
 
 #include <memory>
 
-#include "client.h"
-#include "communicator.h"
-#include "device_collectives.h"
-#include "nccl/backend_choice.h"
-#include "options.h"
+#include "rendezvous/client.h"
+#include "worker-runtime/communicator.h"
+#include "worker-runtime/device_collectives.h"
+#include "worker-runtime/nccl/backend_choice.h"
+#include "worker-runtime/options.h"
 
 namespace hvdrun::nccl {
 

@@ -1,5 +1,5 @@
 // DataType/ReduceOp to NCCL (see nccl_types.h).
-#include "nccl/nccl_types.h"
+#include "worker-runtime/nccl/nccl_types.h"
 
 #include "hvdrun/error.h"
 

@@ -1,12 +1,12 @@
 // attribute_failure() and the report codec (see blame.h and failure_board.h).
-#include "tcp/blame.h"
+#include "worker-runtime/tcp/blame.h"
 
 #include <charconv>
 
-#include "error_context.h"
 #include "hvdrun/error.h"
-#include "logging.h"
-#include "tcp/transfer.h"
+#include "worker-runtime/error_context.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/tcp/transfer.h"
 
 namespace hvdrun::tcp {
 namespace {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "protocol.h"
-#include "tcp/failure_board.h"
+#include "rendezvous/protocol.h"
+#include "worker-runtime/tcp/failure_board.h"
 
 namespace hvdrun::tcp {
 

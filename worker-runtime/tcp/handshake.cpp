@@ -1,5 +1,5 @@
 // Ring link setup with the authenticated hello exchange (see handshake.h).
-#include "tcp/handshake.h"
+#include "worker-runtime/tcp/handshake.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <span>
 
-#include "auth.h"
 #include "hvdrun/error.h"
-#include "logging.h"
+#include "rendezvous/auth.h"
+#include "worker-runtime/logging.h"
 
 namespace hvdrun::tcp {
 namespace {

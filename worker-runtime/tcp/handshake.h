@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "abort_signal.h"
-#include "protocol.h"
-#include "tcp/socket.h"
+#include "rendezvous/protocol.h"
+#include "worker-runtime/abort_signal.h"
+#include "worker-runtime/tcp/socket.h"
 
 namespace hvdrun::tcp {
 

@@ -1,18 +1,18 @@
 // The TCP ring collectives (see ring.h): each collective becomes a transfer Plan (which
 // pieces go to the next rank and which come from the previous one, in order) run by
 // run_plan() in transfer.cpp.
-#include "tcp/ring.h"
+#include "worker-runtime/tcp/ring.h"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
-#include "error_context.h"
 #include "hvdrun/error.h"
-#include "logging.h"
-#include "reduce.h"
-#include "tcp/blame.h"
-#include "tcp/handshake.h"
+#include "worker-runtime/error_context.h"
+#include "worker-runtime/logging.h"
+#include "worker-runtime/reduce.h"
+#include "worker-runtime/tcp/blame.h"
+#include "worker-runtime/tcp/handshake.h"
 
 namespace hvdrun::tcp {
 namespace {

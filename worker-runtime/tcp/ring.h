@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "hvdrun/types.h"
-#include "protocol.h"
-#include "tcp/failure_board.h"
-#include "tcp/socket.h"
-#include "tcp/transfer.h"
+#include "rendezvous/protocol.h"
+#include "worker-runtime/tcp/failure_board.h"
+#include "worker-runtime/tcp/socket.h"
+#include "worker-runtime/tcp/transfer.h"
 
 namespace hvdrun::tcp {
 

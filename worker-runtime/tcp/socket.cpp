@@ -1,6 +1,6 @@
 // TCP socket helpers of the ring backend (see socket.h): listen/accept, connect with retry
 // (the ring's backoff and messages over net::connect_until), socket tuning.
-#include "tcp/socket.h"
+#include "worker-runtime/tcp/socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // The ring's data mover (see transfer.h): one thread, non-blocking send to the next rank and
 // receive (and reduce) from the previous one, poll() only when neither can move.
-#include "tcp/transfer.h"
+#include "worker-runtime/tcp/transfer.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,8 +11,8 @@
 #include <cstring>
 
 #include "hvdrun/error.h"
-#include "reduce.h"
-#include "tcp/socket.h"
+#include "worker-runtime/reduce.h"
+#include "worker-runtime/tcp/socket.h"
 
 namespace hvdrun::tcp {
 namespace {

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "abort_signal.h"
 #include "hvdrun/types.h"
+#include "worker-runtime/abort_signal.h"
 
 namespace hvdrun::tcp {
 
