@@ -201,6 +201,10 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
   if (const auto v = parsed.value("grace-period")) {
     spec.grace_period = parse_grace(parsed.spelled("grace-period"), *v);
   }
+  if (const auto v = parsed.value("max-restarts")) {
+    spec.max_restarts =
+        parse_count(parsed.spelled("max-restarts"), *v, kMaxRestarts, "the number of restarts", 0);
+  }
   if (const auto v = parsed.value("log-level")) {
     spec.log_level = parse_log_level(parsed.spelled("log-level"), *v);
   } else if (const auto from_env = env("HVDRUN_LOG_LEVEL")) {

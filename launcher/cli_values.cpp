@@ -11,7 +11,8 @@
 
 namespace hvdrun::launcher {
 
-int parse_count(std::string_view what, std::string_view text, int max, std::string_view meaning) {
+int parse_count(std::string_view what, std::string_view text, int max, std::string_view meaning,
+                int min) {
   long long value = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   const auto shown = std::string(what) + " " + std::string(text);
@@ -23,8 +24,9 @@ int parse_count(std::string_view what, std::string_view text, int max, std::stri
   if (ec == std::errc::result_out_of_range ? !text.starts_with('-') : value > max) {
     throw UsageError(shown + ": too large (at most " + std::to_string(max) + ")");
   }
-  if (ec == std::errc::result_out_of_range || value < 1) {
-    throw UsageError(shown + ": " + std::string(meaning) + " must be at least 1");
+  if (ec == std::errc::result_out_of_range || value < min) {
+    throw UsageError(shown + ": " + std::string(meaning) + " must be at least " +
+                     std::to_string(min));
   }
   return static_cast<int>(value);
 }

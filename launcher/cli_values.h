@@ -14,10 +14,12 @@
 namespace hvdrun::launcher {
 
 inline constexpr int kMaxStartTimeout = 86'400;
+inline constexpr int kMaxRestarts = 1'000'000;
 inline constexpr double kMaxGracePeriod = 86'400;
 
-// A whole number in [1, max] ("-np 0", "--ssh-port x" are errors); `meaning` names it.
-int parse_count(std::string_view what, std::string_view text, int max, std::string_view meaning);
+// A whole number in [min, max] ("-np 0", "--ssh-port x" are errors); `meaning` names it.
+int parse_count(std::string_view what, std::string_view text, int max, std::string_view meaning,
+                int min = 1);
 
 // Seconds with decimals in [0, kMaxGracePeriod] -> milliseconds.
 std::chrono::milliseconds parse_grace(std::string_view what, std::string_view text);

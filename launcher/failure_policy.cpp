@@ -1,10 +1,18 @@
-// The fail-fast policy (failure_policy.h).
+// The fail-fast and restart-all policies (failure_policy.h).
 #include "launcher/failure_policy.h"
 
 namespace hvdrun::launcher {
 
 WorkerEndDecision FailFastPolicy::on_worker_end(const WorkerId& /*worker*/, const ProcessEnd& end) {
   return end.success() ? WorkerEndDecision::kContinue : WorkerEndDecision::kTerminateJob;
+}
+
+WorkerEndDecision RestartAllPolicy::on_worker_end(const WorkerId& /*worker*/,
+                                                  const ProcessEnd& end) {
+  if (end.success()) return WorkerEndDecision::kContinue;
+  if (restarts_ >= max_restarts_) return WorkerEndDecision::kTerminateJob;
+  ++restarts_;
+  return WorkerEndDecision::kRestartAll;
 }
 
 }  // namespace hvdrun::launcher

@@ -1,6 +1,7 @@
 // What the job does when a worker ends, behind an interface so that the policy can change
 // without touching the supervisor's state machine: fail-fast (static jobs: the first worker
-// that fails takes the job down) today; elastic and restart-all policies plug in here.
+// that fails takes the job down) and restart-all (--max-restarts: a failure stops every worker
+// and starts them all again as a new generation, a limited number of times).
 #pragma once
 
 #include <memory>
@@ -13,6 +14,7 @@ namespace hvdrun::launcher {
 enum class WorkerEndDecision {
   kContinue,      // the job goes on (a worker that finished its work)
   kTerminateJob,  // this end is the job's failure: take every worker down
+  kRestartAll,    // stop every worker, then start them all again as a new generation
 };
 
 class FailurePolicy {
@@ -26,6 +28,20 @@ class FailurePolicy {
 class FailFastPolicy final : public FailurePolicy {
  public:
   WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
+};
+
+// --max-restarts N: the first failure of a generation restarts every worker while fewer than
+// N restarts were made; after that, fail-fast.
+class RestartAllPolicy final : public FailurePolicy {
+ public:
+  explicit RestartAllPolicy(int max_restarts) : max_restarts_(max_restarts) {}
+  WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
+  int restarts() const noexcept { return restarts_; }
+  int max_restarts() const noexcept { return max_restarts_; }
+
+ private:
+  int max_restarts_;
+  int restarts_ = 0;
 };
 
 }  // namespace hvdrun::launcher

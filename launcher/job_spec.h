@@ -32,6 +32,7 @@ struct JobSpec {
   std::vector<std::string> command;              // program and its arguments
   std::chrono::seconds start_timeout{30};        // --start-timeout / HOROVOD_START_TIMEOUT
   std::chrono::milliseconds grace_period{5000};  // --grace-period (seconds on the CLI)
+  int max_restarts = 0;                          // --max-restarts: whole-job restarts
   std::optional<std::string> output_dir;         // --output-filename
   bool prefix_timestamp = false;                 // --prefix-output-with-timestamp
   bool verbose = false;                          // --verbose

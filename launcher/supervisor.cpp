@@ -39,10 +39,13 @@ std::string plural(std::size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
-// The job's lifecycle. kConnecting: SSH hosts connecting, no worker yet. kRunning: workers
-// started. kTerminating: SIGTERM sent to every worker, the grace timer runs. kDraining: every
-// worker ended, their pipes still give output (bounded by kDrainTimeout). kFinished: done.
-enum class JobState { kConnecting, kRunning, kTerminating, kDraining, kFinished };
+// The job's lifecycle. kConnecting: SSH hosts connecting, no worker yet. kRunning: workers of
+// the current generation started. kRestarting: a worker failed and the failure policy chose a
+// restart: SIGTERM sent to every worker of the generation, the grace timer runs, and when all
+// have ended the next generation starts (kRunning again). kTerminating: SIGTERM sent to every
+// worker, the grace timer runs. kDraining: every worker ended, their pipes still give output
+// (bounded by kDrainTimeout). kFinished: done.
+enum class JobState { kConnecting, kRunning, kRestarting, kTerminating, kDraining, kFinished };
 
 const char* state_name(JobState state) {
   switch (state) {
@@ -50,6 +53,8 @@ const char* state_name(JobState state) {
       return "connecting";
     case JobState::kRunning:
       return "running";
+    case JobState::kRestarting:
+      return "restarting";
     case JobState::kTerminating:
       return "terminating";
     case JobState::kDraining:
@@ -65,14 +70,19 @@ const char* state_name(JobState state) {
 // the stack of run_job around io_context::run(); io thread only.
 class Supervisor {
  public:
+  // Called when a new generation starts (after a restart) with its slots: prepares the
+  // rendezvous for it and returns its MASTER_PORT.
+  using NextGeneration = std::function<std::uint16_t(const std::vector<Slot>& slots)>;
+
   Supervisor(asio::io_context& io, const JobSpec& spec, std::vector<Slot> slots, Watchdog& watchdog,
              OutputSink& sink, const std::map<std::string, std::string>& environment,
-             std::function<void()> on_finished)
+             std::function<void()> on_finished, NextGeneration next_generation)
       : io_(io),
         spec_(spec),
         sink_(sink),
         environment_(environment),
         on_finished_(std::move(on_finished)),
+        next_generation_(std::move(next_generation)),
         signals_(io, SIGCHLD, SIGINT, SIGTERM),
         grace_timer_(io),
         drain_timer_(io),
@@ -85,6 +95,8 @@ class Supervisor {
       sink_.add_worker(first_worker(slot), slot.rank);
       workers_.emplace(first_worker(slot), WorkerRecord{slot, std::nullopt});
     }
+    if (spec.max_restarts > 0) policy_ = std::make_unique<RestartAllPolicy>(spec.max_restarts);
+    generations_.push_back({Clock::now(), {}, {}, slots.size(), {}});
     boost::system::error_code ignored;
     signals_.add(SIGHUP, ignored);  // a closed terminal or session: as SIGTERM
     signals_.add(SIGQUIT, ignored);
@@ -95,7 +107,10 @@ class Supervisor {
   void fail_job(const rdzv::JobError& error);
   void all_joined();
   int exit_status() const { return outcome_exit_status(outcome_); }
-  void print_summary() const { print_outcome_summary(outcome_, sink_); }
+  void print_summary() const {
+    print_outcome_summary(outcome_, sink_);
+    print_generations();
+  }
 
  private:
   void on_host_ready(std::size_t host, ssh::HostReady ready);
@@ -116,6 +131,12 @@ class Supervisor {
   void on_worker_exit(const WorkerId& id, ProcessEnd end);
   void on_stream_closed(const WorkerId& id);
   void announce_failure();
+  void restart(const Slot& slot, const ProcessEnd& end);
+  // One line per generation when the job had more than one.
+  void print_generations() const;
+  void start_next_generation();
+  // SIGTERM to every worker, SIGKILL to those left when the grace period ends.
+  void stop_workers();
   void wait_signal();
   void on_signal(int signo);
   void terminate();
@@ -132,12 +153,21 @@ class Supervisor {
     Slot slot;
     std::optional<ProcessEnd> end;
   };
+  // One generation of the job, for the summary.
+  struct GenerationRecord {
+    Clock::time_point started;
+    std::optional<Clock::time_point> formed;  // every rank joined the rendezvous
+    std::optional<Clock::time_point> ended;
+    std::size_t size = 0;
+    std::string end_reason;
+  };
 
   asio::io_context& io_;
   const JobSpec& spec_;
   OutputSink& sink_;
   const std::map<std::string, std::string>& environment_;
   std::function<void()> on_finished_;
+  NextGeneration next_generation_;
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
   asio::steady_timer drain_timer_;
@@ -147,8 +177,9 @@ class Supervisor {
   std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
   std::vector<InterfaceAddress> interfaces_;     // this machine's, read once at launch
   std::size_t remote_count_ = 0;
-  std::map<WorkerId, WorkerRecord> workers_;
+  std::map<WorkerId, WorkerRecord> workers_;  // the current generation's
   std::size_t ended_ = 0;
+  std::vector<GenerationRecord> generations_;
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
   JobState state_ = JobState::kConnecting;
@@ -166,6 +197,7 @@ void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
   interfaces_ = ipv4_interfaces();
   remote_count_ = remote.size();
   launched_ = Clock::now();
+  generations_.front().started = launched_;
   wait_signal();
   if (remote.empty()) {
     start_workers();
@@ -242,9 +274,18 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
   auto& record = it->second;
   record.end = std::move(end);
   ++ended_;
-  const auto decision = policy_->on_worker_end(id, *record.end);
+  // Ends after the generation was told to stop are expected, not failures.
+  const auto decision = state_ == JobState::kRunning ? policy_->on_worker_end(id, *record.end)
+                                                     : WorkerEndDecision::kContinue;
+  if (decision == WorkerEndDecision::kRestartAll) {
+    restart(record.slot, *record.end);
+    maybe_finish();
+    return;
+  }
   if (decision == WorkerEndDecision::kTerminateJob && !outcome_) {
     outcome_ = Outcome::worker_failed(id, record.slot, *record.end);
+    generations_.back().end_reason = "rank " + std::to_string(record.slot.rank) + " (host " +
+                                     record.slot.host + ") " + record.end->what_happened();
     if (!local_.streams_open(id)) {
       announce_failure();
     } else {  // its last lines come first, bounded like the final drain
@@ -273,11 +314,84 @@ void Supervisor::announce_failure() {
   const std::size_t others = state_ == JobState::kRunning ? running() : 0;
   note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
        (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
+       (spec_.max_restarts > 0
+            ? " (no restart left: --max-restarts " + std::to_string(spec_.max_restarts) + " used)"
+            : "") +
        (others ? "; terminating " + std::to_string(others) + " other " +
                      (others == 1 ? "rank" : "ranks")
                : ""));
   terminate();
   maybe_finish();
+}
+
+// The failure policy chose a restart: the generation ends, every worker is stopped, and
+// maybe_finish() starts the next generation once all have ended.
+void Supervisor::restart(const Slot& slot, const ProcessEnd& end) {
+  const std::string who = "rank " + std::to_string(slot.rank) + " (host " + slot.host +
+                          (end.pid ? ", pid " + std::to_string(end.pid) : "") + ")";
+  generations_.back().end_reason = who + " " + end.what_happened();
+  const auto* restarts = dynamic_cast<const RestartAllPolicy*>(policy_.get());
+  const std::size_t others = running();
+  note(who + " " + end.what_happened() + "; restarting every rank (restart " +
+       std::to_string(restarts ? restarts->restarts() : 0) + " of " +
+       std::to_string(spec_.max_restarts) + ")" +
+       (others ? ": terminating " + plural(others, "other rank") : ""));
+  enter(JobState::kRestarting);
+}
+
+// Every worker of the generation has ended: the same slots start again as new incarnations,
+// with a new rendezvous generation and MASTER_PORT.
+void Supervisor::start_next_generation() {
+  generations_.back().ended = Clock::now();
+  std::map<WorkerId, WorkerRecord> next;
+  for (const auto& [id, record] : workers_) {
+    const WorkerId incarnation{id.host, id.slot, id.incarnation + 1};
+    sink_.add_worker(incarnation, record.slot.rank);
+    next.emplace(incarnation, WorkerRecord{record.slot, std::nullopt});
+  }
+  workers_ = std::move(next);
+  ended_ = 0;
+  std::vector<Slot> slots;
+  for (const auto& [id, record] : workers_) slots.push_back(record.slot);
+  std::sort(slots.begin(), slots.end(),
+            [](const Slot& a, const Slot& b) { return a.rank < b.rank; });
+  rdzv_.restart_count = static_cast<int>(generations_.size());
+  rdzv_.master_port = next_generation_(slots);
+  generations_.push_back({Clock::now(), {}, {}, slots.size(), {}});
+  start_workers();
+}
+
+void Supervisor::print_generations() const {
+  if (generations_.size() < 2) return;
+  const auto at = [&](Clock::time_point t) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f s",
+                  std::chrono::duration<double>(t - launched_).count());
+    return std::string(text);
+  };
+  std::string text = "generations:";
+  for (std::size_t g = 0; g < generations_.size(); ++g) {
+    const auto& record = generations_[g];
+    text += "\n    " + std::to_string(g) + ": " + plural(record.size, "rank") + ", started " +
+            at(record.started) + (record.formed ? ", formed " + at(*record.formed) : "") +
+            (record.ended ? ", ended " + at(*record.ended) : "") + ": " +
+            (record.end_reason.empty() ? "running when the job ended" : record.end_reason);
+  }
+  note(text);
+}
+
+void Supervisor::stop_workers() {
+  kill_all(SIGTERM);
+  const std::size_t generation = generations_.size();
+  grace_timer_.expires_after(spec_.grace_period);
+  grace_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
+    if (ec || state_ == JobState::kFinished || generation != generations_.size()) return;
+    if (std::size_t left = running()) {
+      note("grace period of " + std::to_string(spec_.grace_period.count()) + " ms over: killing " +
+           plural(left, "rank") + " with SIGKILL");
+    }
+    kill_all(SIGKILL);
+  });
 }
 
 void Supervisor::wait_signal() {
@@ -304,18 +418,25 @@ void Supervisor::on_signal(int signo) {
     return;
   }
   if (!outcome_) outcome_ = Outcome::interrupted(signo);
+  if (generations_.back().end_reason.empty()) {
+    generations_.back().end_reason = "interrupted (" + signal_name(signo) + ")";
+  }
   if (state_ == JobState::kConnecting) {
     note("interrupted (" + signal_name(signo) + ") while connecting to the hosts");
     enter(JobState::kFinished);
     return;
   }
+  if (state_ == JobState::kRestarting)
+    generations_.back().end_reason += "; then " + signal_name(signo);
   note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank"));
   terminate();
   maybe_finish();
 }
 
 void Supervisor::terminate() {
-  if (state_ == JobState::kRunning) enter(JobState::kTerminating);
+  if (state_ == JobState::kRunning || state_ == JobState::kRestarting) {
+    enter(JobState::kTerminating);
+  }
 }
 
 void Supervisor::kill_all(int signo) {
@@ -328,6 +449,14 @@ void Supervisor::maybe_finish() {
       ended_ < workers_.size()) {
     return;
   }
+  if (state_ == JobState::kRestarting) {
+    start_next_generation();
+    return;
+  }
+  generations_.back().ended = Clock::now();
+  if (generations_.back().end_reason.empty()) {
+    generations_.back().end_reason = outcome_ ? "the job failed" : "every rank exited 0";
+  }
   enter(local_.open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
 }
 
@@ -339,6 +468,9 @@ void Supervisor::enter(JobState next) {
         return next == JobState::kRunning || next == JobState::kFinished;
       case JobState::kRunning:
         return next != JobState::kConnecting && next != JobState::kRunning;
+      case JobState::kRestarting:
+        return next == JobState::kRunning || next == JobState::kTerminating ||
+               next == JobState::kFinished;
       case JobState::kTerminating:
         return next == JobState::kDraining || next == JobState::kFinished;
       case JobState::kDraining:
@@ -353,19 +485,13 @@ void Supervisor::enter(JobState next) {
   state_ = next;
   switch (next) {
     case JobState::kConnecting:
-    case JobState::kRunning:
       break;
+    case JobState::kRunning:
+      grace_timer_.cancel();  // a restart's: it must not reach the new generation
+      break;
+    case JobState::kRestarting:
     case JobState::kTerminating:
-      kill_all(SIGTERM);
-      grace_timer_.expires_after(spec_.grace_period);
-      grace_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (ec || state_ == JobState::kFinished) return;
-        if (std::size_t left = running()) {
-          note("grace period of " + std::to_string(spec_.grace_period.count()) +
-               " ms over: killing " + plural(left, "rank") + " with SIGKILL");
-        }
-        kill_all(SIGKILL);
-      });
+      stop_workers();
       break;
     case JobState::kDraining:
       drain_timer_.expires_after(kDrainTimeout);
@@ -394,6 +520,10 @@ void Supervisor::finish() {
 
 void Supervisor::fail_job(const rdzv::JobError& error) {
   if (state_ == JobState::kFinished) return;
+  if (state_ == JobState::kRestarting) {  // the generation it concerns is being replaced
+    launcher_log()->debug("rendezvous error while restarting, ignored: {}", error.message);
+    return;
+  }
   if (!outcome_) {
     std::string text = error.message;
     if (error.code == rdzv::ErrorCode::kTimeout) {  // the start timeout
@@ -401,6 +531,7 @@ void Supervisor::fail_job(const rdzv::JobError& error) {
           " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
           "slow to start)";
     }
+    if (generations_.back().end_reason.empty()) generations_.back().end_reason = text;
     outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
     note("rendezvous failed; terminating " + plural(running(), "rank"));
   }
@@ -409,6 +540,7 @@ void Supervisor::fail_job(const rdzv::JobError& error) {
 }
 
 void Supervisor::all_joined() {
+  if (!generations_.back().formed) generations_.back().formed = Clock::now();
   if (spec_.verbose) {
     note("all " + plural(workers_.size(), "rank") + " joined the rendezvous, " +
          millis_since(launched_) + " after start");
@@ -435,10 +567,20 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
   start = Clock::now();
   std::optional<rdzv::Server> server;
   std::optional<horovod::KvServer> horovod_kv;
-  Supervisor supervisor(io, spec, slots, watchdog, sink, environment, [&server, &horovod_kv] {
-    server->close();
-    horovod_kv->close();
-  });
+  std::optional<PortReservation> master_port;  // MASTER_PORT of the current generation
+  Supervisor supervisor(
+      io, spec, slots, watchdog, sink, environment,
+      [&server, &horovod_kv] {
+        server->close();
+        horovod_kv->close();
+      },
+      [&server, &horovod_kv, &master_port](const std::vector<Slot>& next) {
+        server->start_generation(next);
+        horovod_kv->reset(horovod_plan(next));
+        master_port.reset();  // a fresh port: the old one may still be in TIME_WAIT
+        master_port.emplace(PortReservation::reserve());
+        return master_port->port();
+      });
   rdzv::ServerOptions options;
   options.secret = rdzv::make_secret();
   options.slots = slots;
@@ -450,13 +592,13 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
                      [&supervisor] { supervisor.all_joined(); }});
   // Horovod's clients send no credentials: loopback for a local job (plan.bind).
   horovod_kv.emplace(io, horovod_server_options(plan.bind, slots.size()), horovod_plan(slots));
-  const auto master_port = PortReservation::reserve();
+  master_port.emplace(PortReservation::reserve());
   RendezvousInfo rdzv;
   rdzv.addr = plan.fixed;
   rdzv.port = server->port();
   rdzv.secret = options.secret;
   rdzv.master_addr = plan.fixed;
-  rdzv.master_port = master_port.port();
+  rdzv.master_port = master_port->port();
   rdzv.horovod_port = horovod_kv->port();
   rdzv.run_id = make_run_id();
   rdzv.host_count = static_cast<int>(slots.back().host_index) + 1;

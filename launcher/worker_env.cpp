@@ -45,8 +45,8 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   env[env::kTorchRoleWorldSize] = str(spec.num_proc);
   env[env::kTorchRoleName] = "default";
   env[env::kTorchRunId] = rendezvous.run_id;
-  env[env::kTorchRestartCount] = "0";
-  env[env::kTorchMaxRestarts] = "0";
+  env[env::kTorchRestartCount] = str(rendezvous.restart_count);
+  env[env::kTorchMaxRestarts] = str(spec.max_restarts);
   if (!rendezvous.master_addr.empty()) env[env::kTorchMasterAddr] = rendezvous.master_addr;
   if (rendezvous.master_port != 0) env[env::kTorchMasterPort] = str(rendezvous.master_port);
 

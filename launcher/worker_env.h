@@ -33,6 +33,7 @@ struct RendezvousInfo {
   bool iface_by_agent = false;     // a remote host: its agent picks the interface there
   std::string run_id;              // TORCHELASTIC_RUN_ID
   int host_count = 1;              // hosts that received ranks (GROUP_WORLD_SIZE)
+  int restart_count = 0;           // TORCHELASTIC_RESTART_COUNT: the job's generation
 };
 
 // True if the workers' OMP_NUM_THREADS is hvdrun's default (1) for a slot with this many

@@ -73,7 +73,8 @@ class Client::Impl {
       auto challenge = receive(MsgType::kChallenge, deadline, "Challenge", timeout);
       const auto& nonce = std::get<Challenge>(challenge.body).nonce;
       send(Message{0, Auth{compute_mac(secret, kAuthContext, nonce)}}, deadline, "Auth", timeout);
-      receive(MsgType::kAuthOk, deadline, "AuthOk", timeout);
+      // The server's current generation: the one a Join is for.
+      generation_ = receive(MsgType::kAuthOk, deadline, "AuthOk", timeout).generation;
     });
   }
 

@@ -34,8 +34,8 @@ std::string describe_duration(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + " ms";
 }
 
-Generation::Generation(std::vector<Slot> slots)
-    : slots_(std::move(slots)), members_(slots_.size()) {}
+Generation::Generation(std::vector<Slot> slots, std::uint32_t number)
+    : slots_(std::move(slots)), members_(slots_.size()), number_(number) {}
 
 std::optional<ErrorMsg> Generation::join(std::uint32_t msg_generation, const Join& join,
                                          std::weak_ptr<Session> session,

@@ -27,7 +27,7 @@ class Generation {
  public:
   enum class Phase { kForming, kActive, kFailed };
 
-  explicit Generation(std::vector<Slot> slots);
+  explicit Generation(std::vector<Slot> slots, std::uint32_t number = 0);
 
   std::uint32_t number() const noexcept { return number_; }
   Phase phase() const noexcept { return phase_; }

@@ -39,4 +39,9 @@ void KvStore::remove_waiter(const Wait& wait) {
   if (it->second.empty()) waiters_.erase(it);
 }
 
+void KvStore::drop_before(std::uint32_t generation) {
+  std::erase_if(values_, [&](const auto& entry) { return entry.first.generation < generation; });
+  std::erase_if(waiters_, [&](const auto& entry) { return entry.first.generation < generation; });
+}
+
 }  // namespace hvdrun::rdzv

@@ -22,6 +22,9 @@ class KvStore {
   void add_waiter(std::shared_ptr<Wait> wait);
   void remove_waiter(const Wait& wait);
   std::size_t size() const noexcept { return values_.size(); }
+  // Forgets every value of generations before `generation` (their waiters are gone with
+  // their sessions).
+  void drop_before(std::uint32_t generation);
 
  private:
   struct Key {

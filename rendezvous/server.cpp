@@ -27,6 +27,14 @@ std::size_t Server::joined() const noexcept {
   return impl_->joined();
 }
 
+void Server::start_generation(std::vector<Slot> slots) {
+  impl_->start_generation(std::move(slots));
+}
+
+std::uint32_t Server::generation() const noexcept {
+  return impl_->generation();
+}
+
 void Server::close() {
   impl_->close();
 }

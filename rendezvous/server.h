@@ -59,6 +59,12 @@ class Server {
   std::uint16_t port() const noexcept;
   // Number of slots that have joined the current generation.
   std::size_t joined() const noexcept;
+  // Ends the current generation (members still connected get kStaleGeneration) and starts
+  // forming the next one with `slots` (index = slot number); its key-value entries, barriers
+  // and start timeout are its own, and the old generation's entries are dropped. Throws
+  // UsageError for invalid slots.
+  void start_generation(std::vector<Slot> slots);
+  std::uint32_t generation() const noexcept;
   // Stop accepting and close every session (pending waits get kError kJobFailed first).
   void close();
 

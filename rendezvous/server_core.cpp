@@ -84,6 +84,19 @@ asio::awaitable<void> ServerCore::accept_loop() {
   }
 }
 
+void ServerCore::start_generation(std::vector<Slot> slots) {
+  validate_slots(slots);
+  const std::uint32_t next = generation_.number() + 1;
+  const std::string text = "generation " + std::to_string(generation_.number()) +
+                           " ended: generation " + std::to_string(next) + " is forming";
+  for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kStaleGeneration, text);
+  start_timer_.cancel();
+  first_join_ = {};
+  generation_ = Generation(std::move(slots), next);
+  kv_.drop_before(next);
+  logger()->debug("generation {} forming: {} slots", next, generation_.size());
+}
+
 void ServerCore::close() {
   if (closed_) return;
   closed_ = true;

@@ -40,6 +40,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::uint16_t port() const noexcept { return port_; }
   std::size_t joined() const noexcept { return generation_.joined(); }
   std::uint32_t generation() const noexcept { return generation_.number(); }
+  // See Server::start_generation.
+  void start_generation(std::vector<Slot> slots);
   const ServerOptions& options() const noexcept { return options_; }
 
   // Called by sessions.

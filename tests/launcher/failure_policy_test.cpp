@@ -20,5 +20,17 @@ TEST(FailFastPolicy, OnlyASuccessfulEndLetsTheJobGoOn) {
             WorkerEndDecision::kTerminateJob);
 }
 
+TEST(RestartAllPolicy, FailuresRestartUntilTheLimitThenFailTheJob) {
+  RestartAllPolicy policy(2);
+  const WorkerId worker{0, 1, 0};
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(0)), WorkerEndDecision::kContinue);
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kRestartAll);
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::signaled(SIGKILL)),
+            WorkerEndDecision::kRestartAll);
+  EXPECT_EQ(policy.restarts(), 2);
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kTerminateJob);
+  EXPECT_EQ(policy.restarts(), 2);
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

@@ -45,6 +45,9 @@ class ServerThread {
   void close() {
     io_.on_io([](Server& s) { s.close(); });
   }
+  void start_generation(std::vector<Slot> slots) {
+    io_.on_io([&](Server& s) { s.start_generation(std::move(slots)); });
+  }
 
  private:
   hvdrun::test::IoThread<Server> io_;

@@ -1,0 +1,126 @@
+// Integration: --max-restarts. A failure stops every worker and starts them all again as a new
+// generation (new rendezvous generation, new MASTER_PORT, TORCHELASTIC_RESTART_COUNT + 1) up to
+// N times; the summary lists the generations; Ctrl-C and the death of hvdrun during a restart
+// leave nothing behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Rank 1 of generation 0 fails at once; every rank of later generations runs hvdrun::init()
+// (the rendezvous must have formed the new generation) and exits 0.
+const std::string kFailOnce =
+    "echo \"restart $TORCHELASTIC_RESTART_COUNT of $TORCHELASTIC_MAX_RESTARTS port $MASTER_PORT\";"
+    "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then exit 3; fi;"
+    "exec \"$0\"";
+
+TEST(Restart, AFailureRestartsEveryRankAsANewGenerationThatSucceeds) {
+  auto r = run_hvdrun({"-np", "3", "--max-restarts", "2", "/bin/sh", "-c", kFailOnce, INIT_WORKER},
+                      {}, seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: rank 1 (host localhost, pid ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ") exited with code 3; restarting every rank (restart 1 of 2)"))
+      << r.err;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_TRUE(contains(r.out, "[" + std::to_string(rank) + "]<stdout>:rank " +
+                                    std::to_string(rank) + " of 3 initialised"))
+        << r.out;
+  }
+  // Generation 1 saw restart count 1 and a MASTER_PORT of its own.
+  std::set<std::string> ports[2];
+  const std::regex line(R"(restart (\d) of 2 port (\d+))");
+  for (const auto& text : lines_of(r.out)) {
+    std::smatch m;
+    if (std::regex_search(text, m, line)) ports[std::stoi(m[1])].insert(m[2]);
+  }
+  ASSERT_EQ(ports[1].size(), 1u) << r.out;
+  ASSERT_LE(ports[0].size(), 1u) << r.out;
+  if (!ports[0].empty()) {
+    EXPECT_NE(*ports[0].begin(), *ports[1].begin());
+  }
+  EXPECT_TRUE(contains(r.err, "hvdrun: generations:\n    0: 3 ranks, started ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ": rank 1 (host localhost, pid ")) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(\n    1: 3 ranks, started [0-9.]+ s, )"
+                                                  R"(formed [0-9.]+ s, ended [0-9.]+ s: )"
+                                                  R"(every rank exited 0)")))
+      << r.err;
+}
+
+TEST(Restart, WhenTheRestartsAreUsedUpTheJobFailsWithTheLastFailure) {
+  auto r = run_hvdrun(
+      {"-np", "2", "--max-restarts", "2", "/bin/sh", "-c", "[ $RANK = 1 ] && exit 4; sleep 5"});
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_TRUE(contains(r.err, "restarting every rank (restart 1 of 2)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "restarting every rank (restart 2 of 2)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "exited with code 4 (no restart left: --max-restarts 2 used)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: job failed: first failure was rank 1 on localhost: exit "
+                       "code 4\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "\n    2: 2 ranks, started ")) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+}
+
+TEST(Restart, WithoutTheFlagAFailureEndsTheJob) {
+  auto r = run_hvdrun({"-np", "2", "/bin/sh", "-c", "[ $RANK = 1 ] && exit 4; sleep 5"});
+  EXPECT_EQ(r.status, 4) << r.err;
+  EXPECT_FALSE(contains(r.err, "restarting")) << r.err;
+  EXPECT_FALSE(contains(r.err, "generations:")) << r.err;
+}
+
+TEST(Restart, BadValuesAreUsageErrors) {
+  for (const char* value : {"-1", "x", "1.5"}) {
+    auto r = run_hvdrun({"-np", "1", "--max-restarts", value, "/bin/true"});
+    EXPECT_EQ(r.status, 2) << value << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "--max-restarts")) << r.err;
+  }
+}
+
+// The restart waits for a worker that ignores SIGTERM; Ctrl-C twice ends the job at once.
+TEST(Restart, CtrlCDuringARestartEndsTheJob) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"--grace-period", "30", "--max-restarts", "3", "-np", "2", worker(),
+                        "ignore-term", pids.path.string(), "1"});
+  auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  std::this_thread::sleep_for(milliseconds(800));  // rank 1 has failed: the restart waits
+  hvdrun.signal(SIGINT);
+  std::this_thread::sleep_for(milliseconds(200));
+  hvdrun.signal(SIGINT);
+  auto r = hvdrun.finish(seconds(20));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_TRUE(contains(r.err, "restarting every rank (restart 1 of 3)")) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(1000)).empty());
+}
+
+TEST(Restart, SigkillOfHvdrunDuringARestartLeavesNoWorker) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"--grace-period", "30", "--max-restarts", "3", "-np", "2", worker(),
+                        "ignore-term", pids.path.string(), "1"});
+  auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  std::this_thread::sleep_for(milliseconds(800));
+  hvdrun.signal(SIGKILL);
+  hvdrun.finish(seconds(20));
+  EXPECT_TRUE(wait_until_gone(workers, seconds(2)).empty());
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
