@@ -3,7 +3,8 @@
 torch.distributed.init_process_group("gloo") with init_method env:// (MASTER_ADDR/PORT, RANK,
 WORLD_SIZE from the launcher); prints every torchrun variable; trains a small model with
 DistributedDataParallel and a DistributedSampler; the parameters must end identical on every
-rank. Exit status 0 only if every check passed.
+rank. Exit status 0 only if every check passed. With DDP_FAIL_ONCE_RANK=R, rank R of the
+first run (TORCHELASTIC_RESTART_COUNT=0) dies after its first training step, as a crash would.
 """
 import gc
 import hashlib
@@ -54,6 +55,10 @@ def main():
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
+            if (os.environ.get("DDP_FAIL_ONCE_RANK") == str(r)
+                    and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0"):
+                print(f"rank {r} crashing after step 1", file=sys.stderr, flush=True)
+                os._exit(7)
     weights = b"".join(p.detach().numpy().tobytes() for p in model.parameters())
     digest = hashlib.sha256(weights).hexdigest()[:16]
     digests = [None] * n

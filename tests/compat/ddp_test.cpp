@@ -75,5 +75,33 @@ TEST(PyTorchDdp, TwoJobsStartedTogetherDoNotCollide) {
             field(rank_lines(b.out, 0, "env ")[0], "MASTER_PORT"));
 }
 
+// torchrun's model, without its monitor delay: rank 1 crashes in the first run, every rank is
+// stopped and started again with TORCHELASTIC_RESTART_COUNT=1 and a new MASTER_PORT, and the
+// second run trains to identical parameters.
+TEST(PyTorchDdp, ACrashIsRestartedOnceWithMaxRestarts) {
+  const auto r = run_hvdrun({"-np", "2", "--max-restarts", "1", "-x", "DDP_FAIL_ONCE_RANK=1",
+                             kPython, job_script("ddp_job.py")},
+                            {}, seconds(180));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("rank 1 crashing after step 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("exited with code 7; restarting every rank (restart 1 of 1)"),
+            std::string::npos)
+      << r.err;
+  std::set<std::string> digests, ports;
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto env = rank_lines(r.out, rank, "env ");
+    ASSERT_GE(env.size(), 1u) << r.out;
+    EXPECT_EQ(field(env.back(), "TORCHELASTIC_RESTART_COUNT"), "1") << env.back();
+    EXPECT_EQ(field(env.back(), "TORCHELASTIC_MAX_RESTARTS"), "1") << env.back();
+    for (const auto& line : env) ports.insert(field(line, "MASTER_PORT"));
+    const auto train = rank_lines(r.out, rank, "train ");
+    ASSERT_EQ(train.size(), 1u) << r.out;  // only the second run got that far
+    EXPECT_EQ(field(train[0], "in_sync"), "True") << train[0];
+    digests.insert(field(train[0], "params"));
+  }
+  EXPECT_EQ(digests.size(), 1u) << r.out;
+  EXPECT_EQ(ports.size(), 2u) << r.out;  // one per run
+}
+
 }  // namespace
 }  // namespace hvdrun::itest
