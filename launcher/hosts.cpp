@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "hvdrun/error.h"
 
@@ -123,18 +124,28 @@ std::string lowercase(std::string_view text) {
   return out;
 }
 
-void add_host(std::vector<HostSpec>& hosts, HostSpec host, std::string_view context) {
-  const auto key = lowercase(host.name);
-  const auto same = std::find_if(hosts.begin(), hosts.end(),
-                                 [&](const HostSpec& h) { return lowercase(h.name) == key; });
-  if (same != hosts.end()) {
-    std::string what = "host " + quoted(host.name) + " listed twice";
-    if (same->origin != host.origin) what += " (first at " + same->origin + ")";
-    throw UsageError(host.origin + ": " + what + " in " + quoted(context) +
-                     "; list each host once with its total slots");
+// Hosts in the order given, each name once (case-insensitive; a hash index keeps a list of
+// 100,000 hosts linear).
+class HostList {
+ public:
+  void add(HostSpec host, std::string_view context) {
+    const auto [it, inserted] = index_.emplace(lowercase(host.name), hosts_.size());
+    if (!inserted) {
+      const HostSpec& same = hosts_[it->second];
+      std::string what = "host " + quoted(host.name) + " listed twice";
+      if (same.origin != host.origin) what += " (first at " + same.origin + ")";
+      throw UsageError(host.origin + ": " + what + " in " + quoted(context) +
+                       "; list each host once with its total slots");
+    }
+    hosts_.push_back(std::move(host));
   }
-  hosts.push_back(std::move(host));
-}
+  bool empty() const noexcept { return hosts_.empty(); }
+  std::vector<HostSpec> take() { return std::move(hosts_); }
+
+ private:
+  std::vector<HostSpec> hosts_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
 
 // One host-file line without its comment: "entry [slots=N] [max_slots=M]".
 HostSpec parse_line(std::string_view line, const std::string& origin,
@@ -208,7 +219,7 @@ std::string quoted(std::string_view text) {
 std::vector<HostSpec> parse_hosts_flag(std::string_view text) {
   const std::string origin = "-H";
   if (trim(text).empty()) throw UsageError("-H " + quoted(text) + ": no hosts given");
-  std::vector<HostSpec> hosts;
+  HostList hosts;
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const auto comma = std::min(text.find(',', pos), text.size());
@@ -217,17 +228,17 @@ std::vector<HostSpec> parse_hosts_flag(std::string_view text) {
     auto parts = split_entry(item, origin, item);
     HostSpec host{std::move(parts.user), std::move(parts.name), 1, origin};
     if (parts.slots) host.slots = parse_slots(*parts.slots, origin, item);
-    add_host(hosts, std::move(host), text);
+    hosts.add(std::move(host), text);
     pos = comma + 1;
   }
-  return hosts;
+  return hosts.take();
 }
 
 std::vector<HostSpec> parse_hostfile_text(std::string_view text, const std::string& path,
                                           std::vector<std::string>& notes) {
-  std::vector<HostSpec> hosts;
+  HostList hosts;
   int line_number = 0;
-  std::size_t pos = 0;
+  std::size_t pos = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte-order mark
   while (pos < text.size()) {
     const auto newline = std::min(text.find('\n', pos), text.size());
     auto line = text.substr(pos, newline - pos);
@@ -236,10 +247,10 @@ std::vector<HostSpec> parse_hostfile_text(std::string_view text, const std::stri
     line = trim(line.substr(0, line.find('#')));
     if (line.empty()) continue;
     const auto origin = path + ":" + std::to_string(line_number);
-    add_host(hosts, parse_line(line, origin, notes), line);
+    hosts.add(parse_line(line, origin, notes), line);
   }
   if (hosts.empty()) throw UsageError("host file " + quoted(path) + " lists no hosts");
-  return hosts;
+  return hosts.take();
 }
 
 std::vector<HostSpec> parse_hostfile(const std::string& path, std::vector<std::string>& notes) {

@@ -10,6 +10,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 
 #include "hvdrun/error.h"
 #include "launcher/logging.h"
@@ -28,6 +29,33 @@ std::string open_file_limit_text() {
     return v == RLIM_INFINITY ? std::string("unlimited") : std::to_string(v);
   };
   return text(limit.rlim_cur) + " (hard " + text(limit.rlim_max) + ")";
+}
+
+// Open files a local worker costs the launcher: its stdout and stderr pipes and its exec-error
+// pipe while the batch starts, then its rendezvous connection.
+constexpr std::size_t kFilesPerWorker = 4;
+constexpr std::size_t kSpareFiles = 64;  // the launcher's own sockets, timers, the watchdog
+
+std::size_t open_files_now() {
+  std::error_code ec;
+  std::size_t count = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    ++count;
+  }
+  return count;
+}
+
+// A batch that cannot fit under RLIMIT_NOFILE fails before its first fork, not after
+// thousands of workers were started.
+void check_open_file_budget(std::size_t workers) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const std::size_t needed = open_files_now() + workers * kFilesPerWorker + kSpareFiles;
+  if (needed <= limit.rlim_cur) return;
+  throw Error("cannot start " + std::to_string(workers) + " local workers: they need about " +
+              std::to_string(needed) + " open files, more than the open-file limit " +
+              open_file_limit_text() + ": raise ulimit -n, or start fewer workers on this host");
 }
 
 }  // namespace
@@ -51,6 +79,7 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<La
                          bool verbose) {
   if (launches.empty()) return;
   program_ = command.at(0);
+  check_open_file_budget(launches.size());
   const auto start = std::chrono::steady_clock::now();
   std::vector<Spawned> spawned;
   spawned.reserve(launches.size());

@@ -89,10 +89,12 @@ std::string resolve_program(const std::string& program, const std::vector<std::s
   return program;
 }
 
+// The shell's statuses: 127 when the program was not found, 126 when it was found but could
+// not be run (not executable, not a program, ...).
 [[noreturn]] void child_fail(const ChildPlan& plan, int err) noexcept {
   ssize_t ignored = ::write(plan.report, &err, sizeof err);
   (void)ignored;
-  ::_exit(127);
+  ::_exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
 }
 
 void mark_fds_cloexec(const ChildPlan& plan) noexcept {

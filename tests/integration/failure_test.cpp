@@ -78,6 +78,18 @@ TEST(Failure, MissingProgramIsReportedWithStatus127) {
   EXPECT_TRUE(contains(r.err, "hvdrun: job failed: first failure was rank ")) << r.err;
 }
 
+// A program that exists but cannot be executed: the shell's 126, not 127.
+TEST(Failure, ProgramThatCannotBeExecutedIsReportedWithStatus126) {
+  TempDir dir;
+  const auto script = dir.path / "not-executable.sh";
+  std::ofstream(script) << "#!/bin/sh\necho never\n";  // mode 0644: no execute bit
+  auto r = run_hvdrun({"-np", "2", script.string()});
+  EXPECT_EQ(r.status, 126) << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot run '" + script.string() + "': Permission denied")) << r.err;
+  r = run_hvdrun({"-np", "1", dir.path.string()});  // a directory
+  EXPECT_EQ(r.status, 126) << r.err;
+}
+
 TEST(Failure, UsageErrorsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> cases = {
       {"--no-such-flag", "-np", "1", "/bin/true"},
@@ -118,11 +130,16 @@ TEST(Failure, SoftOpenFileLimitIsRaisedToTheHardLimit) {
   EXPECT_EQ(status, 0) << err;
 }
 
-TEST(Failure, OpenFileLimitTooLowNamesTheRankAndTheRemedy) {
+// 40 workers cannot fit under a hard limit of 64 open files: the job fails before it starts
+// any, and says what to raise.
+TEST(Failure, OpenFileLimitTooLowFailsBeforeSpawningAndNamesTheRemedy) {
   auto [status, err] = run_with_open_file_limit("-n");
   EXPECT_EQ(status, 1) << err;
-  EXPECT_NE(err.find("cannot start rank "), std::string::npos) << err;
-  EXPECT_NE(err.find("open-file limit 64 (hard 64): raise ulimit -n"), std::string::npos) << err;
+  EXPECT_NE(err.find("cannot start 40 local workers: they need about "), std::string::npos) << err;
+  EXPECT_NE(err.find("more than the open-file limit 64 (hard 64): raise ulimit -n"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("[0]<"), std::string::npos) << err;  // no worker ran
 }
 
 }  // namespace

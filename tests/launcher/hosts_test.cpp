@@ -131,6 +131,29 @@ TEST(Hostfile, ErrorsNameFileAndLine) {
   EXPECT_EQ(hostfile_error(""), "host file 'hosts.txt' lists no hosts");
 }
 
+TEST(Hostfile, AByteOrderMarkIsSkipped) {
+  std::vector<std::string> notes;
+  EXPECT_THAT(parse_hostfile_text("\xEF\xBB\xBFnode1 slots=2\nnode2\n", "hosts.txt", notes),
+              ElementsAre(HostSpec{"", "node1", 2, "hosts.txt:1"},
+                          HostSpec{"", "node2", 1, "hosts.txt:2"}));
+  EXPECT_EQ(hostfile_error("\xEF\xBB\xBFnode1\nnode1"),
+            "hosts.txt:2: host 'node1' listed twice (first at hosts.txt:1) in 'node1'; list each "
+            "host once with its total slots");
+}
+
+// 100,000 distinct hosts (the duplicate check is a hash lookup, not a scan of the list), and
+// the last one a duplicate of the first, found and named.
+TEST(Hostfile, AHundredThousandHosts) {
+  std::string text;
+  for (int i = 0; i < 100'000; ++i) text += "node" + std::to_string(i) + " slots=2\n";
+  std::vector<std::string> notes;
+  const auto hosts = parse_hostfile_text(text, "big.txt", notes);
+  ASSERT_EQ(hosts.size(), 100'000u);
+  EXPECT_EQ(hosts.back(), (HostSpec{"", "node99999", 2, "big.txt:100000"}));
+  EXPECT_THAT(hostfile_error(text + "NODE0\n"),
+              HasSubstr("hosts.txt:100001: host 'NODE0' listed twice (first at hosts.txt:1)"));
+}
+
 TEST(Hostfile, ReadsFromDisk) {
   char path[] = "/tmp/hvdrun_hostsXXXXXX";
   const int fd = mkstemp(path);
