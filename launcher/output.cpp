@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <system_error>
 
 #include "hvdrun/error.h"
+#include "launcher/logging.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -57,13 +59,35 @@ int write_all(int fd, std::array<iovec, 3> parts, int count) {
   return 0;
 }
 
+// A tee file: never through a symbolic link planted in its place; mode 0666 less the umask.
 UniqueFd open_tee_file(const std::filesystem::path& path) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
   if (!fd.valid()) {
+    const int error = errno;
     throw UsageError("cannot open --output-filename file '" + path.string() +
-                     "': " + std::strerror(errno));
+                     "': " + (error == ELOOP ? "it is a symbolic link" : std::strerror(error)));
   }
   return fd;
+}
+
+// A directory of --output-filename must be a directory (not a link to one, for the rank
+// directories) owned by this user: another user's directory could hold their links.
+void check_own_directory(const std::filesystem::path& dir, bool allow_link) {
+  struct stat st {};
+  const int rc = allow_link ? ::stat(dir.c_str(), &st) : ::lstat(dir.c_str(), &st);
+  if (rc != 0) {
+    throw UsageError("cannot use --output-filename directory '" + dir.string() +
+                     "': " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw UsageError("--output-filename directory '" + dir.string() + "' is not a directory" +
+                     (S_ISLNK(st.st_mode) ? " but a symbolic link" : ""));
+  }
+  if (st.st_uid != ::geteuid()) {
+    throw UsageError("--output-filename directory '" + dir.string() + "' belongs to user " +
+                     std::to_string(st.st_uid) + ", not to hvdrun's user " +
+                     std::to_string(::geteuid()));
+  }
 }
 
 }  // namespace
@@ -164,6 +188,7 @@ OutputSink::OutputSink(OutputOptions options) : options_(std::move(options)) {
     throw UsageError("cannot create --output-filename directory '" + *options_.directory +
                      "': " + ec.message());
   }
+  check_own_directory(*options_.directory, /*allow_link=*/true);
 }
 
 void OutputSink::add_worker(const WorkerId& id, int rank) {
@@ -178,8 +203,19 @@ void OutputSink::add_worker(const WorkerId& id, int rank) {
     throw UsageError("cannot create --output-filename directory '" + dir.string() +
                      "': " + ec.message());
   }
-  entry.files[0] = open_tee_file(dir / "stdout");
-  entry.files[1] = open_tee_file(dir / "stderr");
+  check_own_directory(dir, /*allow_link=*/false);
+  for (int i = 0; i < 2; ++i) {
+    const fs::path path = dir / (i == 0 ? "stdout" : "stderr");
+    entry.files[i] = open_tee_file(path);
+    entry.paths[i] = path.string();
+  }
+}
+
+void OutputSink::report_failure(int rank, bool is_err, const std::string& destination, int error) {
+  const std::string what = "rank " + std::to_string(rank) + "'s " + (is_err ? "stderr" : "stdout") +
+                           " to " + destination + ": " + std::strerror(error);
+  if (first_failure_.empty()) first_failure_ = what;
+  note("cannot write " + what + "; later output to it is lost");
 }
 
 void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view chunk) {
@@ -193,13 +229,21 @@ void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view c
                              iovec{const_cast<char*>(chunk.data()), chunk.size()},
                              iovec{const_cast<char*>(kNewline), 1}};
   int count = is_terminator(chunk.back()) ? 2 : 3;
-  bool& closed = console_closed_[is_err ? 1 : 0];
-  if (!closed &&
-      write_all(is_err ? options_.stderr_fd : options_.stdout_fd, parts, count) == EPIPE) {
-    closed = true;
+  const int index = is_err ? 1 : 0;
+  if (!console_closed_[index] && !console_failed_[index]) {
+    const int error = write_all(is_err ? options_.stderr_fd : options_.stdout_fd, parts, count);
+    if (error == EPIPE) {
+      console_closed_[index] = true;
+    } else if (error != 0) {
+      console_failed_[index] = true;
+      report_failure(worker.rank, is_err, is_err ? "hvdrun's stderr" : "hvdrun's stdout", error);
+    }
   }
-  if (const auto& file = worker.files[is_err ? 1 : 0]; file.get() >= 0) {
-    write_all(file.get(), parts, count);
+  if (auto& file = worker.files[index]; file.get() >= 0) {
+    if (const int error = write_all(file.get(), parts, count); error != 0) {
+      report_failure(worker.rank, is_err, "'" + worker.paths[index] + "'", error);
+      file.reset();
+    }
   }
   if (is_err) {
     std::string_view line = chunk.substr(0, chunk.size() - terminator_length(chunk));

@@ -64,10 +64,13 @@ std::string asctime_text(std::time_t when);
 
 // Writes prefixed chunks. Each chunk is one writev loop per destination, all from one thread,
 // so chunks of different ranks never interleave. A chunk without a terminator (partial last
-// line, cap piece) gets a '\n' appended. Other write errors on the console are ignored; a
-// console stream that failed with EPIPE (its reader is gone, as with `hvdrun ... | head`) is
-// marked closed and never written again (the tee files still are).
-// Lifetime: owns the tee files; used on the io thread only.
+// line, cap piece) gets a '\n' appended. A console stream that failed with EPIPE (its reader
+// is gone, as with `hvdrun ... | head`) is marked closed and never written again (the tee
+// files still are). Any other write error (a full disk, /dev/full) is reported once per
+// destination on stderr, naming the file and rank and the errno text; that destination gets
+// nothing more, and write_failed() makes the job's exit status non-zero.
+// Tee files are opened with O_NOFOLLOW, mode 0666 less the umask, in directories that must
+// belong to hvdrun's user. Lifetime: owns the tee files; used on the io thread only.
 class OutputSink {
  public:
   // Creates the --output-filename directory; throws UsageError naming it on failure.
@@ -83,16 +86,24 @@ class OutputSink {
   bool console_closed(StreamKind stream) const noexcept {
     return console_closed_[stream == StreamKind::kStderr ? 1 : 0];
   }
+  // The first output that could not be written ("rank 2's stdout to hvdrun's stdout: No
+  // space left on device"); empty when all was written.
+  const std::string& write_failed() const noexcept { return first_failure_; }
 
  private:
   struct WorkerOutput {
     int rank = 0;
     std::array<UniqueFd, 2> files;  // stdout, stderr; closed without a directory
+    std::array<std::string, 2> paths;
     std::deque<std::string> tail;
   };
+  // Reports a failed write of `rank`'s `stream` to `destination` once.
+  void report_failure(int rank, bool is_err, const std::string& destination, int error);
   OutputOptions options_;
   std::map<WorkerId, WorkerOutput> workers_;
   std::array<bool, 2> console_closed_{};  // stdout, stderr
+  std::array<bool, 2> console_failed_{};  // stdout, stderr: a write error other than EPIPE
+  std::string first_failure_;
 };
 
 }  // namespace hvdrun::launcher

@@ -106,9 +106,17 @@ class Supervisor {
               const std::vector<std::size_t>& remote);
   void fail_job(const rdzv::JobError& error);
   void all_joined();
-  int exit_status() const { return outcome_exit_status(outcome_); }
+  // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
+  int exit_status() const {
+    const int status = outcome_exit_status(outcome_);
+    return status == 0 && !sink_.write_failed().empty() ? 1 : status;
+  }
   void print_summary() const {
     print_outcome_summary(outcome_, sink_);
+    if (!outcome_ && !sink_.write_failed().empty()) {
+      note("job failed: the workers succeeded but their output is incomplete: cannot write " +
+           sink_.write_failed());
+    }
     print_generations();
   }
 

@@ -125,6 +125,30 @@ std::pair<int, std::string> run_with_open_file_limit(const std::string& flags) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, text};
 }
 
+// hvdrun's stdout is /dev/full: the workers succeed, but the job does not (exit 1), and
+// stderr says which output was lost and why.
+TEST(Failure, OutputThatCannotBeWrittenFailsTheJob) {
+  TempDir dir;
+  const auto err = dir.path / "err";
+  const std::string command = "timeout -s KILL 60 \"" + std::string(HVDRUN_BINARY) +
+                              "\" -np 2 /bin/sh -c 'echo out; echo err >&2' >/dev/full 2>'" +
+                              err.string() + "'";
+  const int rc = std::system(command.c_str());
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(rc)) << text;
+  EXPECT_EQ(WEXITSTATUS(rc), 1) << text;
+  EXPECT_TRUE(contains(text,
+                       "stdout to hvdrun's stdout: No space left on device; later output "
+                       "to it is lost"))
+      << text;
+  EXPECT_TRUE(contains(text,
+                       "hvdrun: job failed: the workers succeeded but their output is "
+                       "incomplete: cannot write rank "))
+      << text;
+  EXPECT_TRUE(contains(text, "<stderr>:err")) << text;
+}
+
 TEST(Failure, SoftOpenFileLimitIsRaisedToTheHardLimit) {
   auto [status, err] = run_with_open_file_limit("-S -n");
   EXPECT_EQ(status, 0) << err;

@@ -223,6 +223,61 @@ TEST(OutputSink, WorkersAddedLaterKeepTheirOwnRankAndTail) {
   EXPECT_TRUE(sink.last_stderr_lines(other_host).empty());
 }
 
+// /dev/full as hvdrun's stdout: the failure is reported once and remembered for the exit
+// status; stderr and the tee files still get their output.
+TEST(OutputSink, AConsoleWriteErrorIsReportedOnceAndRemembered) {
+  TempDir tmp;
+  UniqueFd full(::open("/dev/full", O_WRONLY | O_CLOEXEC));
+  UniqueFd err(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  ASSERT_TRUE(full.valid() && err.valid());
+  const auto dir = (tmp.path / "logs").string();
+  OutputSink sink({2, false, dir, full.get(), err.get(), 10});
+  sink.add_worker(worker(1), 1);
+  EXPECT_EQ(sink.write_failed(), "");
+  sink.write(worker(1), StreamKind::kStdout, "lost\n");
+  sink.write(worker(1), StreamKind::kStdout, "lost too\n");
+  sink.write(worker(1), StreamKind::kStderr, "kept\n");
+  EXPECT_EQ(sink.write_failed(), "rank 1's stdout to hvdrun's stdout: No space left on device");
+  EXPECT_EQ(read_all(err.get()), "[1]<stderr>:kept\n");
+  EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.1" / "stdout"),
+            "[1]<stdout>:lost\n[1]<stdout>:lost too\n");
+}
+
+// A link planted where a tee file goes is not followed; its target stays untouched.
+TEST(OutputSink, ATeeFileThatIsASymbolicLinkIsRefused) {
+  TempDir tmp;
+  const auto dir = tmp.path / "logs";
+  std::filesystem::create_directories(dir / "rank.0");
+  std::filesystem::create_symlink(tmp.path / "target", dir / "rank.0" / "stdout");
+  OutputSink sink({1, false, dir.string(), 1, 2, 10});
+  try {
+    sink.add_worker(worker(0), 0);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank.0/stdout': it is a symbolic link"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(tmp.path / "target"));
+}
+
+// Another user's rank directory could hold their links: refused (needs root to set up).
+TEST(OutputSink, ARankDirectoryOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
+  TempDir tmp;
+  const auto dir = tmp.path / "logs";
+  std::filesystem::create_directories(dir / "rank.0");
+  ASSERT_EQ(::chown((dir / "rank.0").c_str(), 65534, 65534), 0);
+  OutputSink sink({1, false, dir.string(), 1, 2, 10});
+  try {
+    sink.add_worker(worker(0), 0);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank.0' belongs to user 65534"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(OutputSink, UnwritableDirectoryIsAUsageErrorNamingIt) {
   try {
     OutputSink sink({1, false, std::string("/proc/hvdrun-no-such-dir"), 1, 2, 10});
