@@ -14,6 +14,14 @@ namespace hvdrun::rdzv {
 
 class KvStore {
  public:
+  // Bytes an entry is charged: key, value and 64 for the bookkeeping.
+  static std::size_t entry_cost(const std::string& key, const std::string& value) noexcept {
+    return key.size() + value.size() + 64;
+  }
+  // Why storing `value` under `key` would pass max_bytes or max_keys; empty if it fits.
+  std::string refuse_reason(std::uint32_t generation, const std::string& key,
+                            const std::string& value, std::size_t max_bytes,
+                            std::size_t max_keys) const;
   // Stores the value and returns the gets waiting for this key (no longer held here).
   std::vector<std::shared_ptr<Wait>> set(std::uint32_t generation, const std::string& key,
                                          std::string value);
@@ -22,6 +30,7 @@ class KvStore {
   void add_waiter(std::shared_ptr<Wait> wait);
   void remove_waiter(const Wait& wait);
   std::size_t size() const noexcept { return values_.size(); }
+  std::size_t bytes() const noexcept { return bytes_; }
   // Forgets every value of generations before `generation` (their waiters are gone with
   // their sessions).
   void drop_before(std::uint32_t generation);
@@ -37,6 +46,7 @@ class KvStore {
   };
 
   std::unordered_map<Key, std::string, KeyHash> values_;
+  std::size_t bytes_ = 0;  // entry_cost() of every stored value
   std::unordered_map<Key, std::vector<std::shared_ptr<Wait>>, KeyHash> waiters_;
 };
 

@@ -1,6 +1,8 @@
 // Server: the public face of the rendezvous server; the work is in ServerCore.
 #include "rendezvous/server.h"
 
+#include <algorithm>
+
 #include "rendezvous/server_core.h"
 
 namespace hvdrun::rdzv {
@@ -17,6 +19,18 @@ Server::Server(boost::asio::io_context& io, ServerOptions options, ServerCallbac
 
 Server::~Server() {
   impl_->close();
+}
+
+KvLimits kv_limits_for(const ServerOptions& options) {
+  const std::size_t n = options.slots.size();
+  KvLimits limits;
+  limits.max_bytes = options.kv_max_bytes ? options.kv_max_bytes
+                                          : std::max<std::size_t>(std::size_t{256} << 20, n << 16);
+  limits.max_keys =
+      options.kv_max_keys ? options.kv_max_keys : std::max<std::size_t>(65536, n * 64);
+  limits.max_unsent_bytes =
+      options.max_unsent_bytes ? options.max_unsent_bytes : std::size_t{4} * kMaxBody;
+  return limits;
 }
 
 std::uint16_t Server::port() const noexcept {

@@ -32,6 +32,13 @@ struct ServerOptions {
   std::chrono::milliseconds start_timeout{30000};
   // A connection that has not authenticated within this time is closed.
   std::chrono::milliseconds auth_timeout{10000};
+  // Bounds on what authenticated clients can make the server hold (0: the default for the
+  // job's size, see kv_limits_for()). A KvSet past a store limit is refused with kBadRequest
+  // and that connection closed; a connection whose unread replies exceed
+  // max_unsent_bytes is closed, with a logged reason.
+  std::size_t kv_max_bytes = 0;  // keys plus values (plus 64 per entry), all generations
+  std::size_t kv_max_keys = 0;
+  std::size_t max_unsent_bytes = 0;
 };
 
 // A job-level failure the launcher must act on, as a value: what kind (kTimeout: the start
@@ -40,6 +47,16 @@ struct JobError {
   ErrorCode code = ErrorCode::kJobFailed;
   std::string message;
 };
+
+// The limits used where ServerOptions leaves 0, for a job of `slots` workers: the store
+// max(256 MiB, 64 KiB per worker) and max(65,536, 64 keys per worker); unread replies
+// 64 MiB per connection (four times the largest frame).
+struct KvLimits {
+  std::size_t max_bytes = 0;
+  std::size_t max_keys = 0;
+  std::size_t max_unsent_bytes = 0;
+};
+KvLimits kv_limits_for(const ServerOptions& options);
 
 struct ServerCallbacks {
   // Called on the io thread.

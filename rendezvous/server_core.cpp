@@ -185,6 +185,10 @@ void ServerCore::session_gone(Session& session) {
     logger()->debug("slot {} (pid {}) left before generation {} was complete: {}/{} joined",
                     *session.slot, session.pid, generation_.number(), generation_.joined(),
                     generation_.size());
+    if (generation_.joined() == 0) {  // the start timeout counts from the next first Join
+      start_timer_.cancel();
+      first_join_ = {};
+    }
   }
 }
 

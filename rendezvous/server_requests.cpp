@@ -93,6 +93,14 @@ void ServerCore::start_timed_out() {
 
 void ServerCore::on_kv_set(Session& session, std::uint32_t gen, KvSet set) {
   if (!check_generation(session, gen, MsgType::kKvSet)) return;
+  const KvLimits limits = kv_limits_for(options_);
+  if (auto why = kv_.refuse_reason(gen, set.key, set.value, limits.max_bytes, limits.max_keys);
+      !why.empty()) {
+    why = "KvSet of '" + set.key + "' (" + std::to_string(set.value.size()) +
+          " bytes) refused: " + why;
+    logger()->warn("closing {}: {}", session.peer(), why);
+    return session.fail(ErrorCode::kBadRequest, why);
+  }
   const std::string& value = set.value;
   auto woken = kv_.set(gen, set.key, value);
   for (auto& wait : woken) {

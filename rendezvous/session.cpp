@@ -75,6 +75,13 @@ void Session::send(const Message& message) {
 
 void Session::send_frame(std::vector<std::uint8_t> frame) {
   if (!is_open()) return;
+  outbox_bytes_ += frame.size();
+  const std::size_t limit = kv_limits_for(core_->options()).max_unsent_bytes;
+  if (outbox_bytes_ > limit) {  // the client does not read its replies
+    logger()->warn("closing {}: {} bytes of replies unread, over the limit of {}", peer_,
+                   outbox_bytes_, limit);
+    return close();
+  }
   outbox_.push_back(std::move(frame));
   wake_.cancel();
 }
@@ -160,7 +167,10 @@ asio::awaitable<void> Session::write_loop() {
     }
     auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(outbox_.front()), kUseTuple);
     if (ec) break;
-    if (!outbox_.empty()) outbox_.pop_front();
+    if (!outbox_.empty()) {
+      outbox_bytes_ -= outbox_.front().size();
+      outbox_.pop_front();
+    }
   }
   close();
 }

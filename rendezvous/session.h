@@ -69,6 +69,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string peer_, peer_ip_;
   std::array<std::uint8_t, kNonceSize> nonce_{};
   std::deque<std::vector<std::uint8_t>> outbox_;
+  std::size_t outbox_bytes_ = 0;
   boost::asio::steady_timer wake_;      // signals the writer; never expires by itself
   boost::asio::steady_timer deadline_;  // auth timeout, then the close-after-error grace
   bool notified_gone_ = false;

@@ -1,0 +1,118 @@
+// What an authenticated client can make the server hold is bounded: the key-value store's
+// bytes and keys, and each connection's unread replies; a Join whose connection goes away
+// does not leave the start timeout running.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "hvdrun/error.h"
+#include "tests/rendezvous/test_util.h"
+
+namespace hvdrun::rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+using test::kSecret;
+using test::kTimeout;
+using test::make_join;
+using test::RawConn;
+using test::ServerThread;
+using test::slot_options;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Limits, DefaultsGrowWithTheJob) {
+  const KvLimits small = kv_limits_for(slot_options(4));
+  EXPECT_EQ(small.max_bytes, std::size_t{256} << 20);
+  EXPECT_EQ(small.max_keys, 65536u);
+  EXPECT_EQ(small.max_unsent_bytes, std::size_t{64} << 20);
+  const KvLimits big = kv_limits_for(slot_options(8192));
+  EXPECT_EQ(big.max_bytes, std::size_t{8192} << 16);
+  EXPECT_EQ(big.max_keys, 8192u * 64);
+}
+
+TEST(Limits, AKvSetOverTheByteLimitIsRefusedAndItsConnectionClosed) {
+  ServerOptions options = slot_options(1);
+  options.kv_max_bytes = 4096;
+  ServerThread server(options);
+  Client c(server.endpoint(), kSecret, kTimeout);
+  c.join(make_join(0), kTimeout);
+  c.set("a", std::string(2000, 'x'), kTimeout);
+  c.set("a", std::string(3000, 'y'), kTimeout);  // replaces: still under the limit
+  try {
+    c.set("b", std::string(2000, 'z'), kTimeout);
+    FAIL() << "the store took more than its limit";
+  } catch (const ProtocolError& e) {
+    EXPECT_TRUE(contains(e.what(),
+                         "KvSet of 'b' (2000 bytes) refused: the key-value store would "
+                         "hold 5130 bytes, over its limit of 4096"))
+        << e.what();
+  }
+  Client other(server.endpoint(), kSecret, kTimeout);  // the server goes on
+  EXPECT_EQ(other.get("a", kTimeout), std::string(3000, 'y'));
+}
+
+TEST(Limits, AKvSetOverTheKeyLimitIsRefused) {
+  ServerOptions options = slot_options(1);
+  options.kv_max_keys = 3;
+  ServerThread server(options);
+  Client c(server.endpoint(), kSecret, kTimeout);
+  for (const char* key : {"k1", "k2", "k3"}) c.set(key, "v", kTimeout);
+  c.set("k3", "again", kTimeout);  // an existing key is not a new one
+  try {
+    c.set("k4", "v", kTimeout);
+    FAIL() << "a fourth key was stored";
+  } catch (const ProtocolError& e) {
+    EXPECT_TRUE(contains(e.what(), "the key-value store holds its limit of 3 keys")) << e.what();
+  }
+}
+
+// A client asks for a 64 KiB value 400 times and never reads: once 1 MiB of replies waits,
+// the server closes that connection instead of holding 25 MiB for it.
+TEST(Limits, AClientThatDoesNotReadIsDisconnected) {
+  ServerOptions options = slot_options(1);
+  options.max_unsent_bytes = 1 << 20;
+  ServerThread server(options);
+  Client setter(server.endpoint(), kSecret, kTimeout);
+  setter.set("big", std::string(64 << 10, 'v'), kTimeout);
+  RawConn raw(server.endpoint().port);
+  ASSERT_TRUE(raw.authenticate(kSecret));
+  for (int i = 0; i < 400; ++i) raw.send(Message{0, KvGet{"big", 1000}});
+  std::this_thread::sleep_for(300ms);  // the server answers all 400 into a full socket
+  int replies = 0;
+  while (raw.receive()) ++replies;  // what the kernel held, then the close
+  EXPECT_LT(replies, 400);
+  EXPECT_EQ(setter.get("big", kTimeout).size(), std::size_t{64} << 10);  // others are served
+}
+
+// Slot 0 joins and goes away; 600 ms later (start timeout 300 ms) both slots join: the
+// generation forms, because the clock stopped when the only joined slot left.
+TEST(Limits, AJoinThatGoesAwayStopsTheStartTimeout) {
+  ServerOptions options = slot_options(2);
+  options.start_timeout = 300ms;
+  std::atomic<int> errors{0};
+  ServerThread server(options, {[&](const JobError&) { ++errors; }, {}});
+  {
+    RawConn raw(server.endpoint().port);
+    ASSERT_TRUE(raw.authenticate(kSecret));
+    raw.send(Message{0, make_join(0)});
+    while (server.joined() == 0) std::this_thread::sleep_for(5ms);
+  }
+  while (server.joined() != 0) std::this_thread::sleep_for(5ms);
+  std::this_thread::sleep_for(600ms);
+  std::vector<std::thread> ranks;
+  for (std::uint32_t slot = 0; slot < 2; ++slot) {
+    ranks.emplace_back([&, slot] {
+      Client c(server.endpoint(), kSecret, kTimeout);
+      EXPECT_EQ(c.join(make_join(slot), kTimeout).assign.size, 2);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(errors.load(), 0);
+}
+
+}  // namespace
+}  // namespace hvdrun::rdzv
