@@ -1,8 +1,9 @@
 // The address this worker's ring listener binds and advertises to its peers, from
 // HVDRUN_NETWORK_INTERFACE (set by the launcher's --network-interface): an interface name
 // ("eth0"), or an IPv4 address of this host, or a comma-separated list of either (the first
-// that exists is used). Unset: bind every address and advertise the local address of the
-// rendezvous connection (the route to the launcher).
+// that exists is used). Unset (bind "0.0.0.0", advertise empty): the runtime binds and
+// advertises the local address of the rendezvous connection (the route to the launcher;
+// loopback for a local job).
 #pragma once
 
 #include <string>

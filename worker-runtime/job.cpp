@@ -62,16 +62,19 @@ std::unique_ptr<Communicator> Runtime::form_generation() {
   const DataAddress data = options.network_interface.empty()
                                ? DataAddress{}
                                : resolve_data_address(options.network_interface, ipv4_interfaces());
-  tcp::Listener listener = tcp::Listener::bind(data.bind, 0);
   if (!client_) {  // the first generation opens the connection that later ones reuse
     client_ = std::make_unique<rdzv::Client>(rdzv::Endpoint::parse(options.rendezvous),
                                              options.secret, options.start_timeout);
   }
+  // Without an interface setting, the data socket listens only on the address it advertises
+  // (the route to the launcher: loopback for a local job), not on every address.
+  const std::string advertise = data.advertise.empty() ? client_->local_address() : data.advertise;
+  tcp::Listener listener = tcp::Listener::bind(data.advertise.empty() ? advertise : data.bind, 0);
   rdzv::Join request;
   request.slot = options.slot;
   request.pid = static_cast<std::uint32_t>(::getpid());
   request.host = options.hostname;
-  request.data_addr = data.advertise.empty() ? client_->local_address() : data.advertise;
+  request.data_addr = advertise;
   request.data_port = listener.port();
   rdzv::Assignment assignment = client_->join(request, options.start_timeout);
   const rdzv::Assign& a = assignment.assign;

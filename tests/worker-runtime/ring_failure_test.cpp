@@ -3,6 +3,11 @@
 // broken state afterwards, and ring setup in the presence of stray, garbage and wrongly
 // authenticated connections.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -13,6 +18,7 @@
 
 #include "rendezvous/auth.h"
 #include "tests/worker-runtime/ring_harness.h"
+#include "worker-runtime/logging.h"
 
 namespace hvdrun {
 namespace {
@@ -135,6 +141,52 @@ TEST(RingSetup, StrayAndUnauthenticatedConnectionsDoNotBreakTheRing) {
     EXPECT_EQ(value, 6);
   });
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+}
+
+// Another local user floods every rank's data port with connections that stay silent or close
+// at once, while the ring forms: the ring still forms and computes, and the log gets a few
+// summary lines, not one per connection.
+TEST(RingSetup, AFloodOfConnectionsFromAnotherUserDoesNotBreakTheRing) {
+  constexpr int n = 3;
+  test::Listeners l = test::bind_listeners(n);
+  const pid_t flooder = ::fork();
+  ASSERT_GE(flooder, 0);
+  if (flooder == 0) {  // another user where the test runs as root; connects for 3 s
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(2);
+    std::vector<UniqueFd> held;  // silent connections, kept open
+    const auto until = Clock::now() + milliseconds(2000);
+    for (int i = 0; Clock::now() < until; ++i) {
+      for (const auto& peer : l.peers) {
+        UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(peer.port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        (void)::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        if (i % 2 == 0 && held.size() < 900) held.push_back(std::move(fd));  // else closed
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    ::_exit(0);
+  }
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100000);
+  runtime_log().sinks().push_back(sink);
+  std::this_thread::sleep_for(milliseconds(300));  // the flood is under way
+  std::vector<std::unique_ptr<tcp::Ring>> rings(n);
+  const auto errors = test::run_ranks(n, [&](int r) {
+    rings[r] = std::make_unique<tcp::Ring>(r, n, l.peers, std::move(l.listeners[r]),
+                                           std::string(test::kSecret), 0, milliseconds(10000));
+    std::int32_t value = r + 1;
+    rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(value, 6);
+  });
+  runtime_log().sinks().pop_back();
+  int status = 0;
+  ::waitpid(flooder, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+  const auto lines = sink->last_formatted();
+  EXPECT_LE(lines.size(), 3u * 4) << (lines.empty() ? "" : lines.back());
 }
 
 TEST(RingSetup, WrongSecretTimesOutNamingTheRank) {

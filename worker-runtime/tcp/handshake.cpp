@@ -18,7 +18,12 @@ namespace {
 constexpr std::uint32_t kDataMagic = 0x44445648;  // bytes 'H','V','D','D'
 constexpr std::size_t kPayloadSize = 16;
 constexpr std::size_t kHelloSize = kPayloadSize + rdzv::kMacSize;
-constexpr std::size_t kMaxPending = 16;  // unauthenticated connections held at once
+// Unauthenticated connections held at once; more are closed on arrival. Each has its own short
+// deadline for its hello, so connections that are not the peer cannot crowd the peer out: it
+// sends its hello as soon as it is connected.
+constexpr std::size_t kMaxPending = 1024;
+constexpr auto kHelloDeadline = std::chrono::seconds(1);
+constexpr auto kReportInterval = std::chrono::seconds(1);
 constexpr std::string_view kMacContext = "data";
 
 using Hello = std::array<std::uint8_t, kHelloSize>;
@@ -81,32 +86,72 @@ std::string gen_text(const RingIdentity& me) {
 struct Candidate {
   UniqueFd fd;
   std::string peer;
+  Clock::time_point deadline;  // for its hello
   Hello hello{};
   std::size_t got = 0;
 };
 
+// Connections that were not the peer, reported without flooding the log: the first at once,
+// later ones as one line per interval with their count, and what was held back at the end.
+class IgnoredConnections {
+ public:
+  void add(const std::string& peer, const std::string& why) {
+    ++count_;
+    const auto now = Clock::now();
+    if (count_ > 1 && now - last_report_ < kReportInterval) {
+      ++held_back_;
+      latest_ = peer + ": " + why;
+      return;
+    }
+    report(peer + ": " + why);
+    last_report_ = now;
+  }
+  ~IgnoredConnections() {
+    if (held_back_ > 0) report(latest_);
+  }
+  IgnoredConnections() = default;
+  IgnoredConnections(const IgnoredConnections&) = delete;
+  IgnoredConnections& operator=(const IgnoredConnections&) = delete;
+
+ private:
+  void report(const std::string& latest) {
+    if (held_back_ == 0) {
+      runtime_log().warn("ring setup: ignored connection from {}", latest);
+    } else {
+      runtime_log().warn("ring setup: ignored {} more connections (latest from {})", held_back_,
+                         latest);
+    }
+    held_back_ = 0;
+  }
+  std::size_t count_ = 0;
+  std::size_t held_back_ = 0;
+  std::string latest_;
+  Clock::time_point last_report_{};
+};
+
 // Reads what `c` has sent; returns true when its hello is complete. Drops it (fd reset) on
 // EOF or error.
-bool read_candidate(Candidate& c) {
+bool read_candidate(Candidate& c, IgnoredConnections& ignored) {
   const ssize_t r = ::recv(c.fd.get(), c.hello.data() + c.got, kHelloSize - c.got, MSG_DONTWAIT);
   if (r > 0) {
     c.got += static_cast<std::size_t>(r);
     return c.got == kHelloSize;
   }
   if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
-  runtime_log().warn("ring setup: connection from {} closed before its hello", c.peer);
+  ignored.add(c.peer, "closed before its hello");
   c.fd.reset();
   return false;
 }
 
-void accept_pending(Listener& listener, std::vector<Candidate>& pending) {
+void accept_pending(Listener& listener, std::vector<Candidate>& pending,
+                    IgnoredConnections& ignored) {
   std::string peer;
   while (UniqueFd fd = listener.accept_one(peer)) {
-    if (pending.size() == kMaxPending) {
-      runtime_log().warn("ring setup: dropping silent connection from {}", pending.front().peer);
-      pending.erase(pending.begin());
+    if (pending.size() >= kMaxPending) {
+      ignored.add(peer, std::to_string(kMaxPending) + " unauthenticated connections pending");
+      continue;  // closed: the peer's own connection is among those already held or to come
     }
-    pending.push_back(Candidate{std::move(fd), peer});
+    pending.push_back(Candidate{std::move(fd), peer, Clock::now() + kHelloDeadline});
   }
 }
 
@@ -114,26 +159,37 @@ void accept_pending(Listener& listener, std::vector<Candidate>& pending) {
 UniqueFd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int from,
                      Listener& listener, Clock::time_point deadline) {
   std::vector<Candidate> pending;
+  IgnoredConnections ignored;
   for (;;) {
     std::vector<pollfd> fds{{listener.fd(), POLLIN, 0}};
-    for (const auto& c : pending) fds.push_back({c.fd.get(), POLLIN, 0});
+    auto wake = deadline;  // the setup's deadline or the next candidate's
+    for (const auto& c : pending) {
+      fds.push_back({c.fd.get(), POLLIN, 0});
+      wake = std::min(wake, c.deadline);
+    }
     if (me.abort != nullptr) fds.push_back({me.abort->fd(), POLLIN, 0});
-    const int n = ::poll(fds.data(), fds.size(), net::poll_timeout_ms(deadline));
+    const int n = ::poll(fds.data(), fds.size(), net::poll_timeout_ms(wake));
     if (me.abort != nullptr) me.abort->check("ring setup");
     if (n == 0 && Clock::now() >= deadline) {
       throw TimeoutError("ring setup: " + peer_text(peers, from) + " did not connect to rank " +
                          std::to_string(me.rank) + " on port " + std::to_string(listener.port()) +
                          " in time" + gen_text(me));
     }
+    const auto now = Clock::now();
     for (std::size_t i = 0; i < pending.size(); ++i) {
-      if (fds[i + 1].revents == 0 || !read_candidate(pending[i])) continue;
-      const std::string why = check_hello(pending[i].hello, me, from);
-      if (why.empty()) return std::move(pending[i].fd);
-      runtime_log().warn("ring setup: refused connection from {}: {}", pending[i].peer, why);
-      pending[i].fd.reset();
+      Candidate& c = pending[i];
+      if (fds[i + 1].revents != 0 && read_candidate(c, ignored)) {
+        const std::string why = check_hello(c.hello, me, from);
+        if (why.empty()) return std::move(c.fd);
+        ignored.add(c.peer, why);
+        c.fd.reset();
+      } else if (c.fd && now >= c.deadline) {
+        ignored.add(c.peer, "no hello within 1 s");
+        c.fd.reset();
+      }
     }
     std::erase_if(pending, [](const Candidate& c) { return !c.fd; });
-    if (fds[0].revents != 0) accept_pending(listener, pending);
+    if (fds[0].revents != 0) accept_pending(listener, pending, ignored);
   }
 }
 

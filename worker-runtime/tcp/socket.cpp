@@ -72,7 +72,9 @@ Listener Listener::bind(const std::string& address, std::uint16_t port) {
   if (::bind(listener.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     throw NetworkError("bind " + where + ": " + net::errno_text(errno));
   }
-  if (::listen(listener.fd(), 128) != 0) {
+  // The kernel's largest backlog: a burst of stray connections before the ring setup starts
+  // accepting must not fill the queue that the peer's connection joins.
+  if (::listen(listener.fd(), SOMAXCONN) != 0) {
     throw NetworkError("listen " + where + ": " + net::errno_text(errno));
   }
   socklen_t len = sizeof(addr);
