@@ -17,10 +17,6 @@ namespace {
 
 using std::chrono::seconds;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // Every rank of a successful horovod_job.py run reported its checks and the same parameters.
 void expect_job_passed(const RunResult& r, int size) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;

@@ -13,10 +13,6 @@
 namespace hvdrun::itest {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // A successful job says nothing but torchrun's OMP_NUM_THREADS notice, and not even that when
 // the user chose a value.
 TEST(Failure, AllRanksExitingZeroGivesZero) {

@@ -175,4 +175,8 @@ std::string worker() {
   return TEST_WORKER;
 }
 
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 }  // namespace hvdrun::itest

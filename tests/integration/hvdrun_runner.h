@@ -61,6 +61,7 @@ std::vector<pid_t> wait_until_gone(const std::vector<pid_t>& pids,
                                    std::chrono::milliseconds deadline);
 
 std::vector<std::string> lines_of(const std::string& text);
+bool contains(const std::string& text, const std::string& part);
 std::string worker();  // path of the test worker program
 
 }  // namespace hvdrun::itest

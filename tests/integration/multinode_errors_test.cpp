@@ -17,10 +17,6 @@ namespace {
 using std::chrono::seconds;
 namespace hosts = launcher::ssh::test;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 const std::vector<std::string> kTwoHosts = {"-np", "2", "-H", "hvdt-h1:1,hvdt-h2:1"};
 
 std::vector<std::string> job(std::vector<std::string> extra, std::vector<std::string> command) {

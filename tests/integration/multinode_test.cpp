@@ -15,10 +15,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 TEST(TestHostsJob, ExampleTrainsOnTwoHostsAndAllRanksAgree) {
   REQUIRE_TEST_HOSTS();
   TestHome home;

@@ -18,10 +18,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 // Rank 1 of generation 0 fails at once; every rank of later generations runs hvdrun::init()
 // (the rendezvous must have formed the new generation) and exits 0.
 const std::string kFailOnce =
