@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <random>
 
+#include "hvdrun/error.h"
+#include "launcher/hosts.h"
 #include "launcher/local_host.h"
 #include "launcher/logging.h"
 #include "launcher/worker_env.h"
@@ -13,9 +16,22 @@ namespace hvdrun::launcher {
 
 std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slot>& slots) {
   std::vector<std::size_t> out;
+  std::optional<std::size_t> local;  // the entry that names this machine
+  std::optional<std::size_t> last;
   for (const auto& slot : slots) {
-    if (!out.empty() && out.back() == slot.host_index) continue;
-    if (!is_local_host(spec.hosts[slot.host_index].name)) out.push_back(slot.host_index);
+    if (last == slot.host_index) continue;  // slots come host by host
+    last = slot.host_index;
+    const HostSpec& host = spec.hosts[slot.host_index];
+    if (!is_local_host(host.name)) {
+      out.push_back(slot.host_index);
+    } else if (local) {
+      const HostSpec& first = spec.hosts[*local];
+      throw UsageError(host.origin + ": " + quoted(first.name) + " (" + first.origin + ") and " +
+                       quoted(host.name) + " are both this machine; list it once with its " +
+                       "total slots (local ranks and GPU pinning count one machine's slots)");
+    } else {
+      local = slot.host_index;
+    }
   }
   return out;
 }

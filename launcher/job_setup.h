@@ -16,7 +16,9 @@
 
 namespace hvdrun::launcher {
 
-// The hosts that received ranks and are not this machine, in host order.
+// The hosts that received ranks and are not this machine, in host order. Throws UsageError
+// when two entries that received ranks name this machine ("localhost", "127.0.0.1", its
+// hostname): each would number its local ranks from 0, and two ranks would share GPU 0.
 std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slot>& slots);
 
 // Sizes of Horovod's global, local_<host> and cross_<local_rank> scopes.

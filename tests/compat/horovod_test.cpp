@@ -67,23 +67,6 @@ TEST(Horovod, FourRanksWithTuningFlags) {
   EXPECT_TRUE(contains(text.str(), "sum")) << "the allreduce 'sum' is not in the timeline";
 }
 
-// Two host names on this machine: Horovod's local_<host> and cross_<local_rank> scopes have
-// two members each.
-TEST(Horovod, TwoHostNamesUseLocalAndCrossScopes) {
-  REQUIRE_HOROVOD();
-  const auto r = run_hvdrun(
-      {"-H", "localhost:2,127.0.0.1:2", kPython, job_script("horovod_job.py"), "--steps", "5"},
-      horovod_env(), seconds(150));
-  expect_job_passed(r, 4);
-  const auto rank3 = rank_lines(r.out, 3, "topology ");
-  ASSERT_EQ(rank3.size(), 1u);
-  EXPECT_EQ(field(rank3[0], "local_rank"), "1");
-  EXPECT_EQ(field(rank3[0], "local_size"), "2");
-  EXPECT_EQ(field(rank3[0], "cross_rank"), "1");
-  EXPECT_EQ(field(rank3[0], "cross_size"), "2");
-  EXPECT_EQ(field(rank3[0], "host"), "127.0.0.1");
-}
-
 TEST(Horovod, RankThatRaisesIsNamedInTheSummary) {
   REQUIRE_HOROVOD();
   const auto r = run_hvdrun({"-np", "2", kPython, job_script("horovod_job.py"), "--fail-rank", "1"},

@@ -86,6 +86,17 @@ TEST(Failure, ProgramThatCannotBeExecutedIsReportedWithStatus126) {
   EXPECT_EQ(r.status, 126) << r.err;
 }
 
+// Two names of this machine would each number local ranks from 0 (two ranks on GPU 0).
+TEST(Failure, TwoNamesOfThisMachineAreRefused) {
+  auto r = run_hvdrun({"-H", "localhost:2,127.0.0.1:2", "/bin/true"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err,
+            "hvdrun: error: -H: 'localhost' (-H) and '127.0.0.1' are both this machine; list it "
+            "once with its total slots (local ranks and GPU pinning count one machine's slots)\n");
+  r = run_hvdrun({"-np", "2", "-H", "localhost:2,127.0.0.1:2", "/bin/true"});  // unused entry
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
 TEST(Failure, UsageErrorsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> cases = {
       {"--no-such-flag", "-np", "1", "/bin/true"},

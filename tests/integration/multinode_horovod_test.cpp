@@ -31,6 +31,10 @@ TEST(TestHostsHorovod, TwoHostsTrainWithHorovod) {
     ASSERT_EQ(topology.size(), 1u) << r.out;
     EXPECT_EQ(field(topology[0], "host"), rank < 2 ? "hvdt-h1" : "hvdt-h2") << topology[0];
     EXPECT_EQ(field(topology[0], "iface"), "eth0") << topology[0];
+    // Horovod's local_<host> and cross_<local_rank> scopes have two members each.
+    EXPECT_EQ(field(topology[0], "local_rank"), std::to_string(rank % 2)) << topology[0];
+    EXPECT_EQ(field(topology[0], "local_size"), "2") << topology[0];
+    EXPECT_EQ(field(topology[0], "cross_rank"), std::to_string(rank / 2)) << topology[0];
     EXPECT_EQ(field(topology[0], "cross_size"), "2") << topology[0];
     const auto train = rank_lines(r.out, rank, "train ");
     ASSERT_EQ(train.size(), 1u) << r.out;

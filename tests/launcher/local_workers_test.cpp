@@ -94,8 +94,13 @@ TEST(LocalWorkers, ASecondBatchJoinsRunningWorkers) {
   io.run_for(std::chrono::milliseconds(100));
   launch({0, 1, 1}, 2, "echo replacement; exit 5");  // added while the others run
   // Until every worker has exited and all their output is pumped (bounded: 10 s).
+  // A pipe's EOF can come a moment before its process can be reaped: when the pumps have
+  // nothing left to do, wait before the next reap instead of spinning through the bound.
   for (int i = 0; i < 200 && (exits.size() < 3 || workers.open_streams() > 0); ++i) {
-    io.run_for(std::chrono::milliseconds(50));
+    if (io.run_for(std::chrono::milliseconds(50)) == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    io.restart();
     workers.reap();
   }
   EXPECT_EQ(exits, (std::map<WorkerId, int>{{{0, 0, 0}, 3}, {{0, 1, 0}, 4}, {{0, 1, 1}, 5}}));
