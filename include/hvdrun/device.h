@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <span>
 
+#include "hvdrun/export.h"
 #include "hvdrun/types.h"
 
 struct CUstream_st;  // cudaStream_t is CUstream_st*
@@ -34,29 +35,30 @@ struct ncclComm;     // ncclComm_t is ncclComm*
 namespace hvdrun {
 
 // True between init() and shutdown() when the NCCL backend is active.
-bool has_gpu_backend();
+HVDRUN_API bool has_gpu_backend();
 // The CUDA device this process is pinned to, or -1 without the NCCL backend.
-int gpu_device();
+HVDRUN_API int gpu_device();
 // hvdrun's NCCL communicator over all ranks (null without the NCCL backend), for programs
 // that issue their own NCCL calls on it (benchmarks, send/recv). hvdrun owns it: do not
 // destroy it, keep the call order identical on all ranks, and check ncclInProgress results
 // (it is non-blocking).
-ncclComm* nccl_communicator();
+HVDRUN_API ncclComm* nccl_communicator();
 
 // Device-memory allreduce: `count` elements of `send` from every rank, reduced into `recv`
 // (send == recv: in place). kAverage is ncclAvg (integers: truncated).
-void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
-               CUstream_st* stream);
+HVDRUN_API void allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                          ReduceOp op, CUstream_st* stream);
 // Copy `count` elements of `buffer` on rank `root` into `buffer` on every rank.
-void broadcast(void* buffer, std::size_t count, DataType dtype, int root, CUstream_st* stream);
+HVDRUN_API void broadcast(void* buffer, std::size_t count, DataType dtype, int root,
+                          CUstream_st* stream);
 // Every rank sends `count` elements; `recv` receives size() * count elements in rank order.
-void allgather(const void* send, void* recv, std::size_t count, DataType dtype,
-               CUstream_st* stream);
+HVDRUN_API void allgather(const void* send, void* recv, std::size_t count, DataType dtype,
+                          CUstream_st* stream);
 // `send` holds size() * recv_count elements; rank r receives the reduction of block r.
-void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
-                    ReduceOp op, CUstream_st* stream);
+HVDRUN_API void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
+                               ReduceOp op, CUstream_st* stream);
 // Returns when every rank has reached it and `stream` has drained.
-void barrier(CUstream_st* stream);
+HVDRUN_API void barrier(CUstream_st* stream);
 
 // One tensor of a fused allreduce: `count` elements at `data` (device memory, reduced in
 // place). Tensors may have different data types.
@@ -72,6 +74,7 @@ struct DeviceTensor {
 // tensors are reduced in place on their own); `group` issues one collective per tensor inside
 // one ncclGroupStart/ncclGroupEnd. HVDRUN_FUSION_THRESHOLD=0 turns fusion off: one collective
 // per tensor. Every rank passes the same counts and types in the same order.
-void allreduce_many(std::span<const DeviceTensor> tensors, ReduceOp op, CUstream_st* stream);
+HVDRUN_API void allreduce_many(std::span<const DeviceTensor> tensors, ReduceOp op,
+                               CUstream_st* stream);
 
 }  // namespace hvdrun

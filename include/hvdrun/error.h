@@ -6,9 +6,11 @@
 #include <string>
 #include <utility>
 
+#include "hvdrun/export.h"
+
 namespace hvdrun {
 
-class Error : public std::runtime_error {
+class HVDRUN_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
   // Throws an error of this same kind whose message is `message`: how a layer adds who or
@@ -20,7 +22,7 @@ class Error : public std::runtime_error {
 
 // Base of every kind below: Self's rethrow_as throws a Self.
 template <class Self>
-class ErrorKind : public Error {
+class HVDRUN_API ErrorKind : public Error {
  public:
   using Error::Error;
   [[noreturn]] void rethrow_as(std::string message) const override {
@@ -29,44 +31,44 @@ class ErrorKind : public Error {
 };
 
 // Bad flag, host, file or argument given by the user.
-class UsageError : public ErrorKind<UsageError> {
+class HVDRUN_API UsageError : public ErrorKind<UsageError> {
  public:
   using ErrorKind::ErrorKind;
 };
 
 // Connect, send or receive failed (peer gone, refused, reset).
-class NetworkError : public ErrorKind<NetworkError> {
+class HVDRUN_API NetworkError : public ErrorKind<NetworkError> {
  public:
   using ErrorKind::ErrorKind;
 };
 
 // A wait passed its deadline; the message names what was waited for and for how long.
-class TimeoutError : public ErrorKind<TimeoutError> {
+class HVDRUN_API TimeoutError : public ErrorKind<TimeoutError> {
  public:
   using ErrorKind::ErrorKind;
 };
 
 // A peer sent something that violates the wire protocol or failed authentication.
-class ProtocolError : public ErrorKind<ProtocolError> {
+class HVDRUN_API ProtocolError : public ErrorKind<ProtocolError> {
  public:
   using ErrorKind::ErrorKind;
 };
 
 // A worker process of the job failed (launcher side) or a peer rank failed (runtime side).
-class WorkerFailedError : public ErrorKind<WorkerFailedError> {
+class HVDRUN_API WorkerFailedError : public ErrorKind<WorkerFailedError> {
  public:
   using ErrorKind::ErrorKind;
 };
 
 // A collective backend (TCP ring, NCCL, CUDA) reported an error.
-class BackendError : public ErrorKind<BackendError> {
+class HVDRUN_API BackendError : public ErrorKind<BackendError> {
  public:
   using ErrorKind::ErrorKind;
 };
 
 // A blocking wait was interrupted from outside (the job's generation broke, or the program
 // asked for it): the collective did not complete, and the communicator it ran on is unusable.
-class AbortedError : public ErrorKind<AbortedError> {
+class HVDRUN_API AbortedError : public ErrorKind<AbortedError> {
  public:
   using ErrorKind::ErrorKind;
 };

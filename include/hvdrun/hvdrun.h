@@ -23,13 +23,14 @@
 
 #include "hvdrun/device.h"
 #include "hvdrun/error.h"
+#include "hvdrun/export.h"
 #include "hvdrun/types.h"
 
 namespace hvdrun {
 
-void init();
-void shutdown();  // idempotent; called by ~InitGuard
-bool is_initialized() noexcept;
+HVDRUN_API void init();
+HVDRUN_API void shutdown();  // idempotent; called by ~InitGuard
+HVDRUN_API bool is_initialized() noexcept;
 
 // RAII: init() on construction, shutdown() on destruction.
 class InitGuard {
@@ -41,27 +42,28 @@ class InitGuard {
 };
 
 // Topology of the current generation (valid after init()).
-int rank();
-int size();
-int local_rank();
-int local_size();
-int cross_rank();
-int cross_size();
+HVDRUN_API int rank();
+HVDRUN_API int size();
+HVDRUN_API int local_rank();
+HVDRUN_API int local_size();
+HVDRUN_API int cross_rank();
+HVDRUN_API int cross_size();
 
 // Reduce `count` elements of `send` across all ranks into `recv` on every rank.
 // send == recv is allowed (in place). kAverage divides by size() (integers: truncated).
-void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
+HVDRUN_API void allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
+                          ReduceOp op);
 
 // Copy `count` elements of `buffer` on rank `root` into `buffer` on every rank.
-void broadcast(void* buffer, std::size_t count, DataType dtype, int root);
+HVDRUN_API void broadcast(void* buffer, std::size_t count, DataType dtype, int root);
 
 // Every rank contributes `count` elements (counts may differ by rank). `out` receives the
 // concatenation in rank order; the return value holds each rank's element count.
-std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType dtype,
-                                   std::vector<std::byte>& out);
+HVDRUN_API std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType dtype,
+                                              std::vector<std::byte>& out);
 
 // Returns when every rank has entered it.
-void barrier();
+HVDRUN_API void barrier();
 
 // Typed helpers.
 template <class T>

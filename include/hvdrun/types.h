@@ -6,16 +6,26 @@
 #include <cstdint>
 #include <string_view>
 
+#include "hvdrun/export.h"
+
 namespace hvdrun {
 
-enum class DataType : std::uint8_t { kFloat32, kFloat64, kFloat16, kBFloat16, kInt32, kInt64, kUInt8 };
+enum class DataType : std::uint8_t {
+  kFloat32,
+  kFloat64,
+  kFloat16,
+  kBFloat16,
+  kInt32,
+  kInt64,
+  kUInt8
+};
 
 enum class ReduceOp : std::uint8_t { kSum, kAverage, kMin, kMax, kProduct };
 
 // Size in bytes of one element.
-std::size_t element_size(DataType dtype) noexcept;
-std::string_view to_string(DataType dtype) noexcept;
-std::string_view to_string(ReduceOp op) noexcept;
+HVDRUN_API std::size_t element_size(DataType dtype) noexcept;
+HVDRUN_API std::string_view to_string(DataType dtype) noexcept;
+HVDRUN_API std::string_view to_string(ReduceOp op) noexcept;
 
 // IEEE 754 binary16, stored as its bit pattern. Conversions round to nearest even.
 struct float16_t {
@@ -26,10 +36,10 @@ struct bfloat16_t {
   std::uint16_t bits = 0;
 };
 
-float to_float(float16_t value) noexcept;
-float to_float(bfloat16_t value) noexcept;
-float16_t to_float16(float value) noexcept;
-bfloat16_t to_bfloat16(float value) noexcept;
+HVDRUN_API float to_float(float16_t value) noexcept;
+HVDRUN_API float to_float(bfloat16_t value) noexcept;
+HVDRUN_API float16_t to_float16(float value) noexcept;
+HVDRUN_API bfloat16_t to_bfloat16(float value) noexcept;
 
 // DataType of a C++ element type, for the typed helpers in hvdrun.h.
 template <class T>
