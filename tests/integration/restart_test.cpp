@@ -88,14 +88,26 @@ TEST(Restart, BadValuesAreUsageErrors) {
   }
 }
 
-// The restart waits for a worker that ignores SIGTERM; Ctrl-C twice ends the job at once.
+// A job that gets caught in a restart: rank 1 fails after 300 ms, and the restart waits
+// (grace period 30 s) for rank 0, which ignores SIGTERM.
+std::vector<std::string> restarting_job(const TempDir& pids) {
+  return {"--grace-period", "30",          "--max-restarts",   "3", "-np", "2",
+          worker(),         "ignore-term", pids.path.string(), "1"};
+}
+
+// The workers' pids, once rank 1 has failed and the restart waits.
+std::vector<pid_t> wait_until_restarting(const TempDir& pids) {
+  auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  std::this_thread::sleep_for(milliseconds(800));
+  return workers;
+}
+
+// Ctrl-C twice ends the job at once.
 TEST(Restart, CtrlCDuringARestartEndsTheJob) {
   TempDir pids;
-  HvdrunProcess hvdrun({"--grace-period", "30", "--max-restarts", "3", "-np", "2", worker(),
-                        "ignore-term", pids.path.string(), "1"});
-  auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  HvdrunProcess hvdrun(restarting_job(pids));
+  const auto workers = wait_until_restarting(pids);
   ASSERT_EQ(workers.size(), 2u);
-  std::this_thread::sleep_for(milliseconds(800));  // rank 1 has failed: the restart waits
   hvdrun.signal(SIGINT);
   std::this_thread::sleep_for(milliseconds(200));
   hvdrun.signal(SIGINT);
@@ -108,11 +120,9 @@ TEST(Restart, CtrlCDuringARestartEndsTheJob) {
 
 TEST(Restart, SigkillOfHvdrunDuringARestartLeavesNoWorker) {
   TempDir pids;
-  HvdrunProcess hvdrun({"--grace-period", "30", "--max-restarts", "3", "-np", "2", worker(),
-                        "ignore-term", pids.path.string(), "1"});
-  auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  HvdrunProcess hvdrun(restarting_job(pids));
+  const auto workers = wait_until_restarting(pids);
   ASSERT_EQ(workers.size(), 2u);
-  std::this_thread::sleep_for(milliseconds(800));
   hvdrun.signal(SIGKILL);
   hvdrun.finish(seconds(20));
   EXPECT_TRUE(wait_until_gone(workers, seconds(2)).empty());
