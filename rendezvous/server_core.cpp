@@ -161,7 +161,7 @@ void ServerCore::on_auth(Session& session, const Auth& auth) {
     return session.fail(ErrorCode::kAuthFailed, "authentication failed");
   }
   if (!mac_equal(expected, auth.mac)) {
-    logger()->warn("closing {}: authentication failed (wrong secret)", session.peer());
+    log_refusal(session.peer(), "authentication failed (wrong secret)");
     return session.fail(ErrorCode::kAuthFailed, "authentication failed");
   }
   session.authenticated();
@@ -170,8 +170,18 @@ void ServerCore::on_auth(Session& session, const Auth& auth) {
 }
 
 void ServerCore::refuse(Session& session, const std::string& why) {
-  logger()->warn("closing {}: {}", session.peer(), why);
+  log_refusal(session.peer(), why);
   session.fail(ErrorCode::kBadRequest, why);
+}
+
+void ServerCore::log_refusal(const std::string& peer, const std::string& why) {
+  std::uint64_t held_back = 0;
+  if (!refusals_.admit(held_back)) return;
+  if (held_back == 0) {
+    logger()->warn("closing {}: {}", peer, why);
+  } else {
+    logger()->warn("closing {}: {} ({} more refused connections not shown)", peer, why, held_back);
+  }
 }
 
 void ServerCore::session_gone(Session& session) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/log_rate.h"
 #include "rendezvous/barrier_set.h"
 #include "rendezvous/generation.h"
 #include "rendezvous/kv_store.h"
@@ -48,6 +49,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void on_message(const std::shared_ptr<Session>& session, Message message);
   // A protocol violation: warn with the peer, answer kBadRequest, close that session.
   void refuse(Session& session, const std::string& why);
+  // Logs that `peer`'s connection is being closed for `why`: at most one line a second, with
+  // the count of those not shown (a flood of garbage connections must not flood the log).
+  void log_refusal(const std::string& peer, const std::string& why);
   // The session is closing: cancel its waits, leave a forming generation.
   void session_gone(Session& session);
 
@@ -80,6 +84,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::steady_timer start_timer_;
   std::chrono::steady_clock::time_point first_join_{};
   KvStore kv_;
+  LogRate refusals_;
   BarrierSet barriers_;
 };
 

@@ -182,7 +182,7 @@ asio::awaitable<void> Session::watchdog() {
     if (state_ == State::kClosed) break;
     if (asio::steady_timer::clock_type::now() < deadline_.expiry()) continue;  // moved
     if (state_ == State::kChallenged) {
-      logger()->warn("{} did not authenticate in time; closing", peer_);
+      core_->log_refusal(peer_, "did not authenticate in time");
       fail(ErrorCode::kTimeout, "not authenticated within " +
                                     std::to_string(core_->options().auth_timeout.count()) + " ms");
     } else {

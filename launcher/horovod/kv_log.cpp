@@ -36,17 +36,7 @@ std::string_view limit_name(Limit limit) noexcept {
 }
 
 bool LimitLog::admit(Limit limit, std::uint64_t& held_back, Clock::time_point now) {
-  State& s = state_[index(limit)];
-  ++s.hits;
-  if (s.logged && now - s.last < kInterval) {
-    ++s.held_back;
-    return false;
-  }
-  held_back = s.held_back;
-  s.held_back = 0;
-  s.last = now;
-  s.logged = true;
-  return true;
+  return rates_[index(limit)].admit(held_back, now);
 }
 
 }  // namespace hvdrun::launcher::horovod

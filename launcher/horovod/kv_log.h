@@ -11,6 +11,8 @@
 #include <memory>
 #include <string_view>
 
+#include "common/log_rate.h"
+
 namespace spdlog {
 class logger;
 }
@@ -44,21 +46,15 @@ class LimitLog {
   // Counts a hit of `limit`. Returns true when a line may be logged now; `held_back` is then
   // the number of hits not logged since the previous line.
   bool admit(Limit limit, std::uint64_t& held_back, Clock::time_point now = Clock::now());
-  std::uint64_t hits(Limit limit) const noexcept { return state_[index(limit)].hits; }
+  std::uint64_t hits(Limit limit) const noexcept { return rates_[index(limit)].hits(); }
   // Hits not logged since the last line about `limit`.
-  std::uint64_t held_back(Limit limit) const noexcept { return state_[index(limit)].held_back; }
+  std::uint64_t held_back(Limit limit) const noexcept { return rates_[index(limit)].held_back(); }
 
  private:
   static constexpr std::size_t index(Limit limit) noexcept {
     return static_cast<std::size_t>(limit);
   }
-  struct State {
-    std::uint64_t hits = 0;
-    std::uint64_t held_back = 0;
-    Clock::time_point last{};
-    bool logged = false;
-  };
-  std::array<State, static_cast<std::size_t>(Limit::kCount)> state_{};
+  std::array<LogRate, static_cast<std::size_t>(Limit::kCount)> rates_{};
 };
 
 }  // namespace hvdrun::launcher::horovod

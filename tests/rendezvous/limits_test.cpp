@@ -1,12 +1,16 @@
-// What an authenticated client can make the server hold is bounded: the key-value store's
-// bytes and keys, and each connection's unread replies; a Join whose connection goes away
-// does not leave the start timeout running.
+// What clients can make the server hold is bounded: the key-value store's bytes and keys,
+// each connection's unread replies, and the log lines a flood of refused connections gets; a
+// Join whose connection goes away does not leave the start timeout running.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <thread>
 
+#include "common/log_rate.h"
 #include "hvdrun/error.h"
+#include "rendezvous/log.h"
 #include "tests/rendezvous/test_util.h"
 
 namespace hvdrun::rdzv {
@@ -112,6 +116,40 @@ TEST(Limits, AJoinThatGoesAwayStopsTheStartTimeout) {
   }
   for (auto& t : ranks) t.join();
   EXPECT_EQ(errors.load(), 0);
+}
+
+TEST(LogRate, OneLineAnIntervalWithTheCountHeldBack) {
+  using Clock = LogRate::Clock;
+  LogRate rate;
+  const auto t0 = Clock::time_point{} + std::chrono::hours(1);
+  std::uint64_t held_back = 99;
+  EXPECT_TRUE(rate.admit(held_back, t0));
+  EXPECT_EQ(held_back, 0u);
+  for (int i = 1; i <= 5; ++i) EXPECT_FALSE(rate.admit(held_back, t0 + i * 100ms));
+  EXPECT_EQ(rate.held_back(), 5u);
+  EXPECT_TRUE(rate.admit(held_back, t0 + 1s));
+  EXPECT_EQ(held_back, 5u);
+  EXPECT_EQ(rate.hits(), 7u);
+}
+
+// 300 connections that send garbage instead of authenticating: each is closed, the server
+// goes on, and its log gets a line a second with a count, not 300 lines.
+TEST(Limits, AFloodOfGarbageConnectionsIsLoggedInSummaryLines) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(10000);
+  logger()->sinks().push_back(sink);
+  ServerThread server(slot_options(1));
+  for (int i = 0; i < 300; ++i) {
+    RawConn raw(server.endpoint().port);
+    raw.send_bytes(std::vector<std::uint8_t>(64, 0x5a));
+    while (raw.receive()) {  // the challenge and the error, then the close
+    }
+  }
+  Client c(server.endpoint(), kSecret, kTimeout);  // still served
+  EXPECT_EQ(c.join(make_join(0), kTimeout).assign.size, 1);
+  logger()->sinks().pop_back();
+  const auto lines = sink->last_formatted();
+  EXPECT_GE(lines.size(), 1u);
+  EXPECT_LE(lines.size(), 6u) << lines.back();
 }
 
 }  // namespace

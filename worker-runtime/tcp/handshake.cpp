@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <span>
 
+#include "common/log_rate.h"
 #include "hvdrun/error.h"
 #include "rendezvous/auth.h"
 #include "worker-runtime/logging.h"
@@ -23,7 +24,6 @@ constexpr std::size_t kHelloSize = kPayloadSize + rdzv::kMacSize;
 // sends its hello as soon as it is connected.
 constexpr std::size_t kMaxPending = 1024;
 constexpr auto kHelloDeadline = std::chrono::seconds(1);
-constexpr auto kReportInterval = std::chrono::seconds(1);
 constexpr std::string_view kMacContext = "data";
 
 using Hello = std::array<std::uint8_t, kHelloSize>;
@@ -96,37 +96,28 @@ struct Candidate {
 class IgnoredConnections {
  public:
   void add(const std::string& peer, const std::string& why) {
-    ++count_;
-    const auto now = Clock::now();
-    if (count_ > 1 && now - last_report_ < kReportInterval) {
-      ++held_back_;
-      latest_ = peer + ": " + why;
-      return;
-    }
-    report(peer + ": " + why);
-    last_report_ = now;
+    latest_ = peer + ": " + why;
+    std::uint64_t held_back = 0;
+    if (rate_.admit(held_back)) report(held_back, latest_);
   }
   ~IgnoredConnections() {
-    if (held_back_ > 0) report(latest_);
+    if (rate_.held_back() > 0) report(rate_.held_back(), latest_);
   }
   IgnoredConnections() = default;
   IgnoredConnections(const IgnoredConnections&) = delete;
   IgnoredConnections& operator=(const IgnoredConnections&) = delete;
 
  private:
-  void report(const std::string& latest) {
-    if (held_back_ == 0) {
+  static void report(std::uint64_t held_back, const std::string& latest) {
+    if (held_back == 0) {
       runtime_log().warn("ring setup: ignored connection from {}", latest);
     } else {
-      runtime_log().warn("ring setup: ignored {} more connections (latest from {})", held_back_,
+      runtime_log().warn("ring setup: ignored {} more connections (latest from {})", held_back,
                          latest);
     }
-    held_back_ = 0;
   }
-  std::size_t count_ = 0;
-  std::size_t held_back_ = 0;
+  LogRate rate_;
   std::string latest_;
-  Clock::time_point last_report_{};
 };
 
 // Reads what `c` has sent; returns true when its hello is complete. Drops it (fd reset) on
