@@ -597,7 +597,7 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
   server.emplace(io, options,
                  rdzv::ServerCallbacks{
                      [&supervisor](const rdzv::JobError& error) { supervisor.fail_job(error); },
-                     [&supervisor] { supervisor.all_joined(); }});
+                     [&supervisor] { supervisor.all_joined(); }, {}});
   // Horovod's clients send no credentials: loopback for a local job (plan.bind).
   horovod_kv.emplace(io, horovod_server_options(plan.bind, slots.size()), horovod_plan(slots));
   master_port.emplace(PortReservation::reserve());

@@ -1,15 +1,24 @@
 // Blocking rendezvous client (worker side): connect + HMAC handshake, JOIN/ASSIGN, key-value
-// store and barriers, each with a deadline. After any error the connection is closed and
-// later calls throw NetworkError.
+// store and barriers, each with a deadline, over a reader thread that also sends heartbeats
+// and takes the server's pushes. After an error the connection is closed and later calls
+// throw NetworkError.
 #include "rendezvous/client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <type_traits>
 
 #include "common/socket_io.h"
@@ -57,6 +66,8 @@ UniqueFd connect_to(const Endpoint& server, const std::string& where, Clock::tim
     case ErrorCode::kStaleGeneration:
     case ErrorCode::kDuplicateSlot:
       break;
+    case ErrorCode::kNotMember:
+      throw WorkerFailedError(text);
   }
   throw ProtocolError(text);
 }
@@ -65,69 +76,98 @@ UniqueFd connect_to(const Endpoint& server, const std::string& where, Clock::tim
 
 class Client::Impl {
  public:
-  Impl(const Endpoint& server, std::string_view secret, milliseconds timeout)
-      : where_("rendezvous " + net::describe(server.host, server.port)) {
+  Impl(const Endpoint& server, std::string_view secret, milliseconds timeout,
+       milliseconds heartbeat)
+      : where_("rendezvous " + net::describe(server.host, server.port)), heartbeat_(heartbeat) {
     const auto deadline = Clock::now() + timeout;
     fd_ = connect_to(server, where_, deadline, timeout);
-    guarded([&] {
-      auto challenge = receive(MsgType::kChallenge, deadline, "Challenge", timeout);
+    try {  // the handshake runs on this thread; the reader starts after it
+      auto challenge = receive_direct(MsgType::kChallenge, deadline, "Challenge", timeout);
       const auto& nonce = std::get<Challenge>(challenge.body).nonce;
       send(Message{0, Auth{compute_mac(secret, kAuthContext, nonce)}}, deadline, "Auth", timeout);
       // The server's current generation: the one a Join is for.
-      generation_ = receive(MsgType::kAuthOk, deadline, "AuthOk", timeout).generation;
-    });
+      generation_ = receive_direct(MsgType::kAuthOk, deadline, "AuthOk", timeout).generation;
+      stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      wake_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+      if (!stop_ || !wake_) {
+        throw NetworkError(where_ + ": eventfd failed: " + net::errno_text(errno));
+      }
+    } catch (...) {
+      fd_.reset();
+      throw;
+    }
+    reader_ = std::thread([this] { read_loop(); });
+  }
+
+  ~Impl() {
+    const std::uint64_t one = 1;
+    if (stop_ && ::write(stop_.get(), &one, sizeof one) < 0) {
+      // cannot fail for an eventfd below its maximum; the reader ends at its next heartbeat
+    }
+    if (reader_.joinable()) reader_.join();
   }
 
   Assignment join(const Join& join, milliseconds timeout) {
-    return guarded([&] {
-      const auto deadline = Clock::now() + timeout + kServerGrace;
-      send(Message{generation_, join}, deadline, "Join", timeout);
-      auto reply = receive(MsgType::kAssign, deadline, "Assign after Join", timeout);
-      generation_ = reply.generation;
-      return Assignment{reply.generation, std::move(std::get<Assign>(reply.body))};
-    });
+    return join_following(join, generation(), Clock::now() + timeout);
+  }
+
+  Assignment rejoin(const Join& join, milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    std::uint32_t next = 0;
+    {
+      std::unique_lock lock(mutex_);
+      const auto ended = [&] { return end_ && end_->ended >= generation_; };
+      if (!cv_.wait_until(lock, deadline, [&] { return ended() || terminal_; })) {
+        throw TimeoutError(where_ + ": generation " + std::to_string(generation_) +
+                           " did not end within " + std::to_string(timeout.count()) +
+                           " ms (no re-formation to join)");
+      }
+      if (!ended()) throw NetworkError(*terminal_);
+      next = end_->end.next;
+    }
+    return join_following(join, next, deadline);
   }
 
   void set(std::string_view key, std::string_view value, milliseconds timeout) {
-    guarded([&] {
-      const auto deadline = Clock::now() + timeout;
-      send(Message{generation_, KvSet{std::string(key), std::string(value)}}, deadline, "KvSet",
-           timeout);
-      auto reply = receive(MsgType::kKvValue, deadline, "ack of KvSet", timeout);
-      check_key(std::get<KvValue>(reply.body).key, key);
-    });
+    const auto gen = generation();
+    auto reply = request(Message{gen, KvSet{std::string(key), std::string(value)}},
+                         MsgType::kKvValue, timeout, milliseconds(0), "ack of KvSet");
+    check_key(std::get<KvValue>(reply.body).key, key);
   }
 
   std::string get(std::string_view key, milliseconds timeout) {
-    return guarded([&] {
-      const auto deadline = Clock::now() + timeout + kServerGrace;
-      const std::string what = "value of key '" + std::string(key) + "'";
-      send(Message{generation_, KvGet{std::string(key), to_ms(timeout)}}, deadline, "KvGet",
-           timeout);
-      auto reply = receive(MsgType::kKvValue, deadline, what, timeout);
-      auto& kv = std::get<KvValue>(reply.body);
-      check_key(kv.key, key);
-      return std::move(kv.value);
-    });
+    const std::string what = "value of key '" + std::string(key) + "'";
+    auto reply = request(Message{generation(), KvGet{std::string(key), to_ms(timeout)}},
+                         MsgType::kKvValue, timeout, kServerGrace, what);
+    auto& kv = std::get<KvValue>(reply.body);
+    check_key(kv.key, key);
+    return std::move(kv.value);
   }
 
   void barrier(std::string_view name, milliseconds timeout) {
-    guarded([&] {
-      const auto deadline = Clock::now() + timeout + kServerGrace;
-      const std::string what = "completion of barrier '" + std::string(name) + "'";
-      send(Message{generation_, Barrier{std::string(name), to_ms(timeout)}}, deadline, "Barrier",
-           timeout);
-      auto reply = receive(MsgType::kBarrierDone, deadline, what, timeout);
-      if (std::get<BarrierDone>(reply.body).name != name) {
-        throw ProtocolError(where_ + ": BarrierDone for '" +
-                            std::get<BarrierDone>(reply.body).name + "', expected '" +
-                            std::string(name) + "'");
-      }
-    });
+    const std::string what = "completion of barrier '" + std::string(name) + "'";
+    auto reply = request(Message{generation(), Barrier{std::string(name), to_ms(timeout)}},
+                         MsgType::kBarrierDone, timeout, kServerGrace, what);
+    if (std::get<BarrierDone>(reply.body).name != name) {
+      throw ProtocolError(where_ + ": BarrierDone for '" + std::get<BarrierDone>(reply.body).name +
+                          "', expected '" + std::string(name) + "'");
+    }
   }
 
-  std::uint32_t generation() const noexcept { return generation_; }
+  std::uint32_t generation() const {
+    std::lock_guard lock(mutex_);
+    return generation_;
+  }
   void set_interrupt(int fd) noexcept { interrupt_fd_ = fd; }
+  std::optional<GenerationEndEvent> generation_end() const {
+    std::lock_guard lock(mutex_);
+    if (end_ && end_->ended >= generation_) return end_;
+    return std::nullopt;
+  }
+  void on_generation_end(std::function<void(const GenerationEndEvent&)> callback) {
+    std::lock_guard lock(mutex_);
+    on_end_ = std::move(callback);
+  }
 
   std::string local_address() const {
     if (!fd_) throw NetworkError(where_ + ": connection closed after an earlier error");
@@ -148,15 +188,23 @@ class Client::Impl {
   }
 
  private:
-  // Runs f; on any error closes the connection (its state is unknown) and rethrows.
-  template <class F>
-  std::invoke_result_t<F&> guarded(F&& f) {
-    if (!fd_) throw NetworkError(where_ + ": connection closed after an earlier error");
-    try {
-      return f();
-    } catch (...) {
-      fd_.reset();
-      throw;
+  // The generation a Join was for ended before that generation formed.
+  struct Superseded {};
+
+  // Joins generation `gen`; if it ends before it formed, the one the end names, and so on.
+  Assignment join_following(const Join& join, std::uint32_t gen, Clock::time_point deadline) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      try {
+        auto reply = request(Message{gen, join}, MsgType::kAssign, std::max(left, milliseconds(1)),
+                             kServerGrace, "Assign after Join", gen);
+        std::lock_guard lock(mutex_);
+        generation_ = reply.generation;
+        return Assignment{reply.generation, std::move(std::get<Assign>(reply.body))};
+      } catch (const Superseded&) {
+        std::lock_guard lock(mutex_);
+        gen = end_->end.next;
+      }
     }
   }
 
@@ -167,63 +215,219 @@ class Client::Impl {
     }
   }
 
-  void io_failed(const net::IoResult& r, const std::string& what, milliseconds timeout) const {
+  [[noreturn]] void io_failed(const net::IoResult& r, const std::string& what,
+                              milliseconds timeout) const {
     switch (r.status) {
-      case net::IoResult::Status::kOk:
-        return;
       case net::IoResult::Status::kTimeout:
         throw TimeoutError(where_ + ": no " + what + " within " + std::to_string(timeout.count()) +
                            " ms");
       case net::IoResult::Status::kClosed:
         throw NetworkError(where_ + " closed the connection while waiting for " + what);
-      case net::IoResult::Status::kError:
-        throw NetworkError(where_ + ": I/O error while waiting for " + what + ": " + r.text());
       case net::IoResult::Status::kInterrupted:
         throw AbortedError(where_ + ": the wait for " + what + " was interrupted");
+      case net::IoResult::Status::kOk:
+      case net::IoResult::Status::kError:
+        break;
     }
+    throw NetworkError(where_ + ": I/O error while waiting for " + what + ": " + r.text());
   }
 
   void send(const Message& m, Clock::time_point deadline, const std::string& what,
             milliseconds timeout) {
     const auto frame = encode(m);
-    io_failed(net::send_all(fd_.get(), frame.data(), frame.size(), deadline, interrupt_fd_),
-              "send of " + what, timeout);
+    std::lock_guard lock(write_mutex_);
+    const auto r = net::send_all(fd_.get(), frame.data(), frame.size(), deadline, interrupt_fd_);
+    if (!r.ok()) io_failed(r, "send of " + what, timeout);
   }
 
-  Message receive(MsgType expected, Clock::time_point deadline, const std::string& what,
-                  milliseconds timeout) {
+  // Reads one whole frame; before the reader thread exists, or on it.
+  std::variant<Message, net::IoResult, DecodeError> read_frame(Clock::time_point deadline,
+                                                               int interrupt_fd) {
     std::vector<std::uint8_t> frame(kHeaderSize);
-    io_failed(net::recv_all(fd_.get(), frame.data(), frame.size(), deadline, interrupt_fd_), what,
-              timeout);
+    auto r = net::recv_all(fd_.get(), frame.data(), frame.size(), deadline, interrupt_fd);
+    if (!r.ok()) return r;
     auto header = decode_header(frame);
-    if (auto* e = std::get_if<DecodeError>(&header)) {
-      throw ProtocolError(where_ + ": bad frame while waiting for " + what + ": " + e->text);
-    }
+    if (auto* e = std::get_if<DecodeError>(&header)) return std::move(*e);
     frame.resize(kHeaderSize + std::get<Header>(header).length);
-    io_failed(net::recv_all(fd_.get(), frame.data() + kHeaderSize, frame.size() - kHeaderSize,
-                            deadline, interrupt_fd_),
-              what, timeout);
+    r = net::recv_all(fd_.get(), frame.data() + kHeaderSize, frame.size() - kHeaderSize, deadline,
+                      interrupt_fd);
+    if (!r.ok()) return r;
     auto decoded = decode(frame);
-    if (auto* e = std::get_if<DecodeError>(&decoded)) {
+    if (auto* e = std::get_if<DecodeError>(&decoded)) return std::move(*e);
+    return std::move(std::get<Message>(decoded));
+  }
+
+  Message receive_direct(MsgType expected, Clock::time_point deadline, const std::string& what,
+                         milliseconds timeout) {
+    auto got = read_frame(deadline, interrupt_fd_);
+    if (auto* r = std::get_if<net::IoResult>(&got)) io_failed(*r, what, timeout);
+    if (auto* e = std::get_if<DecodeError>(&got)) {
       throw ProtocolError(where_ + ": bad frame while waiting for " + what + ": " + e->text);
     }
-    auto& message = std::get<Message>(decoded);
+    return checked(std::move(std::get<Message>(got)), expected);
+  }
+
+  Message checked(Message message, MsgType expected) const {
     if (auto* error = std::get_if<ErrorMsg>(&message.body)) throw_server_error(where_, *error);
     if (type_of(message.body) != expected) {
       throw ProtocolError(where_ + ": expected " + type_name(expected) + ", got " +
                           type_name(type_of(message.body)));
     }
-    return std::move(message);
+    return message;
   }
 
+  // Sends `m` and waits for its reply: a frame of generation `reply_gen` or later (default:
+  // m's). On any error but an interruption after the generation ended, the connection is
+  // closed: its state is unknown.
+  Message request(const Message& m, MsgType expected, milliseconds timeout, milliseconds grace,
+                  const std::string& what, std::optional<std::uint32_t> join_gen = {}) {
+    try {
+      return exchange(m, expected, timeout, grace, what, join_gen);
+    } catch (const Superseded&) {
+      throw;
+    } catch (const AbortedError&) {
+      if (!generation_end()) close_connection("interrupted while waiting for " + what);
+      throw;
+    } catch (...) {
+      close_connection("an earlier error");
+      throw;
+    }
+  }
+
+  Message exchange(const Message& m, MsgType expected, milliseconds timeout, milliseconds grace,
+                   const std::string& what, std::optional<std::uint32_t> join_gen) {
+    {
+      std::lock_guard lock(mutex_);
+      if (terminal_) throw NetworkError(*terminal_);
+    }
+    const auto deadline = Clock::now() + timeout + grace;
+    send(m, deadline, type_name(type_of(m.body)), timeout);
+    for (;;) {
+      drain(wake_.get());  // then look: what the reader adds afterwards wakes the poll below
+      std::unique_lock lock(mutex_);
+      while (!replies_.empty() && replies_.front().generation < m.generation &&
+             !std::holds_alternative<ErrorMsg>(replies_.front().body)) {
+        replies_.pop_front();  // a late reply to a request of an ended generation
+      }
+      if (!replies_.empty()) {
+        Message reply = std::move(replies_.front());
+        replies_.pop_front();
+        lock.unlock();
+        return checked(std::move(reply), expected);
+      }
+      if (join_gen && end_ && end_->ended >= *join_gen) throw Superseded{};
+      if (terminal_) throw NetworkError(*terminal_ + " while waiting for " + what);
+      lock.unlock();
+      const int interrupt = interrupt_fd_;
+      pollfd fds[2] = {{wake_.get(), POLLIN, 0}, {interrupt, POLLIN, 0}};
+      const int n = ::poll(fds, interrupt >= 0 ? 2 : 1, net::poll_timeout_ms(deadline));
+      if (n > 0 && fds[1].revents != 0) {
+        throw AbortedError(where_ + ": the wait for " + what + " was interrupted");
+      }
+      if (n == 0 && Clock::now() >= deadline) {
+        throw TimeoutError(where_ + ": no " + what + " within " + std::to_string(timeout.count()) +
+                           " ms");
+      }
+    }
+  }
+
+  static void drain(int fd) {
+    std::uint64_t count = 0;
+    while (::read(fd, &count, sizeof count) > 0) {
+    }
+  }
+
+  // Wakes a request waiting in exchange(); called with mutex_ held.
+  void wake() {
+    cv_.notify_all();
+    const std::uint64_t one = 1;
+    if (::write(wake_.get(), &one, sizeof one) < 0) {
+      // the counter is far below its maximum: a waiter is woken already
+    }
+  }
+
+  void close_connection(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    if (!terminal_) terminal_ = where_ + ": connection closed after " + why;
+    ::shutdown(fd_.get(), SHUT_RDWR);  // the reader sees EOF and ends; the fd closes with Impl
+    wake();
+  }
+
+  // The reader thread: frames to replies_ or the push handler, heartbeats on idle.
+  void read_loop() {
+    auto next_heartbeat = Clock::now() + heartbeat_;
+    for (;;) {
+      pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+      const int n = ::poll(fds, 2, net::poll_timeout_ms(next_heartbeat));
+      if (n < 0 && errno != EINTR) return lost("poll failed: " + net::errno_text(errno));
+      if (fds[1].revents != 0) return;
+      if (Clock::now() >= next_heartbeat) {
+        next_heartbeat = Clock::now() + heartbeat_;
+        try {
+          send(Message{0, Heartbeat{}}, Clock::now() + kHeartbeatSend, "Heartbeat", kHeartbeatSend);
+        } catch (const Error& e) {
+          return lost(e.what());
+        }
+      }
+      if (n <= 0 || fds[0].revents == 0) continue;
+      auto got = read_frame(Clock::now() + kFrameTime, stop_.get());
+      if (auto* r = std::get_if<net::IoResult>(&got)) {
+        if (r->status == net::IoResult::Status::kInterrupted) return;
+        return lost(r->status == net::IoResult::Status::kClosed
+                        ? where_ + " closed the connection"
+                        : where_ + ": I/O error: " + r->text());
+      }
+      if (auto* e = std::get_if<DecodeError>(&got)) return lost(where_ + ": bad frame: " + e->text);
+      dispatch(std::move(std::get<Message>(got)));
+    }
+  }
+
+  void dispatch(Message message) {
+    if (std::holds_alternative<Heartbeat>(message.body)) return;
+    std::unique_lock lock(mutex_);
+    if (auto* end = std::get_if<GenerationEnd>(&message.body)) {
+      if (end_ && end_->ended >= message.generation && end_->end.next >= end->next) return;
+      end_ = GenerationEndEvent{message.generation, std::move(*end)};
+      const auto event = *end_;
+      auto callback = on_end_;
+      wake();
+      lock.unlock();
+      if (callback) callback(event);
+      return;
+    }
+    replies_.push_back(std::move(message));
+    wake();
+  }
+
+  void lost(const std::string& why) {
+    std::lock_guard lock(mutex_);
+    if (!terminal_) terminal_ = why;
+    wake();
+  }
+
+  static constexpr milliseconds kHeartbeatSend{5000};
+  static constexpr milliseconds kFrameTime{10000};  // a started frame must arrive whole
+
   std::string where_;
+  milliseconds heartbeat_;
   UniqueFd fd_;
-  int interrupt_fd_ = -1;
+  UniqueFd stop_;
+  UniqueFd wake_;  // readable when the reader added a reply, an end or a terminal error
+  std::atomic<int> interrupt_fd_{-1};
+  std::mutex write_mutex_;
+  mutable std::mutex mutex_;  // guards what follows
+  std::condition_variable cv_;
   std::uint32_t generation_ = 0;
+  std::deque<Message> replies_;
+  std::optional<GenerationEndEvent> end_;
+  std::function<void(const GenerationEndEvent&)> on_end_;
+  std::optional<std::string> terminal_;
+  std::thread reader_;  // last: started when the rest is ready
 };
 
-Client::Client(const Endpoint& server, std::string_view secret, milliseconds timeout)
-    : impl_(std::make_unique<Impl>(server, secret, timeout)) {}
+Client::Client(const Endpoint& server, std::string_view secret, milliseconds timeout,
+               milliseconds heartbeat)
+    : impl_(std::make_unique<Impl>(server, secret, timeout, heartbeat)) {}
 Client::~Client() = default;
 Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
@@ -250,6 +454,15 @@ void Client::barrier(std::string_view name, milliseconds timeout) {
 }
 void Client::set_interrupt(int fd) noexcept {
   impl_->set_interrupt(fd);
+}
+Assignment Client::rejoin(const Join& join, milliseconds timeout) {
+  return live(impl_).rejoin(join, timeout);
+}
+std::optional<GenerationEndEvent> Client::generation_end() const {
+  return impl_ ? impl_->generation_end() : std::nullopt;
+}
+void Client::on_generation_end(std::function<void(const GenerationEndEvent&)> callback) {
+  live(impl_).on_generation_end(std::move(callback));
 }
 
 std::uint32_t Client::generation() const noexcept {

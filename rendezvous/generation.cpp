@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "hvdrun/error.h"
 #include "rendezvous/session.h"
 
 namespace hvdrun::rdzv {
@@ -34,8 +35,35 @@ std::string describe_duration(std::chrono::milliseconds d) {
   return std::to_string(d.count()) + " ms";
 }
 
-Generation::Generation(std::vector<Slot> slots, std::uint32_t number)
-    : slots_(std::move(slots)), members_(slots_.size()), number_(number) {}
+Generation::Generation(std::vector<Member> members, std::uint32_t number)
+    : entries_(members.size()), number_(number) {
+  if (members.size() > kMaxPeers) {
+    throw UsageError("rendezvous: " + std::to_string(members.size()) +
+                     " members exceed the limit of " + std::to_string(kMaxPeers));
+  }
+  std::vector<bool> seen(members.size());
+  slots_.reserve(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const int rank = members[i].slot.rank;
+    if (rank < 0 || static_cast<std::size_t>(rank) >= members.size() || seen[rank]) {
+      throw UsageError("rendezvous: slot " + std::to_string(i) + " has rank " +
+                       std::to_string(rank) + ", not a unique rank in 0.." +
+                       std::to_string(members.size() - 1));
+    }
+    seen[rank] = true;
+    if (!position_.emplace(members[i].worker, i).second) {
+      throw UsageError("rendezvous: worker " + std::to_string(members[i].worker) +
+                       " is listed twice in generation " + std::to_string(number));
+    }
+    slots_.push_back(std::move(members[i].slot));
+  }
+}
+
+std::optional<std::size_t> Generation::position_of(std::uint32_t key) const {
+  const auto it = position_.find(key);
+  if (it == position_.end()) return std::nullopt;
+  return it->second;
+}
 
 std::optional<ErrorMsg> Generation::join(std::uint32_t msg_generation, const Join& join,
                                          std::weak_ptr<Session> session,
@@ -50,12 +78,18 @@ std::optional<ErrorMsg> Generation::join(std::uint32_t msg_generation, const Joi
     return ErrorMsg{ErrorCode::kJobFailed,
                     "generation " + std::to_string(number_) + " failed: " + failure_};
   }
-  if (join.slot >= slots_.size()) {
+  const auto position = position_of(join.slot);
+  if (!position && number_ == 0 && join.slot >= slots_.size()) {
     return ErrorMsg{ErrorCode::kBadRequest, "slot " + std::to_string(join.slot) +
                                                 " out of range: the job has " +
                                                 std::to_string(slots_.size()) + " slots"};
   }
-  Member& m = members_[join.slot];
+  if (!position) {
+    return ErrorMsg{ErrorCode::kNotMember,
+                    "worker " + std::to_string(join.slot) + " (pid " + std::to_string(join.pid) +
+                        ") is not a member of generation " + std::to_string(number_)};
+  }
+  Entry& m = entries_[*position];
   if (m.present) {
     return ErrorMsg{ErrorCode::kDuplicateSlot,
                     "slot " + std::to_string(join.slot) + " already joined by pid " +
@@ -70,14 +104,16 @@ std::optional<ErrorMsg> Generation::join(std::uint32_t msg_generation, const Joi
   return std::nullopt;
 }
 
-void Generation::leave(std::uint32_t slot) {
-  if (phase_ != Phase::kForming || slot >= members_.size() || !members_[slot].present) return;
-  members_[slot] = Member{};
+void Generation::leave(std::uint32_t key) {
+  const auto position = position_of(key);
+  if (phase_ != Phase::kForming || !position || !entries_[*position].present) return;
+  entries_[*position] = Entry{};
   --joined_;
 }
 
-bool Generation::has_member(std::uint32_t slot) const {
-  return slot < members_.size() && members_[slot].present;
+bool Generation::has_member(std::uint32_t key) const {
+  const auto position = position_of(key);
+  return position && entries_[*position].present;
 }
 
 void Generation::activate(const std::function<void(Session&, std::vector<std::uint8_t>)>& send) {
@@ -87,11 +123,11 @@ void Generation::activate(const std::function<void(Session&, std::vector<std::ui
   assign.size = static_cast<std::int32_t>(slots_.size());
   assign.peers.resize(slots_.size());
   for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-    const auto& j = members_[slot].join;
+    const auto& j = entries_[slot].join;
     assign.peers[static_cast<std::size_t>(slots_[slot].rank)] = PeerAddr{j.data_addr, j.data_port};
   }
   for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-    auto session = members_[slot].session.lock();
+    auto session = entries_[slot].session.lock();
     if (!session) continue;
     const Slot& info = slots_[slot];
     assign.rank = info.rank;
@@ -106,16 +142,20 @@ void Generation::activate(const std::function<void(Session&, std::vector<std::ui
 std::vector<std::shared_ptr<Session>> Generation::fail(std::string text) {
   phase_ = Phase::kFailed;
   failure_ = std::move(text);
+  return sessions();
+}
+
+std::vector<std::shared_ptr<Session>> Generation::sessions() const {
   std::vector<std::shared_ptr<Session>> out;
-  for (const auto& m : members_) {
+  for (const auto& m : entries_) {
     if (auto s = m.session.lock(); s && m.present) out.push_back(std::move(s));
   }
   return out;
 }
 
 std::string Generation::join_status() const {
-  std::vector<bool> present(members_.size());
-  for (std::size_t i = 0; i < members_.size(); ++i) present[i] = members_[i].present;
+  std::vector<bool> present(entries_.size());
+  for (std::size_t i = 0; i < entries_.size(); ++i) present[i] = entries_[i].present;
   return std::to_string(joined_) + "/" + std::to_string(slots_.size()) +
          " ranks joined; missing: " + describe_missing(slots_, present);
 }

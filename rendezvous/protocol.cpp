@@ -11,7 +11,8 @@
 namespace hvdrun::rdzv {
 namespace {
 
-constexpr std::uint16_t kMaxType = static_cast<std::uint16_t>(MsgType::kError);
+constexpr std::uint16_t kMaxType = static_cast<std::uint16_t>(MsgType::kGenerationEnd);
+constexpr std::uint16_t kMaxErrorCode = static_cast<std::uint16_t>(ErrorCode::kNotMember);
 // Smallest encoding of one peer: u32 address length + u16 port.
 constexpr std::size_t kMinPeerSize = 6;
 
@@ -59,6 +60,11 @@ void encode_body(wire::Writer& w, const Body& body) {
           w.u32(m.timeout_ms);
         } else if constexpr (std::is_same_v<T, BarrierDone>) {
           w.str("name", m.name, kMaxString);
+        } else if constexpr (std::is_same_v<T, Heartbeat>) {
+        } else if constexpr (std::is_same_v<T, GenerationEnd>) {
+          w.u32(m.next);
+          w.u8(static_cast<std::uint8_t>(m.kind));
+          w.str("reason", m.reason, kMaxString);
         } else {
           static_assert(std::is_same_v<T, ErrorMsg>);
           w.u16(static_cast<std::uint16_t>(m.code));
@@ -83,8 +89,9 @@ bool read_assign(wire::Reader& r, Assign& a) {
 bool read_error(wire::Reader& r, ErrorMsg& e) {
   std::uint16_t code = 0;
   if (!r.u16("error code", code)) return false;
-  if (code < 1 || code > static_cast<std::uint16_t>(ErrorCode::kJobFailed)) {
-    return r.fail("error code " + std::to_string(code) + " unknown (expected 1..6)");
+  if (code < 1 || code > kMaxErrorCode) {
+    return r.fail("error code " + std::to_string(code) + " unknown (expected 1.." +
+                  std::to_string(kMaxErrorCode) + ")");
   }
   e.code = static_cast<ErrorCode>(code);
   return r.str("text", e.text, kMaxString);
@@ -146,6 +153,22 @@ Body read_body(wire::Reader& r, MsgType type) {
       read_error(r, e);
       return e;
     }
+    case MsgType::kHeartbeat:
+      return Heartbeat{};
+    case MsgType::kGenerationEnd: {
+      GenerationEnd g;
+      std::uint8_t kind = 0;
+      if (r.u32("next", g.next) && r.u8("kind", kind)) {
+        if (kind != static_cast<std::uint8_t>(EndKind::kBroken) &&
+            kind != static_cast<std::uint8_t>(EndKind::kHostsUpdated)) {
+          r.fail("generation end kind " + std::to_string(kind) + " unknown (expected 1..2)");
+        } else {
+          g.kind = static_cast<EndKind>(kind);
+          r.str("reason", g.reason, kMaxString);
+        }
+      }
+      return g;
+    }
   }
   r.fail("unknown message type " + std::to_string(static_cast<unsigned>(type)));
   return AuthOk{};
@@ -158,9 +181,9 @@ MsgType type_of(const Body& body) noexcept {
 }
 
 std::string type_name(MsgType type) {
-  static constexpr const char* kNames[] = {"Challenge", "Auth",        "AuthOk", "Join",
-                                           "Assign",    "KvSet",       "KvGet",  "KvValue",
-                                           "Barrier",   "BarrierDone", "Error"};
+  static constexpr const char* kNames[] = {
+      "Challenge", "Auth",    "AuthOk",      "Join",  "Assign",    "KvSet",        "KvGet",
+      "KvValue",   "Barrier", "BarrierDone", "Error", "Heartbeat", "GenerationEnd"};
   const auto t = static_cast<std::uint16_t>(type);
   if (t >= 1 && t <= kMaxType) return kNames[t - 1];
   return "type " + std::to_string(t);

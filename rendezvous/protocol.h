@@ -39,7 +39,9 @@ enum class MsgType : std::uint16_t {
   kKvValue = 8,    // server -> client
   kBarrier = 9,    // client -> server, held until every rank of the generation entered
   kBarrierDone = 10,
-  kError = 11,     // either way; the sender then closes the connection
+  kError = 11,          // either way; the sender then closes the connection
+  kHeartbeat = 12,      // either way, every heartbeat interval once a client joined
+  kGenerationEnd = 13,  // server -> client push: the generation in the header ends
 };
 
 struct Challenge {
@@ -50,10 +52,10 @@ struct Auth {
 };
 struct AuthOk {};
 struct Join {
-  std::uint32_t slot = 0;   // launcher slot index (HVDRUN_SLOT)
+  std::uint32_t slot = 0;  // the worker's key in the job (HVDRUN_SLOT), kept for its life
   std::uint32_t pid = 0;
-  std::string host;         // worker's hostname, for messages
-  std::string data_addr;    // address other ranks use to reach this worker's data socket
+  std::string host;       // worker's hostname, for messages
+  std::string data_addr;  // address other ranks use to reach this worker's data socket
   std::uint16_t data_port = 0;
 };
 struct PeerAddr {
@@ -85,6 +87,16 @@ struct Barrier {
 struct BarrierDone {
   std::string name;
 };
+struct Heartbeat {};
+// Why a generation ends while its members live on: kBroken (a member failed: abort what runs,
+// restore, re-join) or kHostsUpdated (workers were added or removed: re-join at the next
+// commit, without restoring). The members re-join generation `next` on the same connection.
+enum class EndKind : std::uint8_t { kBroken = 1, kHostsUpdated = 2 };
+struct GenerationEnd {
+  std::uint32_t next = 0;
+  EndKind kind = EndKind::kBroken;
+  std::string reason;  // "rank 2 (host a, pid 123) was killed by SIGKILL"
+};
 enum class ErrorCode : std::uint16_t {
   kAuthFailed = 1,
   kBadRequest = 2,
@@ -92,14 +104,16 @@ enum class ErrorCode : std::uint16_t {
   kStaleGeneration = 4,
   kDuplicateSlot = 5,
   kJobFailed = 6,
+  kNotMember = 7,  // the worker is not a member of the generation it tried to join
 };
 struct ErrorMsg {
   ErrorCode code = ErrorCode::kBadRequest;
   std::string text;
 };
 
+// Alternatives in MsgType order (type_of() relies on it).
 using Body = std::variant<Challenge, Auth, AuthOk, Join, Assign, KvSet, KvGet, KvValue, Barrier,
-                          BarrierDone, ErrorMsg>;
+                          BarrierDone, ErrorMsg, Heartbeat, GenerationEnd>;
 
 struct Message {
   std::uint32_t generation = 0;

@@ -42,7 +42,21 @@ std::size_t Server::joined() const noexcept {
 }
 
 void Server::start_generation(std::vector<Slot> slots) {
-  impl_->start_generation(std::move(slots));
+  impl_->start_generation(members_of(std::move(slots)), Handover::kRestart, "");
+}
+
+std::uint32_t Server::start_generation(std::vector<Member> members, Handover how,
+                                       std::string reason) {
+  return impl_->start_generation(std::move(members), how, std::move(reason));
+}
+
+std::vector<Member> members_of(std::vector<Slot> slots) {
+  std::vector<Member> members;
+  members.reserve(slots.size());
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    members.push_back(Member{static_cast<std::uint32_t>(i), std::move(slots[i])});
+  }
+  return members;
 }
 
 std::uint32_t Server::generation() const noexcept {

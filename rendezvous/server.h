@@ -22,14 +22,37 @@ class io_context;
 
 namespace hvdrun::rdzv {
 
+// One expected member of a generation: the worker's key (its HVDRUN_SLOT, which it keeps for
+// its whole life) and its place in that generation (rank and topology).
+struct Member {
+  std::uint32_t worker = 0;
+  Slot slot;
+};
+// `slots` as members whose worker keys are their indices.
+std::vector<Member> members_of(std::vector<Slot> slots);
+
+// How a new generation takes over from the current one. kRestart: members still connected are
+// refused (kStaleGeneration) and closed; their processes are being replaced. kBroken and
+// kHostsUpdated: every joined worker is pushed a GenerationEnd on its connection and re-joins
+// on it; with kHostsUpdated the old generation stays usable (its key-value store and barriers)
+// until its members have re-joined.
+enum class Handover { kRestart, kBroken, kHostsUpdated };
+
 struct ServerOptions {
   std::string secret;       // job secret; never logged
-  std::vector<Slot> slots;  // expected members of generation 0 (index = slot number)
+  std::vector<Slot> slots;  // expected members of generation 0 (worker key = index)
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 0;  // 0 = ephemeral
   // Counted from the first JOIN: if not every slot joined by then, on_error is called with
   // a message naming the missing ranks and hosts, and joined workers receive kError.
   std::chrono::milliseconds start_timeout{30000};
+  // The same for a generation formed by a handover (kBroken, kHostsUpdated); 0: start_timeout.
+  std::chrono::milliseconds reform_timeout{0};
+  // 0: no heartbeats. Else the server sends a Heartbeat to every joined worker at this
+  // interval, and a joined worker it has not heard from for heartbeat_timeout is reported
+  // through on_worker_lost (once; a late tick of the server's own thread never counts).
+  std::chrono::milliseconds heartbeat_interval{0};
+  std::chrono::milliseconds heartbeat_timeout{0};
   // A connection that has not authenticated within this time is closed.
   std::chrono::milliseconds auth_timeout{10000};
   // Bounds on what authenticated clients can make the server hold (0: the default for the
@@ -63,6 +86,8 @@ struct ServerCallbacks {
   std::function<void(const JobError& error)> on_error;
   // Every expected slot has joined and received ASSIGN.
   std::function<void()> on_complete;
+  // A joined worker missed its heartbeats: `why` says for how long.
+  std::function<void(std::uint32_t worker, const std::string& why)> on_worker_lost;
 };
 
 class Server {
@@ -81,6 +106,9 @@ class Server {
   // and start timeout are its own, and the old generation's entries are dropped. Throws
   // UsageError for invalid slots.
   void start_generation(std::vector<Slot> slots);
+  // The same with explicit worker keys and handover; `reason` goes into the GenerationEnd
+  // pushed (kBroken, kHostsUpdated) or the refusal (kRestart). Returns the new number.
+  std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   std::uint32_t generation() const noexcept;
   // Stop accepting and close every session (pending waits get kError kJobFailed first).
   void close();

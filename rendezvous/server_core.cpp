@@ -51,8 +51,10 @@ ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallba
       options_(std::move(options)),
       callbacks_(std::move(callbacks)),
       acceptor_((validate_slots(options_.slots), listen_on(io, options_))),
-      generation_(options_.slots),
-      start_timer_(io) {
+      generation_(members_of(options_.slots)),
+      form_timeout_(options_.start_timeout),
+      start_timer_(io),
+      heartbeat_timer_(io) {
   port_ = acceptor_.local_endpoint().port();
   logger()->debug("listening on {}:{} for {} slots", options_.bind_address, port_,
                   options_.slots.size());
@@ -60,6 +62,9 @@ ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallba
 
 void ServerCore::start() {
   asio::co_spawn(io_, accept_loop(), asio::detached);
+  if (options_.heartbeat_interval.count() > 0) {
+    asio::co_spawn(io_, heartbeat_loop(), asio::detached);
+  }
 }
 
 asio::awaitable<void> ServerCore::accept_loop() {
@@ -84,17 +89,91 @@ asio::awaitable<void> ServerCore::accept_loop() {
   }
 }
 
-void ServerCore::start_generation(std::vector<Slot> slots) {
-  validate_slots(slots);
-  const std::uint32_t next = generation_.number() + 1;
-  const std::string text = "generation " + std::to_string(generation_.number()) +
-                           " ended: generation " + std::to_string(next) + " is forming";
-  for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kStaleGeneration, text);
+std::uint32_t ServerCore::start_generation(std::vector<Member> members, Handover how,
+                                           std::string reason) {
+  Generation next(std::move(members), generation_.number() + 1);
+  const std::uint32_t ended = generation_.number();
+  if (how == Handover::kRestart) {
+    const std::string text = "generation " + std::to_string(ended) + " ended: generation " +
+                             std::to_string(next.number()) + " is forming" +
+                             (reason.empty() ? "" : " (" + reason + ")");
+    for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kStaleGeneration, text);
+  }
+  previous_.reset();
+  if (how == Handover::kHostsUpdated && generation_.phase() == Generation::Phase::kActive) {
+    previous_.emplace(std::move(generation_));  // its members use it until they re-join
+  }
+  generation_ = std::move(next);
   start_timer_.cancel();
   first_join_ = {};
-  generation_ = Generation(std::move(slots), next);
-  kv_.drop_before(next);
-  logger()->debug("generation {} forming: {} slots", next, generation_.size());
+  form_timeout_ = how == Handover::kRestart || options_.reform_timeout.count() == 0
+                      ? options_.start_timeout
+                      : options_.reform_timeout;
+  kv_.drop_before(previous_ ? previous_->number() : generation_.number());
+  if (how != Handover::kRestart) {
+    const GenerationEnd end{generation_.number(),
+                            how == Handover::kBroken ? EndKind::kBroken : EndKind::kHostsUpdated,
+                            reason.substr(0, kMaxString / 2)};
+    std::vector<std::shared_ptr<Session>> workers;
+    for (auto& [id, weak] : sessions_) {
+      if (auto s = weak.lock(); s && s->slot && s->is_open()) workers.push_back(std::move(s));
+    }
+    for (auto& s : workers) {
+      for (auto& wait : s->waits) {  // ended requests: the client drops them by generation
+        if (!wait->done && !generation_numbered(wait->generation)) finish(*wait);
+      }
+      s->send(Message{ended, end});
+    }
+  }
+  logger()->debug("generation {} forming: {} slots", generation_.number(), generation_.size());
+  return generation_.number();
+}
+
+Generation* ServerCore::generation_numbered(std::uint32_t gen) {
+  if (gen == generation_.number()) return &generation_;
+  if (previous_ && gen == previous_->number()) return &*previous_;
+  return nullptr;
+}
+
+asio::awaitable<void> ServerCore::heartbeat_loop() {
+  auto self = shared_from_this();
+  auto last_tick = std::chrono::steady_clock::now();
+  while (!closed_) {
+    heartbeat_timer_.expires_after(options_.heartbeat_interval);
+    co_await heartbeat_timer_.async_wait(kUseTuple);
+    if (closed_) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_tick > 2 * options_.heartbeat_interval + std::chrono::milliseconds(100)) {
+      // This thread was held up: what was not heard meanwhile may simply not have been read.
+      for (auto& [id, weak] : sessions_) {
+        if (auto s = weak.lock()) s->last_heard = now;
+      }
+    } else {
+      check_heartbeats(now);
+    }
+    last_tick = now;
+  }
+}
+
+void ServerCore::check_heartbeats(std::chrono::steady_clock::time_point now) {
+  std::vector<std::shared_ptr<Session>> workers;
+  for (auto& [id, weak] : sessions_) {
+    if (auto s = weak.lock(); s && s->slot && s->is_open()) workers.push_back(std::move(s));
+  }
+  for (auto& s : workers) {
+    s->send(Message{generation_.number(), Heartbeat{}});
+    const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - s->last_heard);
+    if (options_.heartbeat_timeout.count() == 0 || s->lost_reported ||
+        silent < options_.heartbeat_timeout) {
+      continue;
+    }
+    s->lost_reported = true;
+    const std::string why = "no heartbeat for " + std::to_string(silent.count()) + " ms (limit " +
+                            describe_duration(options_.heartbeat_timeout) + ")";
+    logger()->info("worker {} (pid {}, {}): {}", *s->slot, s->pid, s->peer(), why);
+    if (auto on_lost = callbacks_.on_worker_lost) on_lost(*s->slot, why);
+    if (closed_) return;
+  }
 }
 
 void ServerCore::close() {
@@ -103,6 +182,7 @@ void ServerCore::close() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   start_timer_.cancel();
+  heartbeat_timer_.cancel();
   std::vector<std::shared_ptr<Session>> open;
   for (auto& [id, weak] : sessions_) {
     if (auto s = weak.lock()) open.push_back(std::move(s));
@@ -142,6 +222,8 @@ void ServerCore::on_message(const std::shared_ptr<Session>& session, Message mes
       return on_kv_get(session, message.generation, std::get<KvGet>(message.body));
     case MsgType::kBarrier:
       return on_barrier(session, message.generation, std::get<Barrier>(message.body));
+    case MsgType::kHeartbeat:
+      return;  // the read loop noted the time
     case MsgType::kError: {
       const auto& e = std::get<ErrorMsg>(message.body);
       logger()->warn("{} reports error {}: {}", session->peer(), static_cast<int>(e.code), e.text);
@@ -190,7 +272,8 @@ void ServerCore::session_gone(Session& session) {
     if (!wait->done) finish(*wait);
   }
   session.waits.clear();
-  if (session.slot && generation_.phase() == Generation::Phase::kForming) {
+  if (session.slot && generation_.phase() == Generation::Phase::kForming &&
+      generation_.has_member(*session.slot) && session.joined_generation == generation_.number()) {
     generation_.leave(*session.slot);
     logger()->debug("slot {} (pid {}) left before generation {} was complete: {}/{} joined",
                     *session.slot, session.pid, generation_.number(), generation_.joined(),

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -42,7 +43,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::size_t joined() const noexcept { return generation_.joined(); }
   std::uint32_t generation() const noexcept { return generation_.number(); }
   // See Server::start_generation.
-  void start_generation(std::vector<Slot> slots);
+  std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   const ServerOptions& options() const noexcept { return options_; }
 
   // Called by sessions.
@@ -59,6 +60,11 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> start_timer();
   boost::asio::awaitable<void> wait_timer(std::shared_ptr<Wait> wait);
+  boost::asio::awaitable<void> heartbeat_loop();
+  void check_heartbeats(std::chrono::steady_clock::time_point now);
+  // The generation numbered `gen`: the current one, or the previous one while its members
+  // have not all re-joined (Handover::kHostsUpdated); null for any other number.
+  Generation* generation_numbered(std::uint32_t gen);
 
   void on_auth(Session& session, const Auth& auth);
   void on_join(const std::shared_ptr<Session>& session, std::uint32_t gen, const Join& join);
@@ -81,7 +87,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::uint64_t next_session_id_ = 1;
   std::unordered_map<std::uint64_t, std::weak_ptr<Session>> sessions_;
   Generation generation_;
+  std::optional<Generation> previous_;      // still in use after a kHostsUpdated handover
+  std::chrono::milliseconds form_timeout_;  // of the generation forming
   boost::asio::steady_timer start_timer_;
+  boost::asio::steady_timer heartbeat_timer_;
   std::chrono::steady_clock::time_point first_join_{};
   KvStore kv_;
   LogRate refusals_;

@@ -20,7 +20,7 @@ constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 }  // namespace
 
 bool ServerCore::check_generation(Session& session, std::uint32_t gen, MsgType type) {
-  if (gen == generation_.number()) return true;
+  if (generation_numbered(gen)) return true;
   const std::string text = type_name(type) + " for generation " + std::to_string(gen) +
                            " refused: current generation is " +
                            std::to_string(generation_.number());
@@ -31,7 +31,14 @@ bool ServerCore::check_generation(Session& session, std::uint32_t gen, MsgType t
 
 void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t gen,
                          const Join& join) {
-  if (session->slot) {
+  // A Join for a generation that ended before the worker got in joins the one forming now,
+  // if the worker is a member of it (the GenerationEnd pushed to it crossed its Join).
+  if (gen < generation_.number() && generation_.position_of(join.slot) &&
+      (!session->slot || *session->slot == join.slot)) {
+    gen = generation_.number();
+  }
+  // A worker re-joins on its connection when a generation it was in has ended.
+  if (session->slot && (*session->slot != join.slot || gen <= session->joined_generation)) {
     return refuse(*session, "second Join on one connection (already slot " +
                                 std::to_string(*session->slot) + ")");
   }
@@ -40,12 +47,13 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
     return session->fail(error->code, std::move(error->text));
   }
   session->slot = join.slot;
+  session->joined_generation = gen;
   session->pid = join.pid;
   logger()->debug("slot {} joined from {} (pid {}, host {}): {}/{}", join.slot, session->peer(),
                   join.pid, join.host, generation_.joined(), generation_.size());
   if (generation_.joined() == 1 && first_join_ == std::chrono::steady_clock::time_point{}) {
     first_join_ = std::chrono::steady_clock::now();
-    start_timer_.expires_after(options_.start_timeout);
+    start_timer_.expires_after(form_timeout_);
     asio::co_spawn(io_, start_timer(), asio::detached);
   }
   if (generation_.complete()) complete_generation();
@@ -66,6 +74,10 @@ void ServerCore::complete_generation() {
   }
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - first_join_);
+  if (previous_) {  // every member of the previous generation re-joined
+    previous_.reset();
+    kv_.drop_before(generation_.number());
+  }
   logger()->info("generation {} complete: {} ranks joined in {} ms", generation_.number(),
                  generation_.size(), elapsed.count());
   if (auto on_complete = callbacks_.on_complete) on_complete();
@@ -80,8 +92,8 @@ asio::awaitable<void> ServerCore::start_timer() {
 }
 
 void ServerCore::start_timed_out() {
-  const std::string text = "start timeout after " + describe_duration(options_.start_timeout) +
-                           ": " + generation_.join_status();
+  const std::string text =
+      "start timeout after " + describe_duration(form_timeout_) + ": " + generation_.join_status();
   if (callbacks_.on_error) {
     logger()->info("{}", text);  // the owner reports it
   } else {
@@ -128,9 +140,16 @@ void ServerCore::on_barrier(const std::shared_ptr<Session>& session, std::uint32
                             const Barrier& barrier) {
   if (!check_generation(*session, gen, MsgType::kBarrier)) return;
   if (!session->slot) return refuse(*session, "Barrier '" + barrier.name + "' before Join");
+  const Generation& scope = *generation_numbered(gen);
+  const auto position = scope.position_of(*session->slot);
+  if (!position) {
+    return refuse(*session, "Barrier '" + barrier.name + "' of generation " + std::to_string(gen) +
+                                " from worker " + std::to_string(*session->slot) +
+                                ", not a member of it");
+  }
   auto wait = std::make_shared<Wait>(io_.get_executor(), Wait::Kind::kBarrier, gen, barrier.name,
                                      barrier.timeout_ms, session);
-  auto entered = barriers_.enter(wait, *session->slot, generation_.size());
+  auto entered = barriers_.enter(wait, static_cast<std::uint32_t>(*position), scope.size());
   if (entered.duplicate) {
     return refuse(*session, "slot " + std::to_string(*session->slot) + " entered barrier '" +
                                 barrier.name + "' twice");
@@ -169,11 +188,14 @@ void ServerCore::wait_expired(Wait& wait) {
   if (wait.kind == Wait::Kind::kGet) {
     text = "key '" + wait.key + "' not set within " + std::to_string(wait.timeout_ms) + " ms";
   } else {
-    const auto present = barriers_.entered(wait, generation_.size());
+    const Generation* scope = generation_numbered(wait.generation);
+    const std::vector<Slot> none;
+    const auto& slots = scope ? scope->slots() : none;
+    const auto present = barriers_.entered(wait, slots.size());
     const auto n = static_cast<std::size_t>(std::count(present.begin(), present.end(), true));
     text = "barrier '" + wait.key + "' not complete within " + std::to_string(wait.timeout_ms) +
-           " ms: " + std::to_string(n) + "/" + std::to_string(generation_.size()) +
-           " ranks entered; missing: " + describe_missing(generation_.slots(), present);
+           " ms: " + std::to_string(n) + "/" + std::to_string(slots.size()) +
+           " ranks entered; missing: " + describe_missing(slots, present);
   }
   finish(wait);
   auto session = wait.session.lock();

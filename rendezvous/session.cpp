@@ -145,6 +145,7 @@ asio::awaitable<void> Session::read_loop() {
       if (ec2 || !is_open()) break;
     }
     auto message = decode(frame);
+    last_heard = std::chrono::steady_clock::now();
     if (auto* e = std::get_if<DecodeError>(&message)) {
       core_->refuse(*this, e->text);
       break;

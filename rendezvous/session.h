@@ -52,8 +52,11 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::array<std::uint8_t, kNonceSize>& nonce() const noexcept { return nonce_; }
 
   // Bookkeeping owned by ServerCore.
-  std::optional<std::uint32_t> slot;  // set once its Join was accepted
+  std::optional<std::uint32_t> slot;    // the worker key, set once its first Join was accepted
+  std::uint32_t joined_generation = 0;  // of its last accepted Join
   std::uint32_t pid = 0;
+  std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
+  bool lost_reported = false;                // its missed heartbeats were reported
   std::vector<std::shared_ptr<Wait>> waits;  // pending KvGet / Barrier requests
 
  private:

@@ -30,6 +30,8 @@ std::vector<Message> samples() {
       Message{5, Barrier{"init", 1000}},
       Message{5, BarrierDone{"init"}},
       Message{6, ErrorMsg{ErrorCode::kDuplicateSlot, "slot 2 already joined"}},
+      Message{7, Heartbeat{}},
+      Message{7, GenerationEnd{8, EndKind::kHostsUpdated, "host c added"}},
   };
 }
 
@@ -68,6 +70,10 @@ TEST(Codec, RoundTripsEveryMessageType) {
   EXPECT_EQ(join.host, "node-a");
   EXPECT_EQ(join.data_addr, "192.168.1.2");
   EXPECT_EQ(join.data_port, 31337);
+  const auto end = std::get<GenerationEnd>(decode_ok(encode(all.back())).body);
+  EXPECT_EQ(end.next, 8u);
+  EXPECT_EQ(end.kind, EndKind::kHostsUpdated);
+  EXPECT_EQ(end.reason, "host c added");
   const auto assign = std::get<Assign>(decode_ok(encode(all[4])).body);
   EXPECT_EQ(assign.rank, 3);
   EXPECT_EQ(assign.cross_size, 2);
@@ -131,9 +137,9 @@ TEST(Codec, BadMagicVersionTypeReserved) {
   EXPECT_EQ(decode_error(bad), "version 7 unsupported (expected 1)");
   bad = frame;
   bad[6] = 99;
-  EXPECT_EQ(decode_error(bad), "unknown message type 99 (expected 1..11)");
+  EXPECT_EQ(decode_error(bad), "unknown message type 99 (expected 1..13)");
   bad[6] = 0;
-  EXPECT_EQ(decode_error(bad), "unknown message type 0 (expected 1..11)");
+  EXPECT_EQ(decode_error(bad), "unknown message type 0 (expected 1..13)");
   bad = frame;
   bad[16] = 5;
   EXPECT_EQ(decode_error(bad), "reserved field 0x00000005 (expected 0x00000000)");
@@ -180,7 +186,17 @@ TEST(Codec, UnknownErrorCodeIsRefused) {
   w.u16(42);
   w.str("text", "x", kMaxString);
   EXPECT_EQ(decode_error(frame_of(MsgType::kError, body)),
-            "Error: error code 42 unknown (expected 1..6)");
+            "Error: error code 42 unknown (expected 1..7)");
+}
+
+TEST(Codec, UnknownGenerationEndKindIsRefused) {
+  std::vector<std::uint8_t> body;
+  wire::Writer w(body);
+  w.u32(3);
+  w.u8(9);
+  w.str("reason", "x", kMaxString);
+  EXPECT_EQ(decode_error(frame_of(MsgType::kGenerationEnd, body)),
+            "GenerationEnd: generation end kind 9 unknown (expected 1..2)");
 }
 
 TEST(Codec, EncodeRefusesOversizedFields) {

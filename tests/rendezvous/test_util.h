@@ -48,6 +48,10 @@ class ServerThread {
   void start_generation(std::vector<Slot> slots) {
     io_.on_io([&](Server& s) { s.start_generation(std::move(slots)); });
   }
+  std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason) {
+    return io_.on_io(
+        [&](Server& s) { return s.start_generation(std::move(members), how, std::move(reason)); });
+  }
 
  private:
   hvdrun::test::IoThread<Server> io_;
