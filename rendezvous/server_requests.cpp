@@ -37,6 +37,12 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
       (!session->slot || *session->slot == join.slot)) {
     gen = generation_.number();
   }
+  // The same Join again: the first crossed a GenerationEnd and was taken into this generation
+  // already; the Assign answers both.
+  if (session->slot && *session->slot == join.slot && gen == session->joined_generation &&
+      generation_numbered(gen)) {
+    return;
+  }
   // A worker re-joins on its connection when a generation it was in has ended.
   if (session->slot && (*session->slot != join.slot || gen <= session->joined_generation)) {
     return refuse(*session, "second Join on one connection (already slot " +
