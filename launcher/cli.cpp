@@ -130,6 +130,14 @@ Scanned scan(std::span<const std::string> args) {
       }
       match.inline_value = std::string(next);
       ++i;
+      // A value name of two words ("MIN MAX") takes the next two arguments.
+      if (option.value_name.find(' ') != std::string_view::npos) {
+        if (i + 1 >= args.size()) {
+          throw UsageError(see_help("option " + match.spelling + " needs two values (" +
+                                    std::string(option.value_name) + ")"));
+        }
+        *match.inline_value += " " + args[++i];
+      }
     }
     const auto& value = *match.inline_value;
     if (value.empty())
@@ -184,6 +192,50 @@ struct Parsed {
   std::string spelled(const std::string& name) const { return spelling.at(name); }
 };
 
+// --min-np and the other elastic flags; HOROVOD_ELASTIC_TIMEOUT as horovodrun reads it.
+template <class EnvFn>
+void apply_elastic_settings(JobSpec& spec, const Parsed& parsed, const EnvFn& env) {
+  auto count = [&](const char* name, int min) -> std::optional<int> {
+    const auto v = parsed.value(name);
+    if (!v) return std::nullopt;
+    return parse_count(parsed.spelled(name), *v, kMaxSlots, "the number", min);
+  };
+  spec.elastic.min_np = count("min-np", 1);
+  spec.elastic.max_np = count("max-np", 1);
+  spec.elastic.reset_limit = count("reset-limit", 0);
+  spec.elastic.slots_per_host = count("slots-per-host", 1);
+  spec.elastic.discovery_script = parsed.value("host-discovery-script").value_or("");
+  if (const auto v = parsed.value("elastic-timeout")) {
+    spec.elastic.timeout = std::chrono::seconds(
+        parse_count(parsed.spelled("elastic-timeout"), *v, kMaxStartTimeout, "the timeout", 1));
+  } else if (const auto from_env = env("HOROVOD_ELASTIC_TIMEOUT")) {
+    spec.elastic.timeout = std::chrono::seconds(
+        parse_count("HOROVOD_ELASTIC_TIMEOUT", *from_env, kMaxStartTimeout, "the timeout", 1));
+  }
+  if (const auto v = parsed.value("discovery-interval")) {
+    spec.elastic.discovery_interval = parse_grace(parsed.spelled("discovery-interval"), *v);
+  }
+  if (const auto v = parsed.value("unresponsive-timeout")) {
+    spec.elastic.heartbeat_timeout = parse_grace(parsed.spelled("unresponsive-timeout"), *v);
+    if (spec.elastic.heartbeat_timeout < std::chrono::seconds(1)) {
+      throw UsageError(parsed.spelled("unresponsive-timeout") + " " + *v +
+                       ": must be at least 1 second (heartbeats go every 0.5 s)");
+    }
+  }
+  if (const auto v = parsed.value("blacklist-cooldown-range")) {
+    const auto space = v->find(' ');
+    const std::string name = parsed.spelled("blacklist-cooldown-range");
+    const int low = parse_count(name, v->substr(0, space), 3600, "MIN", 1);
+    const int high = parse_count(name, v->substr(space + 1), 3600, "MAX", 1);
+    if (high < low) {
+      throw UsageError(name + " " + *v + ": MAX (" + std::to_string(high) + ") is below MIN (" +
+                       std::to_string(low) + ")");
+    }
+    spec.elastic.cooldown_min = std::chrono::seconds(low);
+    spec.elastic.cooldown_max = std::chrono::seconds(high);
+  }
+}
+
 void apply_settings(JobSpec& spec, const Parsed& parsed,
                     const std::map<std::string, std::string>& environment) {
   const auto env = [&](const std::string& name) -> std::optional<std::string> {
@@ -205,6 +257,7 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
     spec.max_restarts =
         parse_count(parsed.spelled("max-restarts"), *v, kMaxRestarts, "the number of restarts", 0);
   }
+  apply_elastic_settings(spec, parsed, env);
   if (const auto v = parsed.value("log-level")) {
     spec.log_level = parse_log_level(parsed.spelled("log-level"), *v);
   } else if (const auto from_env = env("HVDRUN_LOG_LEVEL")) {
@@ -278,6 +331,8 @@ void apply_horovod_settings(JobSpec& spec, const Parsed& parsed, std::vector<std
   for (auto& [name, value] : env) spec.tuning_env.emplace(name, std::move(value.value));
 }
 
+void check_elastic(JobSpec& spec, const Parsed& parsed);
+
 // Hosts from -H or --hostfile (default localhost:num_proc), and num_proc (default: all slots).
 void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& notes) {
   const auto hosts_flag = parsed.value("hosts");
@@ -304,6 +359,35 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
   }
   if (spec.hosts.empty()) spec.hosts.push_back(HostSpec{"", "localhost", spec.num_proc, "default"});
   check_enough_slots(spec.hosts, spec.num_proc);
+  check_elastic(spec, parsed);
+}
+
+// The elastic flags against each other and -np.
+void check_elastic(JobSpec& spec, const Parsed& parsed) {
+  auto& e = spec.elastic;
+  if (!e.discovery_script.empty()) {
+    throw UsageError(parsed.spelled("host-discovery-script") +
+                     ": host discovery is not available in this hvdrun; give the hosts with -H "
+                     "or --hostfile and --min-np for fault tolerance on them");
+  }
+  if (!spec.elastic_job()) return;
+  if (spec.max_restarts > 0) {
+    throw UsageError("--max-restarts and " + parsed.spelled(e.min_np ? "min-np" : "max-np") +
+                     " cannot be used together: survivors keep running in an elastic job, "
+                     "--max-restarts restarts every worker");
+  }
+  const int min = e.min_np.value_or(spec.num_proc);
+  const int max = e.max_np.value_or(spec.num_proc);
+  if (min > spec.num_proc) {
+    throw UsageError(parsed.spelled("min-np") + " " + std::to_string(min) + " is above -np " +
+                     std::to_string(spec.num_proc));
+  }
+  if (max < spec.num_proc) {
+    throw UsageError(parsed.spelled("max-np") + " " + std::to_string(max) + " is below -np " +
+                     std::to_string(spec.num_proc));
+  }
+  e.min_np = min;
+  e.max_np = max;
 }
 
 }  // namespace

@@ -25,6 +25,28 @@ constexpr OptionInfo kOptions[] = {
     {"max-restarts", "", "N", true, false, kJob,
      "after a worker fails, restart every worker up to N times (a new generation each time)", "0",
      ""},
+    {"min-np", "", "N", true, false, kElastic,
+     "elastic job: survivors of a failure re-form and go on while at least N workers run",
+     "-np (with --max-np)", ""},
+    {"max-np", "", "N", true, false, kElastic,
+     "elastic job: at most N workers; replacements and returning hosts fill up to it",
+     "-np (with --min-np)", ""},
+    {"elastic-timeout", "", "S", true, false, kElastic,
+     "seconds to wait for --min-np workers before the job fails",
+     "$HOROVOD_ELASTIC_TIMEOUT, else 600", ""},
+    {"reset-limit", "", "N", true, false, kElastic,
+     "the job fails at the re-formation after N of them", "no limit", ""},
+    {"blacklist-cooldown-range", "", "MIN MAX", true, false, kElastic,
+     "seconds a failed worker's host is not used: MIN, doubling per failure up to MAX", "10 300",
+     ""},
+    {"unresponsive-timeout", "", "S", true, false, kElastic,
+     "a worker silent this long (stopped, cut off) is killed and replaced; decimals allowed", "3",
+     ""},
+    {"slots-per-host", "", "N", true, false, kElastic, "slots of discovered hosts", "none", ""},
+    {"host-discovery-script", "", "FILE", true, false, kElastic,
+     "refused: host discovery is not available yet; use -H/--hostfile with --min-np", "", ""},
+    {"discovery-interval", "", "S", true, false, kElastic,
+     "seconds between runs of the discovery script", "1", ""},
     {"hosts", "-H", "LIST", true, false, kHosts,
      "[user@]host[:slots],... (1 slot if not given; IPv6 as [addr]:slots)", "localhost:N", ""},
     {"hostfile", "-hostfile", "FILE", true, false, kHosts,
@@ -115,7 +137,7 @@ std::span<const OptionInfo> cli_options() {
 std::string help_text() {
   std::string text = "hvdrun: run a distributed job, one worker process per slot.\n";
   text += std::string(kUsage) + "\n";
-  for (const auto group : {kJob, kHosts, kOutput, kNetwork, kTuning, kCompat, kOther}) {
+  for (const auto group : {kJob, kElastic, kHosts, kOutput, kNetwork, kTuning, kCompat, kOther}) {
     text += "\n" + std::string(group) + ":\n";
     for (const auto& option : cli_options()) {
       if (option.group != group || option.help.empty()) continue;  // no help: a --no- twin

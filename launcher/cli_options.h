@@ -24,6 +24,7 @@ struct OptionInfo {
 namespace option_group {
 inline constexpr std::string_view kJob = "Job";
 inline constexpr std::string_view kHosts = "Hosts";
+inline constexpr std::string_view kElastic = "Elastic jobs";
 inline constexpr std::string_view kOutput = "Output and logging";
 inline constexpr std::string_view kNetwork = "Network and SSH (remote hosts)";
 inline constexpr std::string_view kTuning = "Horovod tuning (exported to the workers, see README)";

@@ -15,4 +15,11 @@ WorkerEndDecision RestartAllPolicy::on_worker_end(const WorkerId& /*worker*/,
   return WorkerEndDecision::kRestartAll;
 }
 
+WorkerEndDecision ElasticPolicy::on_worker_end(const WorkerId& /*worker*/, const ProcessEnd& end) {
+  if (end.success()) return WorkerEndDecision::kContinue;
+  if (reset_limit_ && resets_ >= *reset_limit_) return WorkerEndDecision::kTerminateJob;
+  ++resets_;
+  return WorkerEndDecision::kReform;
+}
+
 }  // namespace hvdrun::launcher

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "launcher/job_outcome.h"
 #include "launcher/worker_id.h"
@@ -15,6 +16,7 @@ enum class WorkerEndDecision {
   kContinue,      // the job goes on (a worker that finished its work)
   kTerminateJob,  // this end is the job's failure: take every worker down
   kRestartAll,    // stop every worker, then start them all again as a new generation
+  kReform,        // the survivors re-form without this worker (an elastic job)
 };
 
 class FailurePolicy {
@@ -42,6 +44,19 @@ class RestartAllPolicy final : public FailurePolicy {
  private:
   int max_restarts_;
   int restarts_ = 0;
+};
+
+// Elastic jobs (--min-np/--max-np): a failed worker is dropped and the survivors re-form, up
+// to --reset-limit times (none: no limit); one that exits 0 is finished.
+class ElasticPolicy final : public FailurePolicy {
+ public:
+  explicit ElasticPolicy(std::optional<int> reset_limit) : reset_limit_(reset_limit) {}
+  WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
+  int resets() const noexcept { return resets_; }
+
+ private:
+  std::optional<int> reset_limit_;
+  int resets_ = 0;
 };
 
 }  // namespace hvdrun::launcher

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "common/process_end.h"
 #include "launcher/output.h"
 #include "launcher/placement.h"
 #include "launcher/worker_id.h"
-#include "common/process_end.h"
 
 namespace hvdrun::launcher {
 

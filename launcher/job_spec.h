@@ -26,6 +26,20 @@ struct EnvForward {
   bool operator==(const EnvForward&) const = default;
 };
 
+// Elastic jobs (--min-np, --max-np): survivors of a failure keep running and re-form.
+struct ElasticSpec {
+  std::optional<int> min_np;          // after parsing an elastic job: set (default -np)
+  std::optional<int> max_np;          // after parsing an elastic job: set (default -np)
+  std::optional<int> reset_limit;     // --reset-limit: re-formations allowed; none: unlimited
+  std::optional<int> slots_per_host;  // --slots-per-host
+  std::string discovery_script;       // --host-discovery-script
+  std::chrono::milliseconds discovery_interval{1000};
+  std::chrono::seconds timeout{600};      // --elastic-timeout / HOROVOD_ELASTIC_TIMEOUT
+  std::chrono::seconds cooldown_min{10};  // --blacklist-cooldown-range MIN MAX
+  std::chrono::seconds cooldown_max{300};
+  std::chrono::milliseconds heartbeat_timeout{3000};  // --unresponsive-timeout
+};
+
 struct JobSpec {
   int num_proc = 0;                              // exactly this many workers
   std::vector<HostSpec> hosts;                   // in the order given; default localhost:num_proc
@@ -33,12 +47,13 @@ struct JobSpec {
   std::chrono::seconds start_timeout{30};        // --start-timeout / HOROVOD_START_TIMEOUT
   std::chrono::milliseconds grace_period{5000};  // --grace-period (seconds on the CLI)
   int max_restarts = 0;                          // --max-restarts: whole-job restarts
-  std::optional<std::string> output_dir;         // --output-filename
-  bool prefix_timestamp = false;                 // --prefix-output-with-timestamp
-  bool verbose = false;                          // --verbose
-  std::string log_level = "warn";                // --log-level / HVDRUN_LOG_LEVEL
-  std::vector<std::string> network_interfaces;   // --network-interface(s): rendezvous address
-  std::vector<EnvForward> env_forward;           // -x
+  ElasticSpec elastic;
+  std::optional<std::string> output_dir;        // --output-filename
+  bool prefix_timestamp = false;                // --prefix-output-with-timestamp
+  bool verbose = false;                         // --verbose
+  std::string log_level = "warn";               // --log-level / HVDRUN_LOG_LEVEL
+  std::vector<std::string> network_interfaces;  // --network-interface(s): rendezvous address
+  std::vector<EnvForward> env_forward;          // -x
   // HOROVOD_* variables from horovodrun's tuning flags and --config-file (horovod_tuning.h).
   std::map<std::string, std::string> tuning_env;
   int ssh_port = 0;                               // -p/--ssh-port (0 = ~/.ssh/config, else 22)
@@ -46,6 +61,11 @@ struct JobSpec {
   std::string ssh_host_key_check = "accept-new";  // --ssh-host-key-check yes|accept-new|no
   std::string rendezvous_addr;  // --rendezvous-addr; empty: per host, the route's address
   std::string remote_hvdrun;    // --remote-hvdrun; empty: this hvdrun's own path
+
+  bool elastic_job() const noexcept {
+    return elastic.min_np.has_value() || elastic.max_np.has_value() ||
+           !elastic.discovery_script.empty();
+  }
 };
 
 }  // namespace hvdrun::launcher

@@ -238,6 +238,12 @@ void LocalWorkers::signal_all(int signo) {
   }
 }
 
+void LocalWorkers::signal(const WorkerId& worker, int signo) {
+  const auto it = workers_.find(worker);
+  if (it == workers_.end() || it->second->group_empty) return;
+  it->second->child.signal_group(signo);
+}
+
 void LocalWorkers::close_streams() {
   launcher_log()->info(
       "output pipes still open 1 s after every worker exited; killing what is left of "

@@ -51,6 +51,7 @@ class LocalWorkers final : public WorkerPool {
   void reap();
   // Signals every worker's process group that may still hold a process.
   void signal_all(int signo) override;
+  void signal(const WorkerId& worker, int signo) override;
   // SIGKILL to every group that may still hold a process (a worker's leftovers).
   void close() override { signal_all(SIGKILL); }
   std::size_t open_streams() const noexcept { return open_streams_; }

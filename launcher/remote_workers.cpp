@@ -140,6 +140,13 @@ void RemoteWorkers::signal_all(int signo) {
   if (!closed_) spawner_->terminate_all(signo);
 }
 
+void RemoteWorkers::signal(const WorkerId& worker, int signo) {
+  if (closed_) return;
+  for (const auto& [number, running] : running_) {
+    if (running.id == worker) spawner_->terminate(number, signo);
+  }
+}
+
 void RemoteWorkers::close() {
   if (closed_) return;
   closed_ = true;

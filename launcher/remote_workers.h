@@ -49,6 +49,7 @@ class RemoteWorkers final : public WorkerPool {
   void start(std::vector<WorkerLaunch> launches) override;
   // Has each host's agent signal its workers.
   void signal_all(int signo) override;
+  void signal(const WorkerId& worker, int signo) override;
   // Closes every session now (joins the host threads); the agents kill what is left there.
   void close() override;
 

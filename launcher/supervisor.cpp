@@ -11,6 +11,7 @@
 
 #include "common/interfaces.h"
 #include "hvdrun/error.h"
+#include "launcher/elastic_membership.h"
 #include "launcher/failure_policy.h"
 #include "launcher/horovod/kv_server.h"
 #include "launcher/job_outcome.h"
@@ -25,6 +26,7 @@
 #include "launcher/watchdog.h"
 #include "launcher/worker_env.h"
 #include "rendezvous/auth.h"
+#include "rendezvous/client.h"
 #include "rendezvous/server.h"
 
 namespace hvdrun::launcher {
@@ -70,9 +72,10 @@ const char* state_name(JobState state) {
 // the stack of run_job around io_context::run(); io thread only.
 class Supervisor {
  public:
-  // Called when a new generation starts (after a restart) with its slots: prepares the
-  // rendezvous for it and returns its MASTER_PORT.
-  using NextGeneration = std::function<std::uint16_t(const std::vector<Slot>& slots)>;
+  // Called when a new generation starts (a restart or an elastic re-formation) with its
+  // members: prepares the rendezvous for it and returns its MASTER_PORT.
+  using NextGeneration = std::function<std::uint16_t(std::vector<rdzv::Member> members,
+                                                     rdzv::Handover how, std::string reason)>;
 
   Supervisor(asio::io_context& io, const JobSpec& spec, std::vector<Slot> slots, Watchdog& watchdog,
              OutputSink& sink, const std::map<std::string, std::string>& environment,
@@ -87,15 +90,25 @@ class Supervisor {
         grace_timer_(io),
         drain_timer_(io),
         announce_timer_(io),
+        elastic_timer_(io),
+        cooldown_timer_(io),
         local_(io, watchdog, sink,
                {[this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
                 [this](const WorkerId& id) { on_stream_closed(id); }},
                spec.command, spec.verbose) {
     for (const auto& slot : slots) {
+      const auto key = static_cast<std::uint32_t>(slot.rank);
       sink_.add_worker(first_worker(slot), slot.rank);
-      workers_.emplace(first_worker(slot), WorkerRecord{slot, std::nullopt});
+      workers_.emplace(first_worker(slot), WorkerRecord{slot, std::nullopt, key, {}});
     }
+    next_key_ = static_cast<std::uint32_t>(slots.size());
     if (spec.max_restarts > 0) policy_ = std::make_unique<RestartAllPolicy>(spec.max_restarts);
+    if (spec.elastic_job()) {
+      policy_ = std::make_unique<ElasticPolicy>(spec.elastic.reset_limit);
+      membership_.emplace(spec.hosts, *spec.elastic.max_np, spec.elastic.cooldown_min,
+                          spec.elastic.cooldown_max);
+      for (const auto& [id, record] : workers_) membership_->add(id, record.key, record.slot.rank);
+    }
     generations_.push_back({Clock::now(), {}, {}, slots.size(), {}});
     boost::system::error_code ignored;
     signals_.add(SIGHUP, ignored);  // a closed terminal or session: as SIGTERM
@@ -106,6 +119,9 @@ class Supervisor {
               const std::vector<std::size_t>& remote);
   void fail_job(const rdzv::JobError& error);
   void all_joined();
+  // The rendezvous heard nothing from worker `key` for too long: it is killed, and its end is
+  // a failure like any other.
+  void worker_lost(std::uint32_t key, const std::string& why);
   // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
   int exit_status() const {
     const int status = outcome_exit_status(outcome_);
@@ -124,6 +140,16 @@ class Supervisor {
   void on_host_ready(std::size_t host, ssh::HostReady ready);
   void on_host_failed(std::size_t host, const ssh::HostFailed& failed);
   void start_workers();
+  // Starts the given workers of workers_ in their pools.
+  void launch_workers(const std::vector<WorkerId>& ids);
+  // Elastic jobs: the failed worker is dropped, its host cools down, the survivors re-form.
+  void drop_and_reform(const WorkerId& id);
+  // A new generation of membership_'s workers plus replacements on free slots, if at least
+  // --min-np can take part; else the wait for slots (bounded by --elastic-timeout).
+  void reform(rdzv::Handover how, const std::string& reason);
+  void wait_for_slots(rdzv::Handover how, const std::string& reason);
+  // At the next cooldown end: grow back towards --max-np (or end a wait for slots).
+  void watch_cooldowns();
   // The pool that runs the workers of `host`: SSH once the host is connected, else this machine.
   WorkerPool& pool_of(std::size_t host) {
     if (ready_.contains(host)) return *remote_;
@@ -156,10 +182,13 @@ class Supervisor {
   void enter(JobState next);
   void finish();
 
-  // A worker of the job: its slot (rank and topology in this generation) and how it ended.
+  // A worker of the job: its slot (rank and topology in this generation), how it ended, its
+  // key (HVDRUN_SLOT) and, when the rendezvous lost it, why.
   struct WorkerRecord {
     Slot slot;
     std::optional<ProcessEnd> end;
+    std::uint32_t key = 0;
+    std::string lost;
   };
   // One generation of the job, for the summary.
   struct GenerationRecord {
@@ -179,7 +208,12 @@ class Supervisor {
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
   asio::steady_timer drain_timer_;
-  asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
+  asio::steady_timer announce_timer_;            // bounds the wait for a failed rank's last output
+  asio::steady_timer elastic_timer_;             // --elastic-timeout while below --min-np
+  asio::steady_timer cooldown_timer_;            // the next end of a host's cooldown
+  std::optional<ElasticMembership> membership_;  // elastic jobs only
+  bool waiting_for_slots_ = false;
+  std::uint32_t next_key_ = 0;  // HVDRUN_SLOT of the next worker started
   AddressPlan plan_;
   RendezvousInfo rdzv_;                          // port, secret, master port; addresses per host
   std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
@@ -263,11 +297,19 @@ RendezvousInfo Supervisor::rendezvous_for(std::size_t host) const {
 
 void Supervisor::start_workers() {
   enter(JobState::kRunning);
+  std::vector<WorkerId> ids;
+  for (const auto& [id, record] : workers_) ids.push_back(id);
+  launch_workers(ids);
+}
+
+void Supervisor::launch_workers(const std::vector<WorkerId>& ids) {
   std::map<WorkerPool*, std::vector<WorkerLaunch>> launches;
-  for (const auto& [id, record] : workers_) {
-    const auto& slot = record.slot;
+  for (const auto& id : ids) {
+    const auto& record = workers_.at(id);
     launches[&pool_of(id.host)].push_back(
-        {id, slot, worker_environment(environment_, spec_, slot, rendezvous_for(id.host))});
+        {id, record.slot,
+         worker_environment(environment_, spec_, record.slot, rendezvous_for(id.host),
+                            record.key)});
   }
   // Remote hosts first: their SSH round trips overlap the local fork/exec.
   for (WorkerPool* pool : pools()) {
@@ -287,6 +329,12 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
                                                      : WorkerEndDecision::kContinue;
   if (decision == WorkerEndDecision::kRestartAll) {
     restart(record.slot, *record.end);
+    maybe_finish();
+    return;
+  }
+  if (membership_ && record.end->success()) membership_->remove(record.key);  // finished
+  if (decision == WorkerEndDecision::kReform) {
+    drop_and_reform(id);
     maybe_finish();
     return;
   }
@@ -352,21 +400,134 @@ void Supervisor::restart(const Slot& slot, const ProcessEnd& end) {
 void Supervisor::start_next_generation() {
   generations_.back().ended = Clock::now();
   std::map<WorkerId, WorkerRecord> next;
+  std::vector<rdzv::Member> members;
   for (const auto& [id, record] : workers_) {
     const WorkerId incarnation{id.host, id.slot, id.incarnation + 1};
     sink_.add_worker(incarnation, record.slot.rank);
-    next.emplace(incarnation, WorkerRecord{record.slot, std::nullopt});
+    // A fresh key: a late process of the old generation is no member of the new one.
+    next.emplace(incarnation, WorkerRecord{record.slot, std::nullopt, next_key_, {}});
+    members.push_back({next_key_++, record.slot});
   }
   workers_ = std::move(next);
   ended_ = 0;
-  std::vector<Slot> slots;
-  for (const auto& [id, record] : workers_) slots.push_back(record.slot);
-  std::sort(slots.begin(), slots.end(),
-            [](const Slot& a, const Slot& b) { return a.rank < b.rank; });
+  std::sort(members.begin(), members.end(),
+            [](const rdzv::Member& a, const rdzv::Member& b) { return a.slot.rank < b.slot.rank; });
+  const std::size_t size = members.size();
   rdzv_.restart_count = static_cast<int>(generations_.size());
-  rdzv_.master_port = next_generation_(slots);
-  generations_.push_back({Clock::now(), {}, {}, slots.size(), {}});
+  rdzv_.master_port = next_generation_(std::move(members), rdzv::Handover::kRestart,
+                                       generations_.back().end_reason);
+  generations_.push_back({Clock::now(), {}, {}, size, {}});
   start_workers();
+}
+
+void Supervisor::drop_and_reform(const WorkerId& id) {
+  auto& record = workers_.at(id);
+  const ProcessEnd& end = *record.end;
+  const std::string who = "rank " + std::to_string(record.slot.rank) + " (host " +
+                          record.slot.host + (end.pid ? ", pid " + std::to_string(end.pid) : "") +
+                          ")";
+  const std::string what = record.lost.empty() ? end.what_happened() : record.lost;
+  const auto now = Clock::now();
+  generations_.back().ended = now;
+  generations_.back().end_reason = who + " " + what;
+  membership_->remove(record.key);
+  const auto cooldown = membership_->cool_down(id.host, now);
+  workers_.erase(id);
+  --ended_;
+  note(who + " " + what + "; host " + spec_.hosts[id.host].name + " unused for " +
+       std::to_string(cooldown.count()) + " s; re-forming with " +
+       plural(membership_->live(), "surviving worker"));
+  reform(rdzv::Handover::kBroken, who + " " + what);
+}
+
+void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
+  if (state_ != JobState::kRunning) return;
+  const auto now = Clock::now();
+  const std::size_t possible = membership_->live() + membership_->free_slots(now);
+  if (possible < static_cast<std::size_t>(*spec_.elastic.min_np)) {
+    wait_for_slots(how, reason);
+    return;
+  }
+  if (waiting_for_slots_) {
+    waiting_for_slots_ = false;
+    elastic_timer_.cancel();
+  }
+  std::vector<WorkerId> added;
+  for (const auto& w : membership_->fill(now)) {
+    added.push_back(w.id);
+    workers_.emplace(w.id, WorkerRecord{Slot{}, std::nullopt, w.key, {}});
+  }
+  next_key_ = membership_->next_key();
+  auto members = membership_->next_generation();
+  std::map<std::uint32_t, const Slot*> by_key;
+  for (const auto& m : members) by_key[m.worker] = &m.slot;
+  for (auto& [id, record] : workers_) {
+    if (const auto it = by_key.find(record.key); it != by_key.end()) record.slot = *it->second;
+  }
+  for (const auto& id : added) sink_.add_worker(id, workers_.at(id).slot.rank);
+  const std::size_t size = members.size();
+  if (!generations_.back().ended) {  // hosts updated: the running generation ends here
+    generations_.back().ended = now;
+    generations_.back().end_reason = reason;
+  }
+  rdzv_.master_port = next_generation_(std::move(members), how, reason);
+  generations_.push_back({now, {}, {}, size, {}});
+  if (!added.empty()) {
+    note("generation " + std::to_string(generations_.size() - 1) + ": " + plural(size, "worker") +
+         ", " + std::to_string(added.size()) + " of them new");
+  }
+  launch_workers(added);
+  watch_cooldowns();
+}
+
+void Supervisor::wait_for_slots(rdzv::Handover how, const std::string& reason) {
+  watch_cooldowns();
+  if (waiting_for_slots_) return;
+  waiting_for_slots_ = true;
+  const auto timeout = spec_.elastic.timeout;
+  note("below --min-np " + std::to_string(*spec_.elastic.min_np) + ": " +
+       plural(membership_->live(), "worker") + " left and no free slot; waiting up to " +
+       std::to_string(timeout.count()) + " s (--elastic-timeout) for slots");
+  elastic_timer_.expires_after(timeout);
+  elastic_timer_.async_wait([this, timeout, how, reason](const boost::system::error_code& ec) {
+    if (ec || !waiting_for_slots_ || state_ != JobState::kRunning) return;
+    if (!outcome_) {
+      std::string text = "only " + plural(membership_->live(), "worker") + " for " +
+                         std::to_string(timeout.count()) +
+                         " s (--elastic-timeout), below --min-np " +
+                         std::to_string(*spec_.elastic.min_np) + " (after " + reason + ")";
+      generations_.back().end_reason = text;
+      outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
+      note("job failed: " + outcome_->message + "; terminating " + plural(running(), "rank"));
+    }
+    terminate();
+    maybe_finish();
+  });
+}
+
+void Supervisor::watch_cooldowns() {
+  const auto now = Clock::now();
+  const auto end = membership_->next_cooldown_end(now);
+  if (!end || membership_->live() >= static_cast<std::size_t>(*spec_.elastic.max_np)) return;
+  cooldown_timer_.expires_at(*end);
+  cooldown_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || state_ != JobState::kRunning) return;
+    if (membership_->free_slots(Clock::now()) == 0) return watch_cooldowns();
+    if (waiting_for_slots_) {
+      reform(rdzv::Handover::kBroken, "slots free again after a cooldown");
+    } else {
+      reform(rdzv::Handover::kHostsUpdated, "slots free again after a cooldown");
+    }
+  });
+}
+
+void Supervisor::worker_lost(std::uint32_t key, const std::string& why) {
+  if (state_ != JobState::kRunning) return;
+  for (auto& [id, record] : workers_) {
+    if (record.key != key || record.end) continue;
+    record.lost = "missed its heartbeats (" + why + "): killed";
+    pool_of(id.host).signal(id, SIGKILL);
+  }
 }
 
 void Supervisor::print_generations() const {
@@ -454,7 +615,7 @@ void Supervisor::kill_all(int signo) {
 
 void Supervisor::maybe_finish() {
   if (state_ == JobState::kConnecting || state_ == JobState::kFinished || announce_pending_ ||
-      ended_ < workers_.size()) {
+      ended_ < workers_.size() || (waiting_for_slots_ && state_ == JobState::kRunning)) {
     return;
   }
   if (state_ == JobState::kRestarting) {
@@ -499,6 +660,9 @@ void Supervisor::enter(JobState next) {
       break;
     case JobState::kRestarting:
     case JobState::kTerminating:
+      waiting_for_slots_ = false;
+      elastic_timer_.cancel();
+      cooldown_timer_.cancel();
       stop_workers();
       break;
     case JobState::kDraining:
@@ -518,6 +682,8 @@ void Supervisor::finish() {
   grace_timer_.cancel();
   drain_timer_.cancel();
   announce_timer_.cancel();
+  elastic_timer_.cancel();
+  cooldown_timer_.cancel();
   boost::system::error_code ignored;
   signals_.clear(ignored);  // restores the default dispositions
   signals_.cancel(ignored);
@@ -582,8 +748,13 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
         server->close();
         horovod_kv->close();
       },
-      [&server, &horovod_kv, &master_port](const std::vector<Slot>& next) {
-        server->start_generation(next);
+      [&server, &horovod_kv, &master_port](std::vector<rdzv::Member> members, rdzv::Handover how,
+                                           std::string reason) {
+        std::vector<Slot> next;
+        for (const auto& m : members) next.push_back(m.slot);
+        std::sort(next.begin(), next.end(),
+                  [](const Slot& a, const Slot& b) { return a.rank < b.rank; });
+        server->start_generation(std::move(members), how, std::move(reason));
         horovod_kv->reset(horovod_plan(next));
         master_port.reset();  // a fresh port: the old one may still be in TIME_WAIT
         master_port.emplace(PortReservation::reserve());
@@ -594,10 +765,18 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
   options.slots = slots;
   options.start_timeout = spec.start_timeout;
   options.bind_address = plan.bind;
+  if (spec.elastic_job()) {
+    options.reform_timeout = spec.elastic.timeout;
+    options.heartbeat_interval = rdzv::kDefaultHeartbeat;
+    options.heartbeat_timeout = spec.elastic.heartbeat_timeout;
+  }
   server.emplace(io, options,
                  rdzv::ServerCallbacks{
                      [&supervisor](const rdzv::JobError& error) { supervisor.fail_job(error); },
-                     [&supervisor] { supervisor.all_joined(); }, {}});
+                     [&supervisor] { supervisor.all_joined(); },
+                     [&supervisor](std::uint32_t worker, const std::string& why) {
+                       supervisor.worker_lost(worker, why);
+                     }});
   // Horovod's clients send no credentials: loopback for a local job (plan.bind).
   horovod_kv.emplace(io, horovod_server_options(plan.bind, slots.size()), horovod_plan(slots));
   master_port.emplace(PortReservation::reserve());

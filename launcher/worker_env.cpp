@@ -15,11 +15,15 @@ std::string host_port(const std::string& addr, std::uint16_t port) {
 }
 
 void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spec, const Slot& slot,
-                     const RendezvousInfo& rendezvous) {
+                     const RendezvousInfo& rendezvous, std::uint32_t worker_key) {
   const auto str = [](auto value) { return std::to_string(value); };
   env[env::kRendezvousAddr] = host_port(rendezvous.addr, rendezvous.port);
   env[env::kSecret] = rendezvous.secret;
-  env[env::kSlot] = str(slot.rank);
+  env[env::kSlot] = str(worker_key);
+  if (spec.elastic_job()) {
+    env[env::kElastic] = "1";
+    env[env::kElasticTimeout] = str(spec.elastic.timeout.count());
+  }
   env[env::kHostname] = slot.host;
   env[env::kStartTimeout] = str(spec.start_timeout.count());
   env[env::kLogLevel] = spec.log_level;
@@ -62,8 +66,9 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
 // inside another job) is never passed on. libhvdrun's settings (HVDRUN_TIMEOUT,
 // HVDRUN_BACKEND, HVDRUN_FUSION_*, ...) pass like any other variable.
 bool launcher_owned(const std::string& name) {
-  for (const char* owned : {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname,
-                            env::kStartTimeout, env::kLogLevel, env::kNetworkInterface}) {
+  for (const char* owned :
+       {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname, env::kStartTimeout,
+        env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout}) {
     if (name == owned) return true;
   }
   return false;
@@ -85,7 +90,8 @@ bool omp_threads_defaulted(const std::map<std::string, std::string>& launcher_en
 
 std::vector<std::string> worker_environment(const std::map<std::string, std::string>& launcher_env,
                                             const JobSpec& spec, const Slot& slot,
-                                            const RendezvousInfo& rendezvous) {
+                                            const RendezvousInfo& rendezvous,
+                                            std::optional<std::uint32_t> worker_key) {
   std::map<std::string, std::string> env;
   for (const auto& [name, value] : launcher_env) {
     if (!launcher_owned(name)) env.emplace(name, value);
@@ -111,7 +117,8 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
   if (omp_threads_defaulted(launcher_env, spec, slot.local_size)) {
     env.try_emplace(env::kOmpNumThreads, "1");
   }
-  set_slot_values(env, spec, slot, rendezvous);
+  set_slot_values(env, spec, slot, rendezvous,
+                  worker_key.value_or(static_cast<std::uint32_t>(slot.rank)));
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [name, value] : env) out.push_back(name + "=" + value);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,11 @@ bool omp_threads_defaulted(const std::map<std::string, std::string>& launcher_en
                            const JobSpec& spec, int local_size);
 
 // Returns "NAME=VALUE" strings, sorted by name, one per name.
+// `worker_key` is the worker's HVDRUN_SLOT (unique in the job); default: its rank, as for the
+// first workers of a job.
 std::vector<std::string> worker_environment(const std::map<std::string, std::string>& launcher_env,
                                             const JobSpec& spec, const Slot& slot,
-                                            const RendezvousInfo& rendezvous);
+                                            const RendezvousInfo& rendezvous,
+                                            std::optional<std::uint32_t> worker_key = {});
 
 }  // namespace hvdrun::launcher

@@ -27,6 +27,8 @@ class WorkerPool {
   virtual void start(std::vector<WorkerLaunch> launches) = 0;
   // Sends `signo` to every worker that may still hold a process.
   virtual void signal_all(int signo) = 0;
+  // Sends `signo` to one worker (its process group); nothing if it is not this pool's.
+  virtual void signal(const WorkerId& worker, int signo) = 0;
   // The job is over: whatever is left is killed and the pool's channels closed; events that
   // come later are dropped.
   virtual void close() = 0;

@@ -298,6 +298,10 @@ class Client::Impl {
                    const std::string& what, std::optional<std::uint32_t> join_gen) {
     {
       std::lock_guard lock(mutex_);
+      // The server's error, sent before it closed, says more than the closed connection.
+      for (const auto& reply : replies_) {
+        if (auto* error = std::get_if<ErrorMsg>(&reply.body)) throw_server_error(where_, *error);
+      }
       if (terminal_) throw NetworkError(*terminal_);
     }
     const auto deadline = Clock::now() + timeout + grace;

@@ -8,8 +8,13 @@ namespace hvdrun::env {
 inline constexpr const char* kRendezvousAddr = "HVDRUN_RENDEZVOUS_ADDR";
 // Per-job secret (hex); proves a client belongs to the job. Never printed.
 inline constexpr const char* kSecret = "HVDRUN_SECRET";
-// Launcher slot index of this worker (its rank in the first generation).
+// This worker's key in the job: unique among every process the job starts, kept for the
+// worker's life (its rank may change from generation to generation).
 inline constexpr const char* kSlot = "HVDRUN_SLOT";
+// 1 in an elastic job: libhvdrun re-forms after a generation ends (hvdrun/elastic.h).
+inline constexpr const char* kElastic = "HVDRUN_ELASTIC";
+// Seconds an elastic worker waits for the next generation to form (--elastic-timeout).
+inline constexpr const char* kElasticTimeout = "HVDRUN_ELASTIC_TIMEOUT";
 // Host name of the slot as the user wrote it (-H / host file).
 inline constexpr const char* kHostname = "HVDRUN_HOSTNAME";
 // Seconds a worker waits in init() for all ranks to join (the launcher's --start-timeout).

@@ -21,6 +21,12 @@ constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 
 bool ServerCore::check_generation(Session& session, std::uint32_t gen, MsgType type) {
   if (generation_numbered(gen)) return true;
+  if (session.slot && gen < generation_.number()) {
+    // A worker's request that crossed the GenerationEnd pushed to it: the push ends the
+    // client's wait, and the connection serves the worker's next generation.
+    logger()->debug("{}: {} for ended generation {} dropped", session.peer(), type_name(type), gen);
+    return false;
+  }
   const std::string text = type_name(type) + " for generation " + std::to_string(gen) +
                            " refused: current generation is " +
                            std::to_string(generation_.number());

@@ -36,7 +36,7 @@ Runtime::Runtime(Options options) : options_(std::move(options)) {
     return;
   }
   try {
-    communicator_ = form_generation();
+    communicator_ = form_generation(false);
   } catch (const Error&) {
     rethrow_with_prefix(std::current_exception(), "hvdrun::init (rendezvous " + o.rendezvous +
                                                       ", slot " + std::to_string(o.slot) + "): ");
@@ -45,7 +45,48 @@ Runtime::Runtime(Options options) : options_(std::move(options)) {
 
 Runtime::~Runtime() {
   communicator_.reset();
-  client_.reset();
+  client_.reset();  // joins the reader thread: no callback runs after this
+}
+
+bool Runtime::generation_ended() const {
+  return client_ && client_->generation_end().has_value();
+}
+
+void Runtime::reform() {
+  if (!options_.elastic || !client_) {
+    throw UsageError("hvdrun: re-forming needs an elastic job (hvdrun --min-np or --max-np)");
+  }
+  const auto start = tcp::Clock::now();
+  const auto end = client_->generation_end();
+  client_->set_interrupt(-1);  // the old generation's signal: raised, and about to be closed
+  communicator_.reset();
+  try {
+    communicator_ = form_generation(true);
+  } catch (const Error&) {
+    rethrow_with_prefix(std::current_exception(),
+                        "hvdrun: re-forming after generation " +
+                            std::to_string(end ? end->ended : client_->generation()) + " ended" +
+                            (end ? " (" + end->end.reason + ")" : std::string()) + ": ");
+  }
+  runtime_log().info(
+      "re-formed as rank {}/{} in {} ms", communicator_->topology().rank,
+      communicator_->topology().size,
+      std::chrono::duration_cast<std::chrono::milliseconds>(tcp::Clock::now() - start).count());
+}
+
+void Runtime::watch(std::shared_ptr<AbortSignal> abort, std::uint32_t generation) {
+  std::lock_guard lock(watch_mutex_);
+  watched_abort_ = std::move(abort);
+  watched_generation_ = generation;
+}
+
+void Runtime::on_generation_end(const rdzv::GenerationEndEvent& event) {
+  if (event.end.kind != rdzv::EndKind::kBroken) return;  // hosts updated: at the next commit
+  std::lock_guard lock(watch_mutex_);
+  if (watched_abort_ && event.ended >= watched_generation_) {
+    watched_abort_->raise("generation " + std::to_string(event.ended) +
+                          " ended: " + event.end.reason);
+  }
 }
 
 std::unique_ptr<Communicator> Runtime::form_world_of_one() {
@@ -54,7 +95,7 @@ std::unique_ptr<Communicator> Runtime::form_world_of_one() {
   return communicator;
 }
 
-std::unique_ptr<Communicator> Runtime::form_generation() {
+std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin) {
   const Options& options = options_;
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
@@ -65,6 +106,8 @@ std::unique_ptr<Communicator> Runtime::form_generation() {
   if (!client_) {  // the first generation opens the connection that later ones reuse
     client_ = std::make_unique<rdzv::Client>(rdzv::Endpoint::parse(options.rendezvous),
                                              options.secret, options.start_timeout);
+    client_->on_generation_end(
+        [this](const rdzv::GenerationEndEvent& event) { on_generation_end(event); });
   }
   // Without an interface setting, the data socket listens only on the address it advertises
   // (the route to the launcher: loopback for a local job), not on every address.
@@ -76,7 +119,8 @@ std::unique_ptr<Communicator> Runtime::form_generation() {
   request.host = options.hostname;
   request.data_addr = advertise;
   request.data_port = listener.port();
-  rdzv::Assignment assignment = client_->join(request, options.start_timeout);
+  rdzv::Assignment assignment = rejoin ? client_->rejoin(request, options.elastic_timeout)
+                                       : client_->join(request, options.start_timeout);
   const rdzv::Assign& a = assignment.assign;
   check_assignment(a);
   configure_runtime_log(options.log_level, options.hostname, a.rank);
@@ -90,6 +134,10 @@ std::unique_ptr<Communicator> Runtime::form_generation() {
   }
   auto abort = std::make_shared<AbortSignal>();  // the ring setup already watches it
   client_->set_interrupt(abort->fd());           // and the rendezvous waits of this generation
+  watch(abort, assignment.generation);
+  if (const auto end = client_->generation_end(); end && end->end.kind == rdzv::EndKind::kBroken) {
+    on_generation_end(*end);  // it ended before the watch was set
+  }
   auto ring =
       std::make_unique<tcp::Ring>(a.rank, a.size, a.peers, std::move(listener), options.secret,
                                   assignment.generation, options.timeout, abort.get());

@@ -3,10 +3,14 @@
 // abort signal), so that a generation can be dropped and another formed over the same
 // connection. Built at init(): rendezvous JOIN/ASSIGN, the TCP ring, the backend choice and
 // NCCL when chosen; without a rendezvous address, a world of one process (with NCCL on one
-// GPU when chosen). Thread rules: as hvdrun.h; abort() from any thread.
+// GPU when chosen). In an elastic job (HVDRUN_ELASTIC) a GenerationEnd pushed by the launcher
+// aborts the current generation's pending waits at once (kBroken), and reform() joins the next
+// generation on the same connection. Thread rules: as hvdrun.h; abort() from any thread.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "rendezvous/client.h"
@@ -30,15 +34,34 @@ class Runtime {
   // Ends every blocking wait of the current generation with AbortedError naming `reason`.
   void abort(const std::string& reason) noexcept { communicator_->abort(reason); }
 
+  bool elastic() const noexcept { return options_.elastic; }
+  // The launcher ended this process's generation (a failure elsewhere, or hosts changed).
+  bool generation_ended() const;
+  // Drops the current generation's communicator and joins the next generation on the same
+  // connection, waiting up to the elastic timeout for it. Throws UsageError outside an
+  // elastic job, WorkerFailedError if this worker is not in the next generation.
+  void reform();
+
  private:
   // The current generation's communicator, from an assignment received over client_ (opened
-  // by the first call, after the data socket is bound).
-  std::unique_ptr<Communicator> form_generation();
+  // by the first call, after the data socket is bound); `rejoin`: of the generation after the
+  // one that ended.
+  std::unique_ptr<Communicator> form_generation(bool rejoin);
+  // On the client's reader thread: a broken generation aborts what the communicator waits for.
+  void on_generation_end(const rdzv::GenerationEndEvent& event);
+  void watch(std::shared_ptr<AbortSignal> abort, std::uint32_t generation);
   std::unique_ptr<Communicator> form_world_of_one();
 
   Options options_;
   std::unique_ptr<rdzv::Client> client_;  // declared first: outlives the communicator
   std::unique_ptr<Communicator> communicator_;
+  mutable std::mutex watch_mutex_;  // guards the two below (the reader thread reads them)
+  std::shared_ptr<AbortSignal> watched_abort_;  // the current generation's
+  std::uint32_t watched_generation_ = 0;
 };
+
+// This process's Runtime between hvdrun::init() and shutdown(); UsageError naming `function`
+// otherwise (runtime.cpp holds it).
+Runtime& active_runtime(const char* function);
 
 }  // namespace hvdrun

@@ -130,6 +130,10 @@ Options parse_options(const EnvLookup& lookup) {
   if (auto v = get(env::kStartTimeout); !v.empty()) {
     options.start_timeout = parse_seconds(env::kStartTimeout, v);
   }
+  if (auto v = get(env::kElastic); !v.empty()) options.elastic = parse_flag(env::kElastic, v);
+  if (auto v = get(env::kElasticTimeout); !v.empty()) {
+    options.elastic_timeout = parse_seconds(env::kElasticTimeout, v);
+  }
   parse_gpu_options(get, options);
   const std::string_view host = get(env::kHostname);
   options.hostname = host.empty() ? local_hostname() : std::string(host);

@@ -33,9 +33,11 @@ struct Options {
   std::string rendezvous;  // "host:port"; empty: not started by hvdrun, a world of one
   std::string secret;
   std::uint32_t slot = 0;
-  std::string hostname;                            // HVDRUN_HOSTNAME, else gethostname()
-  std::chrono::milliseconds start_timeout{30000};  // HVDRUN_START_TIMEOUT (seconds)
-  std::chrono::milliseconds timeout{60000};        // HVDRUN_TIMEOUT (seconds)
+  std::string hostname;                               // HVDRUN_HOSTNAME, else gethostname()
+  std::chrono::milliseconds start_timeout{30000};     // HVDRUN_START_TIMEOUT (seconds)
+  std::chrono::milliseconds timeout{60000};           // HVDRUN_TIMEOUT (seconds)
+  bool elastic = false;                               // HVDRUN_ELASTIC
+  std::chrono::milliseconds elastic_timeout{600000};  // HVDRUN_ELASTIC_TIMEOUT (seconds)
   spdlog::level::level_enum log_level = spdlog::level::warn;
   std::string network_interface;  // HVDRUN_NETWORK_INTERFACE (data_address.h); empty: default
   nccl::GpuRequest gpu;  // HVDRUN_BACKEND (cpu|nccl|auto), HVDRUN_GPU_DEVICE, HVDRUN_GPU_EXCLUSIVE

@@ -22,11 +22,7 @@ std::unique_ptr<Runtime>& runtime() {
 }
 
 Communicator& communicator(const char* function) {
-  const auto& current = runtime();
-  if (!current) {
-    throw UsageError(std::string("hvdrun::") + function + " called before hvdrun::init()");
-  }
-  return current->communicator();
+  return active_runtime(function).communicator();
 }
 
 DeviceCollectives& device_backend(const char* function) {
@@ -40,6 +36,14 @@ DeviceCollectives& device_backend(const char* function) {
 }
 
 }  // namespace
+
+Runtime& active_runtime(const char* function) {
+  const auto& current = runtime();
+  if (!current) {
+    throw UsageError(std::string("hvdrun::") + function + " called before hvdrun::init()");
+  }
+  return *current;
+}
 
 void init() {
   auto& current = runtime();

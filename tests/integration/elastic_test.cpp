@@ -1,0 +1,197 @@
+// Integration: elastic jobs (--min-np). The real hvdrun runs examples/train_elastic; a worker
+// is SIGKILLed or SIGSTOPped mid-run. The survivors keep their processes, roll back to their
+// last commit, re-form with new ranks and finish with identical weights, having applied every
+// sample exactly once; a host's slots come back after the cooldown; below --min-np the job
+// fails after --elastic-timeout; --reset-limit ends the job.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// train_elastic behind a shell that records its pid as DIR/<HVDRUN_SLOT>.pid (exec keeps it).
+std::vector<std::string> elastic_job(const TempDir& dir, std::vector<std::string> flags,
+                                     int epochs) {
+  std::vector<std::string> args = std::move(flags);
+  for (const std::string& a :
+       {std::string("/bin/sh"), std::string("-c"),
+        "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"", std::string("sh"),
+        std::string(TRAIN_ELASTIC), std::string("--epochs"), std::to_string(epochs),
+        std::string("--samples"), std::string("8192"), std::string("--step-delay-ms"),
+        std::string("15"), std::string("--commit-every"), std::string("5")}) {
+    args.push_back(a);
+  }
+  return args;
+}
+
+// The pid of the first worker of `slot`, once all `workers` first workers wrote theirs.
+pid_t pid_of_slot(const TempDir& dir, int slot, std::size_t workers = 4) {
+  wait_for_pids(dir.path, workers, seconds(20));
+  std::ifstream in(dir.path / (std::to_string(slot) + ".pid"));
+  pid_t pid = -1;
+  in >> pid;
+  return pid;
+}
+
+// "pid P done as rank R/S after K resets: weights H" lines: pid -> (size, hash).
+std::map<pid_t, std::pair<int, std::string>> finished(const std::string& out) {
+  std::map<pid_t, std::pair<int, std::string>> done;
+  const std::regex line(
+      R"(pid (\d+) done as rank \d+/(\d+) after \d+ resets: weights ([0-9a-f]+))");
+  for (const auto& text : lines_of(out)) {
+    std::smatch m;
+    if (std::regex_search(text, m, line)) {
+      done[static_cast<pid_t>(std::stol(m[1]))] = {std::stoi(m[2]), m[3]};
+    }
+  }
+  return done;
+}
+
+void expect_one_hash(const std::map<pid_t, std::pair<int, std::string>>& done,
+                     const std::string& out) {
+  std::set<std::string> hashes;
+  for (const auto& [pid, entry] : done) hashes.insert(entry.second);
+  EXPECT_EQ(hashes.size(), 1u) << out;
+}
+
+TEST(Elastic, AKilledWorkerLeavesThreeSurvivorsThatFinishWithTheirOwnProcesses) {
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "60", "60"}, 3));
+  const pid_t victim = pid_of_slot(dir, 2);
+  std::vector<pid_t> survivors = {pid_of_slot(dir, 0), pid_of_slot(dir, 1), pid_of_slot(dir, 3)};
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "(host localhost, pid " + std::to_string(victim) +
+                                  ") was killed by signal SIGKILL (9); host localhost unused "
+                                  "for 60 s; re-forming with 3 surviving workers"))
+      << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 3u) << r.out;
+  for (pid_t pid : survivors) {  // the same processes, in a generation of 3
+    ASSERT_TRUE(done.contains(pid)) << pid << "\n" << r.out;
+    EXPECT_EQ(done.at(pid).first, 3);
+  }
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "re-formed: 3 ranks, resuming at epoch")) << r.out;
+  EXPECT_TRUE(contains(r.out, "applied 24576 samples of 24576; all ranks agree")) << r.out;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(\n    1: 3 ranks, started [0-9.]+ s, )"
+                                                  R"(formed [0-9.]+ s, ended [0-9.]+ s: )"
+                                                  R"(every rank exited 0)")))
+      << r.err;
+}
+
+TEST(Elastic, WhenRankZeroDiesASurvivorBecomesRankZero) {
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir, {"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "60", "60"}, 2));
+  const pid_t victim = pid_of_slot(dir, 0, 3);
+  const pid_t next = pid_of_slot(dir, 1, 3);
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "pid " + std::to_string(next) + " done as rank 0/2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "applied 16384 samples of 16384; all ranks agree")) << r.out;
+  expect_one_hash(finished(r.out), r.out);
+}
+
+TEST(Elastic, TheHostsSlotsComeBackAfterTheCooldownAndTheNewcomerGetsTheState) {
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "1", "1"}, 6));
+  const pid_t victim = pid_of_slot(dir, 3);
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "re-forming with 3 surviving workers")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: generation 2: 4 workers, 1 of them new")) << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 4u) << r.out;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 4);
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 49152 samples of 49152; all ranks agree")) << r.out;
+}
+
+TEST(Elastic, AStoppedWorkerIsFoundByItsMissedHeartbeatsAndReplaced) {
+  TempDir dir;
+  HvdrunProcess job(elastic_job(dir,
+                                {"-np", "4", "--min-np", "2", "--unresponsive-timeout", "1",
+                                 "--blacklist-cooldown-range", "60", "60"},
+                                3));
+  const pid_t victim = pid_of_slot(dir, 1);
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "pid " + std::to_string(victim) +
+                                  ") missed its heartbeats (no "
+                                  "heartbeat for "))
+      << r.err;
+  EXPECT_TRUE(contains(r.out, "applied 24576 samples of 24576; all ranks agree")) << r.out;
+  EXPECT_FALSE(alive(victim));
+}
+
+TEST(Elastic, BelowMinNpTheJobFailsAfterTheElasticTimeoutAndLeavesNothing) {
+  TempDir dir;
+  HvdrunProcess job(elastic_job(dir,
+                                {"-np", "4", "--min-np", "4", "--elastic-timeout", "2",
+                                 "--blacklist-cooldown-range", "60", "60"},
+                                20));
+  std::vector<pid_t> all;
+  for (int slot = 0; slot < 4; ++slot) all.push_back(pid_of_slot(dir, slot));
+  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_EQ(::kill(all[1], SIGKILL), 0);
+  const auto r = job.finish(seconds(60));
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "below --min-np 4: 3 workers left and no free slot; waiting up to "
+                       "2 s (--elastic-timeout) for slots"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "job failed: only 3 workers for 2 s (--elastic-timeout), below "
+                       "--min-np 4"))
+      << r.err;
+  EXPECT_TRUE(wait_until_gone(all, seconds(10)).empty());
+}
+
+TEST(Elastic, TheResetLimitEndsTheJob) {
+  TempDir dir;
+  HvdrunProcess job(elastic_job(dir, {"-np", "3", "--min-np", "1", "--reset-limit", "0"}, 20));
+  const pid_t victim = pid_of_slot(dir, 2, 3);
+  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 128 + SIGKILL) << r.err;
+  EXPECT_TRUE(contains(r.err, "pid " + std::to_string(victim) + ") was killed by signal SIGKILL"))
+      << r.err;
+}
+
+TEST(Elastic, FlagsAreCheckedAgainstEachOther) {
+  auto r = run_hvdrun({"-np", "2", "--min-np", "3", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--min-np 3 is above -np 2")) << r.err;
+  r = run_hvdrun({"-np", "2", "--min-np", "1", "--max-restarts", "1", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--max-restarts and --min-np cannot be used together")) << r.err;
+  r = run_hvdrun({"-np", "2", "--blacklist-cooldown-range", "5", "2", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "MAX (2) is below MIN (5)")) << r.err;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
