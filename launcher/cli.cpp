@@ -212,8 +212,15 @@ void apply_elastic_settings(JobSpec& spec, const Parsed& parsed, const EnvFn& en
     spec.elastic.timeout = std::chrono::seconds(
         parse_count("HOROVOD_ELASTIC_TIMEOUT", *from_env, kMaxStartTimeout, "the timeout", 1));
   }
-  if (const auto v = parsed.value("discovery-interval")) {
-    spec.elastic.discovery_interval = parse_grace(parsed.spelled("discovery-interval"), *v);
+  for (const auto& [flag, value] :
+       {std::pair{"discovery-interval", &spec.elastic.discovery_interval},
+        std::pair{"discovery-timeout", &spec.elastic.discovery_timeout}}) {
+    const auto v = parsed.value(flag);
+    if (!v) continue;
+    *value = parse_grace(parsed.spelled(flag), *v);
+    if (*value < std::chrono::milliseconds(10)) {
+      throw UsageError(parsed.spelled(flag) + " " + *v + ": must be at least 0.01 seconds");
+    }
   }
   if (const auto v = parsed.value("unresponsive-timeout")) {
     spec.elastic.heartbeat_timeout = parse_grace(parsed.spelled("unresponsive-timeout"), *v);
@@ -341,11 +348,20 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
     throw UsageError(parsed.spelled("hosts") + " and " + parsed.spelled("hostfile") +
                      " cannot be used together; give the hosts one way");
   }
+  if (const auto script = parsed.value("host-discovery-script");
+      script && (hosts_flag || hostfile)) {
+    throw UsageError(parsed.spelled(hosts_flag ? "hosts" : "hostfile") + " and " +
+                     parsed.spelled("host-discovery-script") +
+                     " cannot be used together: the discovery script gives the hosts");
+  }
   if (hosts_flag) spec.hosts = parse_hosts_flag(*hosts_flag);
   if (hostfile) spec.hosts = parse_hostfile(*hostfile, notes);
   if (const auto v = parsed.value("num-proc")) {
     spec.num_proc =
         parse_count(parsed.spelled("num-proc"), *v, kMaxSlots, "the number of processes");
+  } else if (parsed.value("host-discovery-script")) {
+    throw UsageError("-np is required with " + parsed.spelled("host-discovery-script") +
+                     ": the job starts once the script gives that many slots");
   } else if (spec.hosts.empty()) {
     throw UsageError("-np is required without -H or --hostfile: " + std::string(kUsage));
   } else {
@@ -357,19 +373,15 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
     }
     spec.num_proc = static_cast<int>(total);
   }
+  check_elastic(spec, parsed);
+  if (!spec.elastic.discovery_script.empty()) return;  // the script gives the hosts
   if (spec.hosts.empty()) spec.hosts.push_back(HostSpec{"", "localhost", spec.num_proc, "default"});
   check_enough_slots(spec.hosts, spec.num_proc);
-  check_elastic(spec, parsed);
 }
 
 // The elastic flags against each other and -np.
 void check_elastic(JobSpec& spec, const Parsed& parsed) {
   auto& e = spec.elastic;
-  if (!e.discovery_script.empty()) {
-    throw UsageError(parsed.spelled("host-discovery-script") +
-                     ": host discovery is not available in this hvdrun; give the hosts with -H "
-                     "or --hostfile and --min-np for fault tolerance on them");
-  }
   if (!spec.elastic_job()) return;
   if (spec.max_restarts > 0) {
     throw UsageError("--max-restarts and " + parsed.spelled(e.min_np ? "min-np" : "max-np") +

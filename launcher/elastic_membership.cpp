@@ -115,6 +115,33 @@ std::vector<rdzv::Member> ElasticMembership::next_generation() {
   return members;
 }
 
+ElasticMembership::HostsChange ElasticMembership::update_hosts(const std::vector<HostSpec>& hosts) {
+  HostsChange change;
+  std::vector<int> slots(hosts_.size(), 0);
+  for (const auto& spec : hosts) {
+    const auto it = std::find_if(hosts_.begin(), hosts_.end(),
+                                 [&](const Host& h) { return h.name == spec.name; });
+    if (it != hosts_.end()) {
+      slots[static_cast<std::size_t>(it - hosts_.begin())] = spec.slots;
+      continue;
+    }
+    change.added.push_back(hosts_.size());
+    hosts_.push_back(Host{spec.name, 0, 0, {}, {}});
+    slots.push_back(spec.slots);
+  }
+  for (std::size_t h = 0; h < hosts_.size(); ++h) hosts_[h].slots = slots[h];
+  std::erase_if(workers_, [&](const Worker& w) {
+    if (w.id.slot < hosts_[w.id.host].slots) return false;
+    change.removed.push_back(w);
+    return true;
+  });
+  return change;
+}
+
+void ElasticMembership::set_reachable(std::size_t host, bool reachable) {
+  hosts_.at(host).reachable = reachable;
+}
+
 std::optional<ElasticMembership::Clock::time_point> ElasticMembership::next_cooldown_end(
     Clock::time_point now) const {
   std::optional<Clock::time_point> earliest;

@@ -29,6 +29,12 @@ class ElasticMembership {
     int rank = -1;          // in the current generation; -1: a newcomer
   };
 
+  // What a new host list changed (update_hosts).
+  struct HostsChange {
+    std::vector<std::size_t> added;  // hosts seen for the first time (their new indices)
+    std::vector<Worker> removed;     // workers whose host or slot is gone: no longer members
+  };
+
   ElasticMembership(const std::vector<HostSpec>& hosts, int max_np,
                     std::chrono::seconds cooldown_min, std::chrono::seconds cooldown_max);
 
@@ -47,6 +53,15 @@ class ElasticMembership {
   // The members of the next generation, in rank order, with their topology; the workers'
   // ranks become these.
   std::vector<rdzv::Member> next_generation();
+  // The hosts the discovery script printed now, in its order. A host keeps its index (and its
+  // failures and cooldown) for the life of the job: one missing from the list has no slots
+  // until it is listed again; a host with fewer slots loses the workers on its highest slots.
+  HostsChange update_hosts(const std::vector<HostSpec>& hosts);
+  // A host whose workers cannot start yet (an SSH host still connecting) or any more (its
+  // connection failed) has no free slots; hosts are reachable by default.
+  void set_reachable(std::size_t host, bool reachable);
+  const std::string& host_name(std::size_t host) const { return hosts_.at(host).name; }
+  std::size_t host_count() const noexcept { return hosts_.size(); }
   // The earliest end of a cooldown after `now`.
   std::optional<Clock::time_point> next_cooldown_end(Clock::time_point now) const;
   std::size_t live() const noexcept { return workers_.size(); }
@@ -56,12 +71,15 @@ class ElasticMembership {
  private:
   struct Host {
     std::string name;
-    int slots = 0;
+    int slots = 0;  // 0 while not listed
     int failures = 0;
     Clock::time_point usable_from{};
     std::map<int, int> incarnations;  // slot on the host -> incarnations started there
+    bool reachable = true;
   };
-  bool usable(const Host& host, Clock::time_point now) const { return now >= host.usable_from; }
+  bool usable(const Host& host, Clock::time_point now) const {
+    return host.reachable && now >= host.usable_from;
+  }
   int used(std::size_t host) const;
 
   std::vector<Host> hosts_;

@@ -128,10 +128,13 @@ std::string lowercase(std::string_view text) {
 // 100,000 hosts linear).
 class HostList {
  public:
-  void add(HostSpec host, std::string_view context) {
+  // `identical_ok`: an entry that repeats an earlier one exactly (user, name and slots) is
+  // dropped instead of refused.
+  void add(HostSpec host, std::string_view context, bool identical_ok = false) {
     const auto [it, inserted] = index_.emplace(lowercase(host.name), hosts_.size());
     if (!inserted) {
       const HostSpec& same = hosts_[it->second];
+      if (identical_ok && same.user == host.user && same.slots == host.slots) return;
       std::string what = "host " + quoted(host.name) + " listed twice";
       if (same.origin != host.origin) what += " (first at " + same.origin + ")";
       throw UsageError(host.origin + ": " + what + " in " + quoted(context) +
@@ -188,6 +191,22 @@ HostSpec parse_line(std::string_view line, const std::string& origin,
   return host;
 }
 
+// Calls fn(line, number) for each line of `text` (a leading UTF-8 byte-order mark skipped)
+// without its # comment and surrounding whitespace, skipping lines left empty.
+template <class Fn>
+void for_each_line(std::string_view text, Fn fn) {
+  int line_number = 0;
+  std::size_t pos = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  while (pos < text.size()) {
+    const auto newline = std::min(text.find('\n', pos), text.size());
+    auto line = text.substr(pos, newline - pos);
+    pos = newline + 1;
+    ++line_number;
+    line = trim(line.substr(0, line.find('#')));
+    if (!line.empty()) fn(line, line_number);
+  }
+}
+
 struct FileCloser {
   void operator()(std::FILE* file) const { std::fclose(file); }
 };
@@ -237,19 +256,28 @@ std::vector<HostSpec> parse_hosts_flag(std::string_view text) {
 std::vector<HostSpec> parse_hostfile_text(std::string_view text, const std::string& path,
                                           std::vector<std::string>& notes) {
   HostList hosts;
-  int line_number = 0;
-  std::size_t pos = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte-order mark
-  while (pos < text.size()) {
-    const auto newline = std::min(text.find('\n', pos), text.size());
-    auto line = text.substr(pos, newline - pos);
-    pos = newline + 1;
-    ++line_number;
-    line = trim(line.substr(0, line.find('#')));
-    if (line.empty()) continue;
+  for_each_line(text, [&](std::string_view line, int line_number) {
     const auto origin = path + ":" + std::to_string(line_number);
     hosts.add(parse_line(line, origin, notes), line);
-  }
+  });
   if (hosts.empty()) throw UsageError("host file " + quoted(path) + " lists no hosts");
+  return hosts.take();
+}
+
+std::vector<HostSpec> parse_discovery_output(std::string_view text, const std::string& script,
+                                             std::optional<int> slots_per_host) {
+  HostList hosts;
+  for_each_line(text, [&](std::string_view line, int line_number) {
+    const auto origin =
+        "discovery script " + quoted(script) + " line " + std::to_string(line_number);
+    if (line.find_first_of(kSpace) != std::string_view::npos) {
+      fail(origin, "expected host or host:slots", line);
+    }
+    auto parts = split_entry(line, origin, line);
+    HostSpec host{std::move(parts.user), std::move(parts.name), slots_per_host.value_or(1), origin};
+    if (parts.slots) host.slots = parse_slots(*parts.slots, origin, line);
+    hosts.add(std::move(host), line, true);
+  });
   return hosts.take();
 }
 

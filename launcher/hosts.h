@@ -3,6 +3,7 @@
 // entry, or file:line.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,13 @@ std::vector<HostSpec> parse_hosts_flag(std::string_view text);
 std::vector<HostSpec> parse_hostfile(const std::string& path, std::vector<std::string>& notes);
 std::vector<HostSpec> parse_hostfile_text(std::string_view text, const std::string& path,
                                           std::vector<std::string>& notes);
+
+// The output of a --host-discovery-script: one `host` or `host:slots` per line ([user@] and
+// [IPv6] as in -H), whitespace trimmed, blank lines and # comments skipped, a line repeated
+// exactly dropped; a host without slots has `slots_per_host` (default 1). No host is a valid
+// answer (every host gone). Errors name the script and the line.
+std::vector<HostSpec> parse_discovery_output(std::string_view text, const std::string& script,
+                                             std::optional<int> slots_per_host);
 
 // `text` in single quotes for a one-line message, control characters escaped (\n, \xNN).
 std::string quoted(std::string_view text);

@@ -34,6 +34,7 @@ struct ElasticSpec {
   std::optional<int> slots_per_host;  // --slots-per-host
   std::string discovery_script;       // --host-discovery-script
   std::chrono::milliseconds discovery_interval{1000};
+  std::chrono::milliseconds discovery_timeout{10000};  // --discovery-timeout: a run is killed
   std::chrono::seconds timeout{600};      // --elastic-timeout / HOROVOD_ELASTIC_TIMEOUT
   std::chrono::seconds cooldown_min{10};  // --blacklist-cooldown-range MIN MAX
   std::chrono::seconds cooldown_max{300};

@@ -22,26 +22,35 @@ ssh::SshOptions job_ssh_options(const JobSpec& spec,
 }
 
 RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSpec& spec,
-                             const std::vector<std::size_t>& hosts,
+                             const std::vector<std::pair<std::size_t, HostSpec>>& hosts,
                              const std::map<std::string, std::string>& environment,
                              Callbacks callbacks)
     : io_(io),
       sink_(sink),
       spec_(spec),
-      hosts_(hosts),
       callbacks_(std::move(callbacks)),
       cwd_(std::filesystem::current_path().string()) {
   for (const auto& forward : spec.env_forward) keep_.push_back(forward.name);
   std::vector<ssh::RemoteHost> targets;
-  targets.reserve(hosts_.size());
-  for (const auto index : hosts_)
-    targets.push_back({spec.hosts[index].user, spec.hosts[index].name});
+  targets.reserve(hosts.size());
+  for (const auto& [index, host] : hosts) {
+    hosts_.push_back(index);
+    names_[index] = host.name;
+    targets.push_back({host.user, host.name});
+  }
   ssh::RemoteSpawnOptions options;
   options.ssh = job_ssh_options(spec, environment);
   options.agent_path = spec.remote_hvdrun;
   options.start_timeout = spec.start_timeout;
   spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
                                                   posting_events());
+}
+
+void RemoteWorkers::add_host(std::size_t index, const HostSpec& host) {
+  if (closed_) return;
+  hosts_.push_back(index);
+  names_[index] = host.name;
+  spawner_->add_host({host.user, host.name});
 }
 
 RemoteWorkers::~RemoteWorkers() {
@@ -109,7 +118,7 @@ void RemoteWorkers::on_started(int number) {
   const auto host = it->second.host;
   auto& progress = starting_[host];
   if (++progress.started == progress.workers && spec_.verbose) {
-    note(spec_.hosts[host].name + ": started " + std::to_string(progress.workers) +
+    note(names_[host] + ": started " + std::to_string(progress.workers) +
          (progress.workers == 1 ? " worker" : " workers") + " in " + millis_since(progress.since));
   }
 }

@@ -35,10 +35,13 @@ class RemoteWorkers final : public WorkerPool {
     std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
   };
 
-  // Connects to `hosts` (indices into spec.hosts) at once, in parallel.
+  // Connects to `hosts` (each with its index in the job's hosts) at once, in parallel.
   RemoteWorkers(boost::asio::io_context& io, OutputSink& sink, const JobSpec& spec,
-                const std::vector<std::size_t>& hosts,
+                const std::vector<std::pair<std::size_t, HostSpec>>& hosts,
                 const std::map<std::string, std::string>& environment, Callbacks callbacks);
+  // Connects to one more host (found by an elastic job's discovery); its on_host_ready or
+  // on_host_failed follows.
+  void add_host(std::size_t index, const HostSpec& host);
   ~RemoteWorkers();
   RemoteWorkers(const RemoteWorkers&) = delete;
   RemoteWorkers& operator=(const RemoteWorkers&) = delete;
@@ -74,7 +77,8 @@ class RemoteWorkers final : public WorkerPool {
   boost::asio::io_context& io_;
   OutputSink& sink_;
   const JobSpec& spec_;
-  std::vector<std::size_t> hosts_;  // spawner index -> JobSpec::hosts index
+  std::vector<std::size_t> hosts_;            // spawner index -> the job's host index
+  std::map<std::size_t, std::string> names_;  // the job's host index -> its name
   Callbacks callbacks_;
   std::vector<std::string> keep_;   // -x names: kept in the remote environment
   std::string cwd_;                 // the workers' working directory: hvdrun's

@@ -11,9 +11,11 @@
 
 #include "common/interfaces.h"
 #include "hvdrun/error.h"
+#include "launcher/discovery_script.h"
 #include "launcher/elastic_membership.h"
 #include "launcher/failure_policy.h"
 #include "launcher/horovod/kv_server.h"
+#include "launcher/initial_hosts.h"
 #include "launcher/job_outcome.h"
 #include "launcher/job_setup.h"
 #include "launcher/local_host.h"
@@ -82,6 +84,7 @@ class Supervisor {
              std::function<void()> on_finished, NextGeneration next_generation)
       : io_(io),
         spec_(spec),
+        hosts_(spec.hosts),
         sink_(sink),
         environment_(environment),
         on_finished_(std::move(on_finished)),
@@ -92,6 +95,7 @@ class Supervisor {
         announce_timer_(io),
         elastic_timer_(io),
         cooldown_timer_(io),
+        discovery_timer_(io),
         local_(io, watchdog, sink,
                {[this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
                 [this](const WorkerId& id) { on_stream_closed(id); }},
@@ -108,6 +112,9 @@ class Supervisor {
       membership_.emplace(spec.hosts, *spec.elastic.max_np, spec.elastic.cooldown_min,
                           spec.elastic.cooldown_max);
       for (const auto& [id, record] : workers_) membership_->add(id, record.key, record.slot.rank);
+      if (!spec.elastic.discovery_script.empty()) {
+        discovery_.emplace(io, watchdog, spec.elastic, environment);
+      }
     }
     generations_.push_back({Clock::now(), {}, {}, slots.size(), {}});
     boost::system::error_code ignored;
@@ -139,6 +146,7 @@ class Supervisor {
  private:
   void on_host_ready(std::size_t host, ssh::HostReady ready);
   void on_host_failed(std::size_t host, const ssh::HostFailed& failed);
+  RemoteWorkers::Callbacks remote_callbacks();
   void start_workers();
   // Starts the given workers of workers_ in their pools.
   void launch_workers(const std::vector<WorkerId>& ids);
@@ -150,6 +158,14 @@ class Supervisor {
   void wait_for_slots(rdzv::Handover how, const std::string& reason);
   // At the next cooldown end: grow back towards --max-np (or end a wait for slots).
   void watch_cooldowns();
+  // A new generation that takes in free slots (or ends a wait for slots).
+  void grow(const std::string& reason);
+  // The discovery script every --discovery-interval while the job runs.
+  void poll_discovery();
+  void on_discovery(DiscoveryResult result);
+  // A host the discovery script printed for the first time: reachable at once if it is this
+  // machine, after its SSH connection if remote.
+  void add_discovered_host(std::size_t index, const HostSpec& host);
   // The pool that runs the workers of `host`: SSH once the host is connected, else this machine.
   WorkerPool& pool_of(std::size_t host) {
     if (ready_.contains(host)) return *remote_;
@@ -189,6 +205,7 @@ class Supervisor {
     std::optional<ProcessEnd> end;
     std::uint32_t key = 0;
     std::string lost;
+    bool removed = false;  // its slot left the discovery output: not in the next generation
   };
   // One generation of the job, for the summary.
   struct GenerationRecord {
@@ -201,6 +218,7 @@ class Supervisor {
 
   asio::io_context& io_;
   const JobSpec& spec_;
+  std::vector<HostSpec> hosts_;  // the job's hosts by index: spec's, then discovered ones
   OutputSink& sink_;
   const std::map<std::string, std::string>& environment_;
   std::function<void()> on_finished_;
@@ -211,7 +229,10 @@ class Supervisor {
   asio::steady_timer announce_timer_;            // bounds the wait for a failed rank's last output
   asio::steady_timer elastic_timer_;             // --elastic-timeout while below --min-np
   asio::steady_timer cooldown_timer_;            // the next end of a host's cooldown
+  asio::steady_timer discovery_timer_;           // the next run of the discovery script
   std::optional<ElasticMembership> membership_;  // elastic jobs only
+  std::optional<DiscoveryScript> discovery_;     // --host-discovery-script only
+  std::string discovery_failure_;                // the last run's failure; empty: it worked
   bool waiting_for_slots_ = false;
   std::uint32_t next_key_ = 0;  // HVDRUN_SLOT of the next worker started
   AddressPlan plan_;
@@ -245,20 +266,34 @@ void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
     start_workers();
     return;
   }
-  remote_ = std::make_unique<RemoteWorkers>(
-      io_, sink_, spec_, remote, environment_,
-      RemoteWorkers::Callbacks{
-          [this](std::size_t host, ssh::HostReady ready) { on_host_ready(host, std::move(ready)); },
-          [this](std::size_t host, ssh::HostFailed failed) { on_host_failed(host, failed); },
-          [this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); }});
+  std::vector<std::pair<std::size_t, HostSpec>> hosts;
+  for (const std::size_t index : remote) hosts.emplace_back(index, hosts_[index]);
+  remote_ =
+      std::make_unique<RemoteWorkers>(io_, sink_, spec_, hosts, environment_, remote_callbacks());
+}
+
+RemoteWorkers::Callbacks Supervisor::remote_callbacks() {
+  return RemoteWorkers::Callbacks{
+      [this](std::size_t host, ssh::HostReady ready) { on_host_ready(host, std::move(ready)); },
+      [this](std::size_t host, ssh::HostFailed failed) { on_host_failed(host, failed); },
+      [this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); }};
 }
 
 void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
-  if (state_ != JobState::kConnecting || outcome_) return;
+  if ((state_ != JobState::kConnecting && !(state_ == JobState::kRunning && membership_)) ||
+      outcome_) {
+    return;
+  }
   if (spec_.verbose) {
     note(ready.where + " as " + ready.user + ": " + ssh::describe_phases(ready.phases) +
          " (route from " + ready.local_addr + ")");
     if (!ready.host_key_note.empty()) note(ready.host_key_note);
+  }
+  if (state_ == JobState::kRunning && membership_) {  // a discovered host
+    ready_.emplace(host, std::move(ready));
+    membership_->set_reachable(host, true);
+    if (membership_->free_slots(Clock::now()) > 0) grow("host " + hosts_[host].name + " joined");
+    return;
   }
   ready_.emplace(host, std::move(ready));
   if (ready_.size() == remote_count_) start_workers();
@@ -266,10 +301,14 @@ void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
 
 void Supervisor::on_host_failed(std::size_t host, const ssh::HostFailed& failed) {
   if (state_ == JobState::kFinished) return;
+  if (state_ != JobState::kConnecting && membership_) {  // a discovered host: the job goes on
+    note("warning: cannot use discovered host " + hosts_[host].name + ": " + failed.message);
+    return;
+  }
   if (!outcome_) {
-    outcome_ = Outcome::failed(
-        Outcome::Kind::kHostFailed,
-        "cannot start the ranks of host " + spec_.hosts[host].name + ": " + failed.message);
+    outcome_ =
+        Outcome::failed(Outcome::Kind::kHostFailed, "cannot start the ranks of host " +
+                                                        hosts_[host].name + ": " + failed.message);
   }
   if (state_ == JobState::kConnecting) enter(JobState::kFinished);  // nothing runs anywhere yet
 }
@@ -300,6 +339,7 @@ void Supervisor::start_workers() {
   std::vector<WorkerId> ids;
   for (const auto& [id, record] : workers_) ids.push_back(id);
   launch_workers(ids);
+  if (discovery_ && generations_.size() == 1) poll_discovery();
 }
 
 void Supervisor::launch_workers(const std::vector<WorkerId>& ids) {
@@ -324,6 +364,14 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
   auto& record = it->second;
   record.end = std::move(end);
   ++ended_;
+  if (record.removed) {  // its slot left the job: however it ended, the job goes on
+    note("rank " + std::to_string(record.slot.rank) + " (host " + record.slot.host +
+         ") left the job with its slot: " + record.end->what_happened());
+    workers_.erase(it);
+    --ended_;
+    maybe_finish();
+    return;
+  }
   // Ends after the generation was told to stop are expected, not failures.
   const auto decision = state_ == JobState::kRunning ? policy_->on_worker_end(id, *record.end)
                                                      : WorkerEndDecision::kContinue;
@@ -434,7 +482,7 @@ void Supervisor::drop_and_reform(const WorkerId& id) {
   const auto cooldown = membership_->cool_down(id.host, now);
   workers_.erase(id);
   --ended_;
-  note(who + " " + what + "; host " + spec_.hosts[id.host].name + " unused for " +
+  note(who + " " + what + "; host " + hosts_[id.host].name + " unused for " +
        std::to_string(cooldown.count()) + " s; re-forming with " +
        plural(membership_->live(), "surviving worker"));
   reform(rdzv::Handover::kBroken, who + " " + what);
@@ -470,6 +518,7 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
     generations_.back().ended = now;
     generations_.back().end_reason = reason;
   }
+  rdzv_.size = static_cast<int>(size);
   rdzv_.master_port = next_generation_(std::move(members), how, reason);
   generations_.push_back({now, {}, {}, size, {}});
   if (!added.empty()) {
@@ -513,12 +562,88 @@ void Supervisor::watch_cooldowns() {
   cooldown_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || state_ != JobState::kRunning) return;
     if (membership_->free_slots(Clock::now()) == 0) return watch_cooldowns();
-    if (waiting_for_slots_) {
-      reform(rdzv::Handover::kBroken, "slots free again after a cooldown");
-    } else {
-      reform(rdzv::Handover::kHostsUpdated, "slots free again after a cooldown");
-    }
+    grow("slots free again after a cooldown");
   });
+}
+
+void Supervisor::grow(const std::string& reason) {
+  // While waiting for slots the running generation is already broken: its survivors wait
+  // for a push; otherwise they take the change in at their next commit.
+  reform(waiting_for_slots_ ? rdzv::Handover::kBroken : rdzv::Handover::kHostsUpdated, reason);
+}
+
+void Supervisor::poll_discovery() {
+  discovery_timer_.expires_after(spec_.elastic.discovery_interval);
+  discovery_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || state_ != JobState::kRunning) return;
+    discovery_->run([this](DiscoveryResult result) {
+      if (state_ != JobState::kRunning) return;
+      on_discovery(std::move(result));
+      poll_discovery();
+    });
+  });
+}
+
+void Supervisor::on_discovery(DiscoveryResult result) {
+  if (!result.error.empty()) {
+    if (result.error != discovery_failure_) {
+      note("warning: " + result.error + "; the job keeps the hosts it has");
+    }
+    discovery_failure_ = std::move(result.error);
+    return;
+  }
+  if (!discovery_failure_.empty()) note("the discovery script works again");
+  discovery_failure_.clear();
+  const auto change = membership_->update_hosts(result.hosts);
+  for (const std::size_t index : change.added) {
+    const auto& name = membership_->host_name(index);
+    add_discovered_host(index, *std::find_if(result.hosts.begin(), result.hosts.end(),
+                                             [&](const HostSpec& h) { return h.name == name; }));
+  }
+  std::string removed;
+  for (const auto& gone : change.removed) {
+    for (auto& [id, record] : workers_) {
+      if (record.key != gone.key || record.end) continue;
+      record.removed = true;
+      removed += (removed.empty() ? "rank " : ", rank ") + std::to_string(record.slot.rank) +
+                 " (host " + record.slot.host + ")";
+    }
+  }
+  if (!removed.empty()) {
+    note("the discovery script no longer lists the slots of " + removed +
+         ": they leave the job at its next commit");
+    grow("slots removed by the discovery script");
+  } else if (membership_->free_slots(Clock::now()) > 0) {
+    grow("slots added by the discovery script");
+  }
+}
+
+void Supervisor::add_discovered_host(std::size_t index, const HostSpec& host) {
+  hosts_.push_back(host);  // index == hosts_.size() - 1: both grow only here
+  if (is_local_host(host.name)) {
+    for (std::size_t other = 0; other + 1 < hosts_.size(); ++other) {
+      if (!is_local_host(hosts_[other].name)) continue;
+      note("warning: discovered host " + host.name + " is this machine, already listed as " +
+           hosts_[other].name + ": not used (list this machine once with its total slots)");
+      membership_->set_reachable(index, false);
+      return;
+    }
+    return;
+  }
+  membership_->set_reachable(index, false);  // until its SSH connection is up
+  if (plan_.bind == "127.0.0.1") {
+    note("warning: discovered host " + host.name +
+         " is remote but the job started with this machine only, so its rendezvous listens on "
+         "loopback: not used (give --network-interface or --rendezvous-addr to allow remote "
+         "hosts)");
+    return;
+  }
+  if (!remote_) {
+    remote_ = std::make_unique<RemoteWorkers>(io_, sink_, spec_,
+                                              std::vector<std::pair<std::size_t, HostSpec>>{},
+                                              environment_, remote_callbacks());
+  }
+  remote_->add_host(index, host);
 }
 
 void Supervisor::worker_lost(std::uint32_t key, const std::string& why) {
@@ -663,6 +788,8 @@ void Supervisor::enter(JobState next) {
       waiting_for_slots_ = false;
       elastic_timer_.cancel();
       cooldown_timer_.cancel();
+      discovery_timer_.cancel();
+      if (discovery_) discovery_->cancel();
       stop_workers();
       break;
     case JobState::kDraining:
@@ -684,6 +811,8 @@ void Supervisor::finish() {
   announce_timer_.cancel();
   elastic_timer_.cancel();
   cooldown_timer_.cancel();
+  discovery_timer_.cancel();
+  if (discovery_) discovery_->cancel();
   boost::system::error_code ignored;
   signals_.clear(ignored);  // restores the default dispositions
   signals_.cancel(ignored);
@@ -723,9 +852,25 @@ void Supervisor::all_joined() {
 
 }  // namespace
 
-int run_job(const JobSpec& spec, const std::map<std::string, std::string>& environment) {
-  setup_logging(spec.log_level);
-  if (spec.command.empty()) throw UsageError("no program to run was given");
+// An elastic job with a discovery script starts on the hosts it gives, with every slot up to
+// --max-np (as horovodrun does).
+JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts) {
+  JobSpec spec = given;
+  long long slots = 0;
+  for (const auto& h : hosts) slots += h.slots;
+  spec.hosts = std::move(hosts);
+  spec.num_proc = static_cast<int>(std::min<long long>(slots, *spec.elastic.max_np));
+  return spec;
+}
+
+int run_job(const JobSpec& given, const std::map<std::string, std::string>& environment) {
+  setup_logging(given.log_level);
+  if (given.command.empty()) throw UsageError("no program to run was given");
+  Watchdog watchdog = Watchdog::start();  // before anything could start a thread
+  const JobSpec spec =
+      given.elastic.discovery_script.empty()
+          ? given
+          : with_discovered_hosts(given, initial_hosts(given, watchdog, environment));
   auto start = Clock::now();
   std::vector<Slot> slots = place(spec.hosts, spec.num_proc);
   const auto remote = remote_hosts(spec, slots);
@@ -734,9 +879,9 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
     note("placement: " + plural(slots.size(), "rank") + " on " + plural(spec.hosts.size(), "host") +
          " (" + std::to_string(remote.size()) + " remote) in " + millis_since(start));
   }
-  Watchdog watchdog = Watchdog::start();  // before anything could start a thread
   asio::io_context io(1);
-  OutputSink sink({spec.num_proc, spec.prefix_timestamp, spec.output_dir});
+  OutputSink sink(
+      {spec.elastic.max_np.value_or(spec.num_proc), spec.prefix_timestamp, spec.output_dir});
 
   start = Clock::now();
   std::optional<rdzv::Server> server;
@@ -788,6 +933,7 @@ int run_job(const JobSpec& spec, const std::map<std::string, std::string>& envir
   rdzv.master_port = master_port->port();
   rdzv.horovod_port = horovod_kv->port();
   rdzv.run_id = make_run_id();
+  rdzv.size = static_cast<int>(slots.size());
   rdzv.host_count = static_cast<int>(slots.back().host_index) + 1;
   if (spec.verbose) {
     note("rendezvous server up on " + plan.bind + ":" + std::to_string(rdzv.port) +

@@ -29,8 +29,9 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   env[env::kLogLevel] = spec.log_level;
   if (!spec.network_interfaces.empty()) env[env::kNetworkInterface] = spec.network_interfaces[0];
 
+  const int size = rendezvous.size > 0 ? rendezvous.size : spec.num_proc;
   env[env::kHorovodRank] = str(slot.rank);
-  env[env::kHorovodSize] = str(spec.num_proc);
+  env[env::kHorovodSize] = str(size);
   env[env::kHorovodLocalRank] = str(slot.local_rank);
   env[env::kHorovodLocalSize] = str(slot.local_size);
   env[env::kHorovodCrossRank] = str(slot.cross_rank);
@@ -40,13 +41,13 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   // Hosts are filled in order and each has at least one slot, so the hosts that received
   // ranks are hosts[0..k) and a slot's host index is its node rank.
   env[env::kTorchRank] = str(slot.rank);
-  env[env::kTorchWorldSize] = str(spec.num_proc);
+  env[env::kTorchWorldSize] = str(size);
   env[env::kTorchLocalRank] = str(slot.local_rank);
   env[env::kTorchLocalWorldSize] = str(slot.local_size);
   env[env::kTorchGroupRank] = str(slot.host_index);
   env[env::kTorchGroupWorldSize] = str(rendezvous.host_count);
   env[env::kTorchRoleRank] = str(slot.rank);
-  env[env::kTorchRoleWorldSize] = str(spec.num_proc);
+  env[env::kTorchRoleWorldSize] = str(size);
   env[env::kTorchRoleName] = "default";
   env[env::kTorchRunId] = rendezvous.run_id;
   env[env::kTorchRestartCount] = str(rendezvous.restart_count);

@@ -67,7 +67,7 @@ UniqueFd connect_to(const Endpoint& server, const std::string& where, Clock::tim
     case ErrorCode::kDuplicateSlot:
       break;
     case ErrorCode::kNotMember:
-      throw WorkerFailedError(text);
+      throw NotMemberError(text);
   }
   throw ProtocolError(text);
 }

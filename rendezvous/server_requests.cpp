@@ -55,7 +55,9 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
                                 std::to_string(*session->slot) + ")");
   }
   if (auto error = generation_.join(gen, join, session, session->peer_ip())) {
-    logger()->warn("closing {}: {}", session->peer(), error->text);
+    // A worker the launcher left out (its slot was removed) is told so: no fault of anyone's.
+    logger()->log(error->code == ErrorCode::kNotMember ? spdlog::level::info : spdlog::level::warn,
+                  "closing {}: {}", session->peer(), error->text);
     return session->fail(error->code, std::move(error->text));
   }
   session->slot = join.slot;

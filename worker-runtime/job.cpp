@@ -121,6 +121,7 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin) {
   request.data_port = listener.port();
   rdzv::Assignment assignment = rejoin ? client_->rejoin(request, options.elastic_timeout)
                                        : client_->join(request, options.start_timeout);
+  const auto assigned = tcp::Clock::now();
   const rdzv::Assign& a = assignment.assign;
   check_assignment(a);
   configure_runtime_log(options.log_level, options.hostname, a.rank);
@@ -145,9 +146,13 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin) {
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));
   attach_device_backend(*communicator, client_.get(), options);
-  runtime_log().info("rank {}/{} (local {}/{}, cross {}/{}) ready in {} ms", a.rank, a.size,
-                     a.local_rank, a.local_size, a.cross_rank, a.cross_size,
-                     duration_cast<milliseconds>(tcp::Clock::now() - start).count());
+  const auto us = [](auto d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  };
+  runtime_log().info(
+      "rank {}/{} (local {}/{}, cross {}/{}) ready in {} us: assignment after {} us, ring in {} us",
+      a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size,
+      us(tcp::Clock::now() - start), us(assigned - start), us(tcp::Clock::now() - assigned));
   return communicator;
 }
 

@@ -18,8 +18,10 @@
 // collective fails within milliseconds, run() restores the last commit, re-forms with new
 // ranks (rank 0 is the longest-lived survivor), calls the reset callbacks and runs the
 // function again. When workers are added, commit() throws HostsUpdated on every rank at the
-// same commit, and run() re-forms without restoring. Outside an elastic job, run() calls the
-// function once and errors propagate.
+// same commit, and run() re-forms without restoring. When the hosts update removes this
+// worker's slot, the re-formation throws NotMemberError out of run(): the worker's part is
+// over, and the program should end with status 0 (the launcher expects it to end). Outside an
+// elastic job, run() calls the function once and errors propagate.
 //
 // Thread rules: as hvdrun.h. The registered objects must outlive the State.
 #pragma once

@@ -60,6 +60,13 @@ class HVDRUN_API WorkerFailedError : public ErrorKind<WorkerFailedError> {
   using ErrorKind::ErrorKind;
 };
 
+// An elastic job's next generation leaves this worker out (its slot was removed from the
+// job): the worker's part is over, and the program should end (elastic::run throws it).
+class HVDRUN_API NotMemberError : public ErrorKind<NotMemberError> {
+ public:
+  using ErrorKind::ErrorKind;
+};
+
 // A collective backend (TCP ring, NCCL, CUDA) reported an error.
 class HVDRUN_API BackendError : public ErrorKind<BackendError> {
  public:

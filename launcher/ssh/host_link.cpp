@@ -96,7 +96,8 @@ class HostLoop {
     long ms = std::max(1, keepalive_s) * 1000L;
     for (const auto& entry : entries_) {
       if (!entry.command->started() && entry.command->state() != RemoteCommand::State::kDone) {
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline_ - Clock::now());
+        const auto left =
+            std::chrono::ceil<std::chrono::milliseconds>(start_deadline(entry) - Clock::now());
         ms = std::min<long>(ms, std::max<long>(0, left.count()));
       }
     }
@@ -118,11 +119,17 @@ class HostLoop {
     if (!stopping_()) events_.on_exit(id, std::move(exit));
   }
 
+  // The first workers share the host's connect deadline; a worker queued later (an elastic
+  // job's replacement) gets the start timeout from its queueing.
+  Clock::time_point start_deadline(const Entry& entry) const {
+    return std::max(deadline_, entry.queued + options_.start_timeout);
+  }
+
   void expire_unstarted() {
-    if (Clock::now() < deadline_) return;
+    const auto now = Clock::now();
     const auto limit = std::chrono::duration_cast<std::chrono::seconds>(options_.start_timeout);
     for (auto& entry : entries_) {
-      if (!entry.command->started()) {
+      if (!entry.command->started() && now >= start_deadline(entry)) {
         entry.command->abandon(entry.label + " did not start on " + session_.where() + " within " +
                                std::to_string(limit.count()) + " s (--start-timeout)");
       }

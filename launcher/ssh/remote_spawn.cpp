@@ -31,6 +31,14 @@ RemoteSpawner::RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions o
   }
 }
 
+std::size_t RemoteSpawner::add_host(RemoteHost host) {
+  const std::size_t index = impl_->links.size();
+  impl_->links.push_back(std::make_unique<HostLink>(index, std::move(host), impl_->options,
+                                                    Clock::now() + impl_->options.start_timeout,
+                                                    impl_->events));
+  return index;
+}
+
 RemoteSpawner::~RemoteSpawner() {
   // Destroying a link joins its thread: stop them all first, so that they close in parallel.
   for (auto& link : impl_->links) link->request_stop();

@@ -81,6 +81,9 @@ class RemoteSpawner {
   RemoteSpawner(const RemoteSpawner&) = delete;
   RemoteSpawner& operator=(const RemoteSpawner&) = delete;
 
+  // Connects to one more host (an elastic job's discovered host), with its own connect
+  // deadline; returns its index for the events and start_workers().
+  std::size_t add_host(RemoteHost host);
   // Starts workers on a host (after its on_host_ready; earlier calls are queued). Channels
   // open in parallel; a worker not started by the start deadline fails to start.
   void start_workers(std::size_t host, std::vector<RemoteWorker> workers);

@@ -7,11 +7,13 @@
 #include <signal.h>
 
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <set>
 #include <string>
 #include <thread>
 
+#include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
@@ -19,51 +21,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-// train_elastic behind a shell that records its pid as DIR/<HVDRUN_SLOT>.pid (exec keeps it).
-std::vector<std::string> elastic_job(const TempDir& dir, std::vector<std::string> flags,
-                                     int epochs) {
-  std::vector<std::string> args = std::move(flags);
-  for (const std::string& a :
-       {std::string("/bin/sh"), std::string("-c"),
-        "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"", std::string("sh"),
-        std::string(TRAIN_ELASTIC), std::string("--epochs"), std::to_string(epochs),
-        std::string("--samples"), std::string("8192"), std::string("--step-delay-ms"),
-        std::string("15"), std::string("--commit-every"), std::string("5")}) {
-    args.push_back(a);
-  }
-  return args;
-}
-
-// The pid of the first worker of `slot`, once all `workers` first workers wrote theirs.
-pid_t pid_of_slot(const TempDir& dir, int slot, std::size_t workers = 4) {
-  wait_for_pids(dir.path, workers, seconds(20));
-  std::ifstream in(dir.path / (std::to_string(slot) + ".pid"));
-  pid_t pid = -1;
-  in >> pid;
-  return pid;
-}
-
-// "pid P done as rank R/S after K resets: weights H" lines: pid -> (size, hash).
-std::map<pid_t, std::pair<int, std::string>> finished(const std::string& out) {
-  std::map<pid_t, std::pair<int, std::string>> done;
-  const std::regex line(
-      R"(pid (\d+) done as rank \d+/(\d+) after \d+ resets: weights ([0-9a-f]+))");
-  for (const auto& text : lines_of(out)) {
-    std::smatch m;
-    if (std::regex_search(text, m, line)) {
-      done[static_cast<pid_t>(std::stol(m[1]))] = {std::stoi(m[2]), m[3]};
-    }
-  }
-  return done;
-}
-
-void expect_one_hash(const std::map<pid_t, std::pair<int, std::string>>& done,
-                     const std::string& out) {
-  std::set<std::string> hashes;
-  for (const auto& [pid, entry] : done) hashes.insert(entry.second);
-  EXPECT_EQ(hashes.size(), 1u) << out;
-}
 
 TEST(Elastic, AKilledWorkerLeavesThreeSurvivorsThatFinishWithTheirOwnProcesses) {
   TempDir dir;
@@ -181,6 +138,83 @@ TEST(Elastic, TheResetLimitEndsTheJob) {
       << r.err;
 }
 
+TEST(Elastic, ASecondFailureDuringTheReFormationLeavesTwoSurvivorsThatFinish) {
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "60", "60"}, 3));
+  const pid_t first = pid_of_slot(dir, 1);
+  const pid_t second = pid_of_slot(dir, 3);
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  std::this_thread::sleep_for(milliseconds(20));  // the survivors are re-joining now
+  ASSERT_EQ(::kill(second, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "re-forming with 2 surviving workers")) << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 2u) << r.out;
+  EXPECT_TRUE(done.contains(pid_of_slot(dir, 0)) && done.contains(pid_of_slot(dir, 2))) << r.out;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 2);
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 24576 samples of 24576; all ranks agree")) << r.out;
+}
+
+TEST(Elastic, ANewcomerThatDiesWhileJoiningIsReplacedByTheNextOne) {
+  TempDir dir;
+  // The first replacement (worker key 4) dies before it joins; the next one (key 5) works.
+  HvdrunProcess job(
+      elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "1", "1"}, 6,
+                  "if [ \"$HVDRUN_SLOT\" = 4 ]; then echo 'no GPU here' >&2; exit 7; fi; "));
+  const pid_t victim = pid_of_slot(dir, 3);
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "exited with code 7; host localhost unused for 1 s")) << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 4u) << r.out;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 4);
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 49152 samples of 49152; all ranks agree")) << r.out;
+}
+
+// A job that waits below --min-np after a failure: its re-formation is under way.
+struct WaitingJob {
+  TempDir dir;
+  std::vector<pid_t> pids;
+  std::unique_ptr<HvdrunProcess> job;
+  WaitingJob() {
+    job = std::make_unique<HvdrunProcess>(
+        elastic_job(dir,
+                    {"-np", "3", "--min-np", "3", "--elastic-timeout", "60",
+                     "--blacklist-cooldown-range", "60", "60"},
+                    20));
+    for (int slot = 0; slot < 3; ++slot) pids.push_back(pid_of_slot(dir, slot, 3));
+    std::this_thread::sleep_for(milliseconds(500));
+    EXPECT_EQ(::kill(pids[2], SIGKILL), 0);
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+};
+
+TEST(Elastic, CtrlCDuringAReFormationEndsTheJobAtOnce) {
+  WaitingJob waiting;
+  const auto start = std::chrono::steady_clock::now();
+  waiting.job->signal(SIGINT);
+  const auto r = waiting.job->finish(seconds(30));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10)) << r.err;
+  EXPECT_TRUE(contains(r.err, "waiting up to 60 s (--elastic-timeout) for slots")) << r.err;
+  EXPECT_TRUE(contains(r.err, "interrupted (SIGINT)")) << r.err;
+  EXPECT_TRUE(wait_until_gone(waiting.pids, seconds(10)).empty());
+}
+
+TEST(Elastic, SigkillOfHvdrunDuringAReFormationLeavesNothing) {
+  WaitingJob waiting;
+  waiting.job->signal(SIGKILL);
+  waiting.job->finish(seconds(30));
+  EXPECT_TRUE(wait_until_gone(waiting.pids, seconds(10)).empty());
+}
+
 TEST(Elastic, FlagsAreCheckedAgainstEachOther) {
   auto r = run_hvdrun({"-np", "2", "--min-np", "3", "/bin/true"});
   EXPECT_EQ(r.status, 2);
@@ -191,6 +225,17 @@ TEST(Elastic, FlagsAreCheckedAgainstEachOther) {
   r = run_hvdrun({"-np", "2", "--blacklist-cooldown-range", "5", "2", "/bin/true"});
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "MAX (2) is below MIN (5)")) << r.err;
+  r = run_hvdrun(
+      {"-np", "2", "-H", "localhost:2", "--host-discovery-script", "./d.sh", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "-H and --host-discovery-script cannot be used together")) << r.err;
+  r = run_hvdrun({"--host-discovery-script", "./d.sh", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "-np is required with --host-discovery-script")) << r.err;
+  r = run_hvdrun(
+      {"-np", "1", "--host-discovery-script", "./d.sh", "--discovery-timeout", "0", "/bin/true"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--discovery-timeout 0: must be at least 0.01 seconds")) << r.err;
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(Handover, SurvivorsAreToldAndRejoinOnTheirConnectionWithNewRanks) {
   clients[2]->set("k", "v", kTimeout);
   EXPECT_EQ(clients[1]->get("k", kTimeout), "v");
   // Worker 0, left out, is told it is not a member.
-  EXPECT_THROW(clients[0]->rejoin(make_join(0), kTimeout), WorkerFailedError);
+  EXPECT_THROW(clients[0]->rejoin(make_join(0), kTimeout), NotMemberError);
 }
 
 TEST(Handover, APendingGetOfTheEndedGenerationEndsAtOnceAndTheConnectionLives) {

@@ -1,0 +1,189 @@
+// Integration: elastic jobs on the hosts of a --host-discovery-script. The real hvdrun runs
+// examples/train_elastic on this machine; the script prints what a file of the test says, so
+// the test adds and removes slots while the job runs. Also the script's failures: the first
+// one ends the launch with the script's own words, later ones only warn; a hung script is
+// killed; garbage is named by line; a host that keeps failing waits out a growing cooldown.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "tests/integration/elastic_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  const auto partial = path.string() + ".new";
+  std::ofstream(partial) << text;
+  std::filesystem::rename(partial, path);  // the script never reads half a file
+}
+
+// A discovery script (run as "/bin/sh DIR/discover.sh") printing DIR/hosts.
+std::string hosts_script(const TempDir& dir, const std::string& body = "") {
+  write_file(dir.path / "discover.sh", body + "cat '" + (dir.path / "hosts").string() + "'\n");
+  return "/bin/sh " + (dir.path / "discover.sh").string();
+}
+
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
+  return n;
+}
+
+TEST(Discovery, TheJobGrowsToMaxNpWhenSlotsAppearAndShrinksWhenTheyGo) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "# two slots for now\nlocalhost:2\n");
+  const auto script = hosts_script(dir);
+  HvdrunProcess job(elastic_job(dir,
+                                {"-np", "2", "--min-np", "1", "--max-np", "3",
+                                 "--host-discovery-script", script, "--discovery-interval", "0.1"},
+                                8));
+  wait_for_pids(dir.path, 2, seconds(20));
+  write_file(dir.path / "hosts", "  localhost:5  \n\n");  // more than --max-np allows
+  const pid_t newcomer = pid_of_slot(dir, 2, 3);
+  std::this_thread::sleep_for(milliseconds(500));
+  write_file(dir.path / "hosts", "localhost:2\n");
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: generation 1: 3 workers, 1 of them new")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "the discovery script no longer lists the slots of rank 2 (host "
+                       "localhost): they leave the job at its next commit"))
+      << r.err;
+  EXPECT_TRUE(contains(r.out, "pid " + std::to_string(newcomer) + " left the job: ")) << r.out;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 2u) << r.out;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 2) << r.out;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
+  const auto gens = generations(r.err);
+  ASSERT_EQ(gens.size(), 3u) << r.err;
+  EXPECT_EQ(gens[0].first, 2);
+  EXPECT_EQ(gens[1].first, 3);
+  EXPECT_EQ(gens[2].first, 2);
+}
+
+TEST(Discovery, TheJobWaitsForNpSlotsAndFailsAfterTheElasticTimeout) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:1\n");
+  const auto script = hosts_script(dir);
+  auto r = run_hvdrun({"-np", "2", "--host-discovery-script", script, "--discovery-interval", "0.1",
+                       "--elastic-timeout", "1", TRAIN_ELASTIC});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "the discovery script gives 1 of the 2 slots -np needs; waiting up "
+                       "to 1 s (--elastic-timeout)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: error: the discovery script gave only 1 of the 2 slots -np "
+                       "needs for 1 s (--elastic-timeout)"))
+      << r.err;
+
+  HvdrunProcess job(elastic_job(dir,
+                                {"-np", "2", "--host-discovery-script", script,
+                                 "--discovery-interval", "0.1", "--elastic-timeout", "30"},
+                                1));
+  std::this_thread::sleep_for(milliseconds(500));
+  write_file(dir.path / "hosts", "localhost:2\n");
+  r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "applied 8192 samples of 8192; all ranks agree")) << r.out;
+}
+
+TEST(Discovery, AFirstRunThatFailsHangsOrPrintsGarbageEndsTheLaunch) {
+  TempDir dir;
+  write_file(dir.path / "fail.sh", "echo 'no inventory' >&2\nexit 3\n");
+  auto r = run_hvdrun({"-np", "1", "--host-discovery-script",
+                       "/bin/sh " + (dir.path / "fail.sh").string(), "/bin/true"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: error: discovery script '/bin/sh " +
+                                  (dir.path / "fail.sh").string() +
+                                  "' failed: exit code 3 (stderr: 'no inventory')"))
+      << r.err;
+
+  write_file(dir.path / "garbage.sh", "echo localhost:2\necho 'localhost:x'\n");
+  const std::string garbage = "/bin/sh " + (dir.path / "garbage.sh").string();
+  r = run_hvdrun({"-np", "1", "--host-discovery-script", garbage, "/bin/true"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(
+      r.err, "discovery script '" + garbage + "' line 2: bad slot count 'x' in 'localhost:x'"))
+      << r.err;
+
+  write_file(dir.path / "hang.sh",
+             "echo $$ > '" + (dir.path / "hang.pid").string() + "'\nexec sleep 60\n");
+  const std::string hang = "/bin/sh " + (dir.path / "hang.sh").string();
+  r = run_hvdrun(
+      {"-np", "1", "--host-discovery-script", hang, "--discovery-timeout", "0.5", "/bin/true"}, {},
+      seconds(20));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "discovery script '" + hang +
+                                  "' did not finish within 500 ms (--discovery-timeout): killed"))
+      << r.err;
+  pid_t sleeper = -1;
+  std::ifstream(dir.path / "hang.pid") >> sleeper;
+  ASSERT_GT(sleeper, 0);
+  EXPECT_FALSE(alive(sleeper));
+}
+
+TEST(Discovery, LaterFailuresWarnOnceAndTheJobKeepsItsHosts) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:2\n");
+  const auto broken = (dir.path / "broken").string();
+  const auto script =
+      hosts_script(dir, "if [ -e '" + broken + "' ]; then echo 'api down' >&2; exit 1; fi\n");
+  HvdrunProcess job(elastic_job(dir,
+                                {"-np", "2", "--max-np", "3", "--host-discovery-script", script,
+                                 "--discovery-interval", "0.1"},
+                                6));
+  wait_for_pids(dir.path, 2, seconds(20));
+  write_file(broken, "");
+  std::this_thread::sleep_for(milliseconds(800));  // several failed runs
+  write_file(dir.path / "hosts", "localhost:3\n");
+  std::filesystem::remove(broken);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count(r.err,
+                  "failed: exit code 1 (stderr: 'api down'); the job keeps the hosts it "
+                  "has"),
+            1u)
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: the discovery script works again")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: generation 1: 3 workers, 1 of them new")) << r.err;
+  EXPECT_TRUE(contains(r.out, "applied 49152 samples of 49152; all ranks agree")) << r.out;
+}
+
+TEST(Discovery, AHostThatKeepsFailingWaitsOutADoublingCooldownWhileStillListed) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:3\n");
+  const auto script = hosts_script(dir);
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-np", "3", "--min-np", "2", "--host-discovery-script", script,
+                   "--discovery-interval", "0.1", "--blacklist-cooldown-range", "1", "4"},
+                  8));
+  ASSERT_EQ(::kill(pid_of_slot(dir, 2, 3), SIGKILL), 0);
+  const pid_t second = pid_of_slot(dir, 3, 4);  // the replacement, after the cooldown
+  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_EQ(::kill(second, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "host localhost unused for 1 s")) << r.err;
+  EXPECT_TRUE(contains(r.err, "host localhost unused for 2 s")) << r.err;
+  const auto gens = generations(r.err);
+  ASSERT_EQ(gens.size(), 5u) << r.err;  // 3, 2, 3 (after 1 s), 2, 3 (after 2 s)
+  EXPECT_EQ(gens[1].first, 2);
+  EXPECT_EQ(gens[2].first, 3);
+  EXPECT_GE(gens[2].second - gens[1].second, 0.95) << r.err;
+  EXPECT_GE(gens[4].second - gens[3].second, 1.95) << r.err;
+  EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
