@@ -652,6 +652,14 @@ void Supervisor::worker_lost(std::uint32_t key, const std::string& why) {
     if (record.key != key || record.end) continue;
     record.lost = "missed its heartbeats (" + why + "): killed";
     pool_of(id.host).signal(id, SIGKILL);
+    if (ready_.contains(id.host)) {
+      // Over a cut-off network neither the kill nor the end may get through: the worker ends
+      // here (a later report of its end is ignored).
+      const WorkerId lost = id;
+      on_worker_exit(lost, ProcessEnd::lost_connection("host " + hosts_[lost.host].name +
+                                                       " stopped answering"));
+    }
+    return;
   }
 }
 
