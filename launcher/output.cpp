@@ -218,6 +218,10 @@ void OutputSink::report_failure(int rank, bool is_err, const std::string& destin
   note("cannot write " + what + "; later output to it is lost");
 }
 
+void OutputSink::set_rank(const WorkerId& id, int rank) {
+  if (const auto it = workers_.find(id); it != workers_.end()) it->second.rank = rank;
+}
+
 void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view chunk) {
   if (chunk.empty()) return;
   auto& worker = workers_.at(id);

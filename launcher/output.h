@@ -79,6 +79,9 @@ class OutputSink {
   // --output-filename its files DIR/rank.N/{stdout,stderr} are created (truncated). Throws
   // UsageError naming the path on failure.
   void add_worker(const WorkerId& id, int rank);
+  // An elastic re-formation gave the worker a new rank: its later lines carry it (its
+  // --output-filename files stay those of its first rank).
+  void set_rank(const WorkerId& id, int rank);
   void write(const WorkerId& id, StreamKind stream, std::string_view chunk);
   // The last stderr lines of a worker, oldest first, terminators removed.
   const std::deque<std::string>& last_stderr_lines(const WorkerId& id) const;

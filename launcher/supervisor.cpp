@@ -510,7 +510,10 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
   std::map<std::uint32_t, const Slot*> by_key;
   for (const auto& m : members) by_key[m.worker] = &m.slot;
   for (auto& [id, record] : workers_) {
-    if (const auto it = by_key.find(record.key); it != by_key.end()) record.slot = *it->second;
+    const auto it = by_key.find(record.key);
+    if (it == by_key.end()) continue;
+    record.slot = *it->second;
+    sink_.set_rank(id, record.slot.rank);
   }
   for (const auto& id : added) sink_.add_worker(id, workers_.at(id).slot.rank);
   const std::size_t size = members.size();

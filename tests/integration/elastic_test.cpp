@@ -61,7 +61,9 @@ TEST(Elastic, WhenRankZeroDiesASurvivorBecomesRankZero) {
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "pid " + std::to_string(next) + " done as rank 0/2")) << r.out;
+  // Its lines carry its new rank.
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:pid " + std::to_string(next) + " done as rank 0/2"))
+      << r.out;
   EXPECT_TRUE(contains(r.out, "applied 16384 samples of 16384; all ranks agree")) << r.out;
   expect_one_hash(finished(r.out), r.out);
 }
