@@ -93,4 +93,9 @@ void Communicator::set_device_backend(std::unique_ptr<DeviceCollectives> device,
   backend_reason_ = std::move(reason);
 }
 
+std::unique_ptr<DeviceCollectives> Communicator::take_device_backend() noexcept {
+  if (device_) device_->retire();
+  return std::move(device_);
+}
+
 }  // namespace hvdrun

@@ -47,6 +47,8 @@ class Communicator {
   // The device-memory backend (null: CPU only) and the one-line reason for the choice.
   void set_device_backend(std::unique_ptr<DeviceCollectives> device, std::string reason);
   DeviceCollectives* device() noexcept { return device_.get(); }
+  // The device backend, retired (see DeviceCollectives::retire), for the next generation.
+  std::unique_ptr<DeviceCollectives> take_device_backend() noexcept;
   // Raises the abort signal: any pending collective of this process fails with AbortedError
   // within milliseconds, and this communicator is unusable afterwards. Any thread.
   void abort(const std::string& reason) noexcept { abort_->raise(reason); }

@@ -12,6 +12,14 @@
 
 namespace hvdrun {
 
+// What the next generation of an elastic job may reuse of a backend's communicator
+// (nccl/comm_plan.h).
+struct DeviceCommState {
+  int rank = -1, size = 0, device = -1;
+  bool alive = false;       // not aborted: it may still be shrunk
+  bool has_shrink = false;  // the library can shrink a communicator
+};
+
 class DeviceCollectives {
  public:
   virtual ~DeviceCollectives() = default;
@@ -34,6 +42,10 @@ class DeviceCollectives {
   virtual void set_abort_signal(const AbortSignal* signal) noexcept = 0;
   virtual void allreduce_many(std::span<const DeviceTensor> tensors, ReduceOp op,
                               CUstream_st* stream) = 0;
+  virtual DeviceCommState comm_state() const noexcept = 0;
+  // Its generation is over: it stops watching the abort signal, and ends by aborting its
+  // communicator rather than finalizing it (peers may be gone).
+  virtual void retire() noexcept = 0;
 };
 
 }  // namespace hvdrun

@@ -59,9 +59,10 @@ void Runtime::reform() {
   const auto start = tcp::Clock::now();
   const auto end = client_->generation_end();
   client_->set_interrupt(-1);  // the old generation's signal: raised, and about to be closed
+  PreviousDevice previous{communicator_->take_device_backend(), generation_};
   communicator_.reset();
   try {
-    communicator_ = form_generation(true);
+    communicator_ = form_generation(true, std::move(previous));
   } catch (const Error&) {
     rethrow_with_prefix(std::current_exception(),
                         "hvdrun: re-forming after generation " +
@@ -95,7 +96,7 @@ std::unique_ptr<Communicator> Runtime::form_world_of_one() {
   return communicator;
 }
 
-std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin) {
+std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevice previous) {
   const Options& options = options_;
   using std::chrono::duration_cast;
   using std::chrono::milliseconds;
@@ -145,7 +146,8 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin) {
   ring->set_failure_board(std::move(board));
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));
-  attach_device_backend(*communicator, client_.get(), options);
+  attach_device_backend(*communicator, client_.get(), options, std::move(previous));
+  generation_ = assignment.generation;
   const auto us = [](auto d) {
     return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
   };

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "rendezvous/client.h"
+#include "worker-runtime/backend_setup.h"
 #include "worker-runtime/communicator.h"
 #include "worker-runtime/options.h"
 
@@ -45,8 +46,8 @@ class Runtime {
  private:
   // The current generation's communicator, from an assignment received over client_ (opened
   // by the first call, after the data socket is bound); `rejoin`: of the generation after the
-  // one that ended.
-  std::unique_ptr<Communicator> form_generation(bool rejoin);
+  // one that ended, which may reuse `previous` (the ended generation's device backend).
+  std::unique_ptr<Communicator> form_generation(bool rejoin, PreviousDevice previous = {});
   // On the client's reader thread: a broken generation aborts what the communicator waits for.
   void on_generation_end(const rdzv::GenerationEndEvent& event);
   void watch(std::shared_ptr<AbortSignal> abort, std::uint32_t generation);
@@ -55,6 +56,7 @@ class Runtime {
   Options options_;
   std::unique_ptr<rdzv::Client> client_;  // declared first: outlives the communicator
   std::unique_ptr<Communicator> communicator_;
+  std::uint32_t generation_ = 0;    // communicator_'s
   mutable std::mutex watch_mutex_;  // guards the two below (the reader thread reads them)
   std::shared_ptr<AbortSignal> watched_abort_;  // the current generation's
   std::uint32_t watched_generation_ = 0;

@@ -7,7 +7,9 @@
 //    communicator is aborted and later calls say so. ncclCommAbort itself returns only once
 //    the kernel ahead of NCCL's has finished, which the timings show;
 //  - re-form: after the aborts, a new communicator on the same device works (what an elastic
-//    generation does).
+//    generation does);
+//  - revoke: where NCCL has ncclCommRevoke, an aborted wait revokes the communicator instead,
+//    which stays for the next generation's shrink (one GPU cannot show the shrink itself).
 // Prints one line per check with its timings. Exit 0: all passed; 1: a check failed; 77: no
 // CUDA device.
 #include <cuda_runtime.h>
@@ -26,6 +28,7 @@
 #include "worker-runtime/nccl/cuda_util.h"
 #include "worker-runtime/nccl/nccl_backend.h"
 #include "worker-runtime/nccl/nccl_comm.h"
+#include "worker-runtime/nccl/nccl_extensions.h"
 
 namespace {
 
@@ -206,6 +209,37 @@ void check_reform(Checks& checks, void* send, void* recv) {
                     std::to_string(reduce_ms) + " ms, result " + (right ? "right" : "WRONG"));
 }
 
+// ncclCommShrink needs at least one rank to leave out and a caller that stays, so one GPU
+// (one rank) cannot shrink; what it can show is the survivors' first half: the revoke.
+void check_revoke(Checks& checks, void* send, void* recv) {
+  if (!hvdrun::nccl::NcclExtensions::find().revoke) {
+    std::printf("SKIP revoke: this NCCL has no ncclCommRevoke\n");
+    return;
+  }
+  double create_ms = 0;
+  auto backend = make_backend(milliseconds(30000), &create_ms);
+  AbortSignal signal;
+  backend->set_abort_signal(&signal);
+  Stream stream;
+  hvdrun::nccl::check_cuda(launch_spin(stream.get, kSpinSeconds), "spin kernel");
+  const auto [message, latency] = abort_during(signal, "generation 4 broken: rank 1 failed", [&] {
+    backend->allreduce(send, recv, kCount, DataType::kFloat32, ReduceOp::kSum, stream.get);
+  });
+  const hvdrun::DeviceCommState state = backend->comm_state();
+  checks.expect(contains(message, "communicator revoked") && latency < 200 && state.alive, "revoke",
+                "AbortedError " + std::to_string(latency) + " ms after the signal, communicator " +
+                    (state.alive ? "kept for a shrink" : "GONE") + ": " + message);
+  const std::string shrink = error_of<hvdrun::UsageError>(
+      [&] { backend->comm().shrink({}, 0, milliseconds(1000), nullptr); });
+  checks.expect(contains(shrink, "leaves no rank out"), "shrink-nobody", shrink);
+  backend->retire();
+  const auto start = Clock::now();
+  backend.reset();
+  checks.expect(
+      true, "retire",
+      "revoked communicator dropped in " + std::to_string(ms_since(start)) + " ms (ncclCommAbort)");
+}
+
 }  // namespace
 
 int main() {
@@ -225,6 +259,7 @@ int main() {
     check_timeout(checks, send.data(), recv.data());
     check_abort(checks, send.data(), recv.data());
     check_reform(checks, send.data(), recv.data());
+    check_revoke(checks, send.data(), recv.data());
   } catch (const std::exception& e) {
     checks.expect(false, "unexpected error", e.what());
   }

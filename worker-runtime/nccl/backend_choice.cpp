@@ -6,9 +6,8 @@
 #include "hvdrun/error.h"
 
 namespace hvdrun::nccl {
-namespace {
 
-std::string version_text(int code) {
+std::string nccl_version_text(int code) {
   if (code <= 0) return "NCCL";
   // NCCL_VERSION_CODE: X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z from 2.9.
   const int major = code >= 10000 ? code / 10000 : code / 1000;
@@ -16,6 +15,8 @@ std::string version_text(int code) {
   return "NCCL " + std::to_string(major) + "." + std::to_string(minor) + "." +
          std::to_string(code % 100);
 }
+
+namespace {
 
 // The CPU backend, or an error when the user insisted on NCCL.
 BackendChoice cpu_because(const GpuRequest& request, const std::string& why) {
@@ -76,7 +77,7 @@ BackendChoice choose_backend(const GpuRequest& request, const DeviceFacts& facts
   }
   if (per_device > 1 && !facts.shared_gpu_allowed) {
     return cpu_because(request, ranks + " would share " + devices + ", and " +
-                                    version_text(facts.nccl_version) +
+                                    nccl_version_text(facts.nccl_version) +
                                     " refuses several ranks on one GPU (NCCL >= 2.30 allows it "
                                     "with NCCL_MULTI_RANK_GPU_ENABLE=1)");
   }

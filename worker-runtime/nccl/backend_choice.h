@@ -13,6 +13,8 @@ enum class BackendRequest { kAuto, kCpu, kNccl };
 enum class BackendKind { kCpu, kNccl };
 
 std::string_view to_string(BackendRequest request) noexcept;
+// "NCCL 2.28.9" for an ncclGetVersion() code; "NCCL" for 0.
+std::string nccl_version_text(int code);
 
 struct GpuRequest {
   BackendRequest backend = BackendRequest::kAuto;
@@ -26,6 +28,7 @@ struct DeviceFacts {
   std::string device_error;         // why no device is visible (CUDA's message); may be empty
   bool shared_gpu_allowed = false;  // NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1
   int nccl_version = 0;             // ncclGetVersion(), for messages
+  bool has_shrink = false;          // the loaded NCCL exports ncclCommShrink
 };
 
 struct BackendChoice {

@@ -32,6 +32,16 @@ class NcclBackend final : public DeviceCollectives {
     comm_.set_abort_signal(signal);
   }
   ncclComm* native_comm() const noexcept override { return comm_.get(); }
+  DeviceCommState comm_state() const noexcept override {
+    return {comm_.rank(), comm_.size(), settings_.device, comm_.shrinkable(), comm_.has_shrink()};
+  }
+  void retire() noexcept override {
+    comm_.set_abort_signal(nullptr);
+    comm_.retire();
+  }
+  // For the next generation's shrink (nccl_setup.cpp).
+  NcclComm& comm() noexcept { return comm_; }
+  const BackendSettings& settings() const noexcept { return settings_; }
   void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
                  CUstream_st* stream) override;
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root,

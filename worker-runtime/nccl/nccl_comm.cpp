@@ -4,6 +4,7 @@
 
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "hvdrun/error.h"
 #include "worker-runtime/logging.h"
@@ -38,6 +39,7 @@ NcclComm NcclComm::create(const ncclUniqueId& id, int rank, int size, millisecon
                        "; NCCL: " + ncclGetLastError(nullptr));
   }
   comm.settle(result, "ncclCommInitRankConfig", start + limit);
+  comm.initialized_ = true;
   runtime_log().debug("NCCL communicator rank {}/{} ready in {} ms", rank, size,
                       ms(Clock::now() - start));
   return comm;
@@ -52,7 +54,11 @@ NcclComm::NcclComm(NcclComm&& other) noexcept
       rank_(other.rank_),
       size_(other.size_),
       broken_(std::move(other.broken_)),
-      abort_signal_(other.abort_signal_) {}
+      abort_signal_(other.abort_signal_),
+      extensions_(other.extensions_),
+      initialized_(other.initialized_),
+      revoked_(other.revoked_),
+      retired_(other.retired_) {}
 
 NcclComm& NcclComm::operator=(NcclComm&& other) noexcept {
   if (this != &other) {
@@ -62,6 +68,10 @@ NcclComm& NcclComm::operator=(NcclComm&& other) noexcept {
     size_ = other.size_;
     broken_ = std::move(other.broken_);
     abort_signal_ = other.abort_signal_;
+    extensions_ = other.extensions_;
+    initialized_ = other.initialized_;
+    revoked_ = other.revoked_;
+    retired_ = other.retired_;
   }
   return *this;
 }
@@ -143,13 +153,80 @@ void NcclComm::wait(cudaEvent_t event, const char* op, Clock::time_point deadlin
   if (async != ncclSuccess && async != ncclInProgress) fail(op, nccl_error(async));
 }
 
+// A wait ended from outside (the generation broke): NCCL's pending work is stopped. Revoked,
+// the communicator can still be shrunk for the next generation; aborted, it is gone.
 void NcclComm::aborted(const char* op) {
   const auto reason = abort_signal_->reason();
-  const std::string message = where(op) + ": aborted: " + reason + "; communicator aborted";
   if (broken_.empty()) broken_ = "aborted: " + reason;
+  if (extensions_.revoke != nullptr && comm_ != nullptr && initialized_ && !revoked_) {
+    const auto start = Clock::now();
+    const ncclResult_t result = extensions_.revoke(comm_, 0);
+    if (result == ncclSuccess || result == ncclInProgress) {
+      revoked_ = true;
+      const std::string message = where(op) + ": aborted: " + reason + "; communicator revoked";
+      runtime_log().info("{} ({} us)", message,
+                         std::chrono::duration_cast<microseconds>(Clock::now() - start).count());
+      throw AbortedError(message);
+    }
+    runtime_log().warn("{}: ncclCommRevoke failed ({}); aborting", where(op), nccl_error(result));
+  }
+  const std::string message = where(op) + ": aborted: " + reason + "; communicator aborted";
   runtime_log().info("{}", message);
   abort();
   throw AbortedError(message);
+}
+
+void NcclComm::quiesce(Clock::time_point deadline) {
+  ncclResult_t state = ncclInProgress;
+  const auto result_of_wait = poll_until(deadline, nullptr, [&] {
+    const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+    if (r != ncclSuccess) state = r;
+    return state != ncclInProgress;
+  });
+  if (result_of_wait == PollResult::kTimedOut) {
+    fail("shrink", "the revoked communicator did not settle before the deadline");
+  }
+  if (state != ncclSuccess) fail("shrink", "revoked communicator: " + nccl_error(state));
+}
+
+NcclComm NcclComm::shrink(std::span<const int> excluded, int new_rank, milliseconds limit,
+                          const AbortSignal* signal) {
+  if (!shrinkable()) {
+    throw UsageError(
+        where("shrink") + ": " +
+        (comm_ == nullptr ? "the communicator was aborted" : "this NCCL has no ncclCommShrink"));
+  }
+  if (excluded.empty()) {  // NCCL's own rule: at least one rank leaves
+    throw UsageError(where("shrink") + ": a shrink that leaves no rank out");
+  }
+  const auto start = Clock::now();
+  const auto deadline = start + limit;
+  if (revoked_) quiesce(deadline);
+  std::vector<int> list(excluded.begin(), excluded.end());  // NCCL sorts it in place
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  config.commName = "hvdrun";
+  ncclComm_t raw = nullptr;
+  const int flags = revoked_ ? NcclExtensions::kShrinkDefault : NcclExtensions::kShrinkAbort;
+  const ncclResult_t result =
+      extensions_.shrink(comm_, list.data(), static_cast<int>(list.size()), &raw, &config, flags);
+  const int new_size = size_ - static_cast<int>(list.size());
+  if (raw == nullptr) fail("ncclCommShrink", nccl_error(result));
+  NcclComm child(raw, new_rank, new_size);
+  child.abort_signal_ = signal;
+  child.settle(result, "ncclCommShrink", deadline);
+  child.initialized_ = true;
+  int rank = -1, count = 0;
+  if (ncclCommUserRank(raw, &rank) != ncclSuccess || ncclCommCount(raw, &count) != ncclSuccess ||
+      rank != new_rank || count != new_size) {
+    child.fail("ncclCommShrink", "the shrunk communicator has rank " + std::to_string(rank) +
+                                     " of " + std::to_string(count) + ", expected " +
+                                     std::to_string(new_rank) + " of " + std::to_string(new_size));
+  }
+  abort();  // the parent
+  runtime_log().debug("NCCL communicator rank {}/{} shrunk from {} ranks in {} ms", new_rank,
+                      new_size, size_, ms(Clock::now() - start));
+  return child;
 }
 
 // ncclCommAbort stops NCCL's own kernels and threads, but returns only once the work queued
@@ -171,6 +248,10 @@ void NcclComm::abort() noexcept {
 // Finalize flushes outstanding work; bounded so that a lost peer cannot hold shutdown.
 void NcclComm::release() noexcept {
   if (comm_ == nullptr) return;
+  if (revoked_ || retired_) {  // finalizing a revoked communicator is invalid
+    abort();
+    return;
+  }
   ncclResult_t state = ncclCommFinalize(comm_);
   if (state == ncclInProgress) {
     poll_until(Clock::now() + milliseconds(10000), abort_signal_, [&] {

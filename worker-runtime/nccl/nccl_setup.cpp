@@ -50,13 +50,16 @@ DeviceFacts probe_devices() {
   int version = 0;
   if (ncclGetVersion(&version) == ncclSuccess) facts.nccl_version = version;
   const char* multi = std::getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  facts.has_shrink = NcclExtensions::find().shrink != nullptr;
   facts.shared_gpu_allowed = version >= 23000 && multi != nullptr && std::strcmp(multi, "1") == 0;
   return facts;
 }
 
 std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, int device,
                                                       rdzv::Client* client, const Options& options,
-                                                      const AbortSignal* abort) {
+                                                      const AbortSignal* abort,
+                                                      const CommPlan& plan,
+                                                      std::unique_ptr<DeviceCollectives> previous) {
   if (topology.size > 1 && client == nullptr) {
     throw UsageError("NCCL backend: " + std::to_string(topology.size) +
                      " ranks but no rendezvous to relay the unique id");
@@ -64,8 +67,21 @@ std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, 
   const auto start = Clock::now();
   check_cuda(cudaSetDevice(device), "rank " + std::to_string(topology.rank) + ": cudaSetDevice(" +
                                         std::to_string(device) + ")");
-  const ncclUniqueId id = exchange_id(topology, client, options.start_timeout);
-  NcclComm comm = NcclComm::create(id, topology.rank, topology.size, options.start_timeout, abort);
+  NcclComm comm;
+  auto* parent = dynamic_cast<NcclBackend*>(previous.get());
+  if (plan.shrink && parent != nullptr) {
+    comm = parent->comm().shrink(plan.excluded, topology.rank, options.start_timeout, abort);
+    previous.reset();
+  } else {
+    if (plan.shrink) {
+      throw BackendError("rank " + std::to_string(topology.rank) +
+                         ": the communicator plan is to shrink, but this rank has no NCCL "
+                         "communicator to shrink");
+    }
+    previous.reset();  // aborts it, freeing its device memory before the new one
+    const ncclUniqueId id = exchange_id(topology, client, options.start_timeout);
+    comm = NcclComm::create(id, topology.rank, topology.size, options.start_timeout, abort);
+  }
   BackendSettings settings;
   settings.device = device;
   settings.timeout = options.timeout;
@@ -73,9 +89,9 @@ std::unique_ptr<DeviceCollectives> start_nccl_backend(const Topology& topology, 
   settings.fusion_mode = options.fusion_mode;
   auto backend = std::make_unique<NcclBackend>(std::move(comm), settings);
   runtime_log().debug(
-      "NCCL backend on device {} ready in {} ms (fusion {} up to {} bytes)", device,
+      "NCCL backend on device {} ready in {} ms, {} (fusion {} up to {} bytes)", device,
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count(),
-      to_string(settings.fusion_mode), settings.fusion_threshold);
+      plan.shrink ? "shrunk" : "new", to_string(settings.fusion_mode), settings.fusion_threshold);
   return backend;
 }
 
