@@ -383,11 +383,6 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
 void check_elastic(JobSpec& spec, const Parsed& parsed) {
   auto& e = spec.elastic;
   if (!spec.elastic_job()) return;
-  if (spec.max_restarts > 0) {
-    throw UsageError("--max-restarts and " + parsed.spelled(e.min_np ? "min-np" : "max-np") +
-                     " cannot be used together: survivors keep running in an elastic job, "
-                     "--max-restarts restarts every worker");
-  }
   const int min = e.min_np.value_or(spec.num_proc);
   const int max = e.max_np.value_or(spec.num_proc);
   if (min > spec.num_proc) {

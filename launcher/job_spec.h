@@ -63,10 +63,14 @@ struct JobSpec {
   std::string rendezvous_addr;  // --rendezvous-addr; empty: per host, the route's address
   std::string remote_hvdrun;    // --remote-hvdrun; empty: this hvdrun's own path
 
+  // A job whose size may change: --min-np, --max-np or a discovery script.
   bool elastic_job() const noexcept {
     return elastic.min_np.has_value() || elastic.max_np.has_value() ||
            !elastic.discovery_script.empty();
   }
+  // An elastic job whose survivors re-form after a failure (HVDRUN_ELASTIC); with
+  // --max-restarts, every worker is restarted instead, on the slots available then.
+  bool survivors_reform() const noexcept { return elastic_job() && max_restarts == 0; }
 };
 
 }  // namespace hvdrun::launcher

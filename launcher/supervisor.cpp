@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <optional>
 
@@ -107,8 +108,10 @@ class Supervisor {
     }
     next_key_ = static_cast<std::uint32_t>(slots.size());
     if (spec.max_restarts > 0) policy_ = std::make_unique<RestartAllPolicy>(spec.max_restarts);
-    if (spec.elastic_job()) {
+    if (spec.survivors_reform()) {
       policy_ = std::make_unique<ElasticPolicy>(spec.elastic.reset_limit);
+    }
+    if (spec.elastic_job()) {
       membership_.emplace(spec.hosts, *spec.elastic.max_np, spec.elastic.cooldown_min,
                           spec.elastic.cooldown_max);
       for (const auto& [id, record] : workers_) membership_->add(id, record.key, record.slot.rank);
@@ -181,7 +184,16 @@ class Supervisor {
   void on_worker_exit(const WorkerId& id, ProcessEnd end);
   void on_stream_closed(const WorkerId& id);
   void announce_failure();
-  void restart(const Slot& slot, const ProcessEnd& end);
+  // The failure policy chose to restart every worker after `failed` ended.
+  void restart(const WorkerId& failed);
+  // Elastic jobs with --max-restarts: a change of slots restarts every worker (not counted
+  // as a restart) to take it in.
+  void restart_for(const std::string& reason);
+  // Some worker of the generation finished (exit 0): the job is ending, it does not grow.
+  bool winding_down() const {
+    return std::any_of(workers_.begin(), workers_.end(),
+                       [](const auto& w) { return w.second.end && w.second.end->success(); });
+  }
   // One line per generation when the job had more than one.
   void print_generations() const;
   void start_next_generation();
@@ -376,7 +388,7 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
   const auto decision = state_ == JobState::kRunning ? policy_->on_worker_end(id, *record.end)
                                                      : WorkerEndDecision::kContinue;
   if (decision == WorkerEndDecision::kRestartAll) {
-    restart(record.slot, *record.end);
+    restart(id);
     maybe_finish();
     return;
   }
@@ -429,24 +441,57 @@ void Supervisor::announce_failure() {
 }
 
 // The failure policy chose a restart: the generation ends, every worker is stopped, and
-// maybe_finish() starts the next generation once all have ended.
-void Supervisor::restart(const Slot& slot, const ProcessEnd& end) {
-  const std::string who = "rank " + std::to_string(slot.rank) + " (host " + slot.host +
-                          (end.pid ? ", pid " + std::to_string(end.pid) : "") + ")";
-  generations_.back().end_reason = who + " " + end.what_happened();
+// maybe_finish() starts the next generation once all have ended. In an elastic job, a host
+// that failed as a host (lost, unresponsive, could not start the worker) cools down first;
+// a program that failed there does not make its host suspect.
+void Supervisor::restart(const WorkerId& failed) {
+  const WorkerRecord& record = workers_.at(failed);
+  const ProcessEnd& end = *record.end;
+  const std::string who = "rank " + std::to_string(record.slot.rank) + " (host " +
+                          record.slot.host + (end.pid ? ", pid " + std::to_string(end.pid) : "") +
+                          ")";
+  const std::string what = record.lost.empty() ? end.what_happened() : record.lost;
+  generations_.back().end_reason = who + " " + what;
   const auto* restarts = dynamic_cast<const RestartAllPolicy*>(policy_.get());
   const std::size_t others = running();
-  note(who + " " + end.what_happened() + "; restarting every rank (restart " +
+  std::string cooled;
+  if (membership_ && (!record.lost.empty() || !end.ran())) {
+    const auto cooldown = membership_->cool_down(failed.host, Clock::now());
+    cooled = "; host " + hosts_[failed.host].name + " unused for " +
+             std::to_string(cooldown.count()) + " s";
+  }
+  note(who + " " + what + cooled + "; restarting every rank (restart " +
        std::to_string(restarts ? restarts->restarts() : 0) + " of " +
        std::to_string(spec_.max_restarts) + ")" +
        (others ? ": terminating " + plural(others, "other rank") : ""));
   enter(JobState::kRestarting);
 }
 
+void Supervisor::restart_for(const std::string& reason) {
+  generations_.back().end_reason = reason;
+  note(reason +
+       ": restarting every rank to take the change in (not counted against "
+       "--max-restarts); terminating " +
+       plural(running(), "rank"));
+  enter(JobState::kRestarting);
+}
+
 // Every worker of the generation has ended: the same slots start again as new incarnations,
-// with a new rendezvous generation and MASTER_PORT.
+// with a new rendezvous generation and MASTER_PORT. In an elastic job, the next generation
+// takes every slot available now, up to --max-np (waiting for --min-np if need be).
 void Supervisor::start_next_generation() {
   generations_.back().ended = Clock::now();
+  const auto* restarts = dynamic_cast<const RestartAllPolicy*>(policy_.get());
+  rdzv_.restart_count = restarts ? restarts->restarts() : static_cast<int>(generations_.size());
+  if (membership_) {
+    for (const auto& [id, record] : workers_) membership_->remove(record.key);
+    workers_.clear();
+    ended_ = 0;
+    enter(JobState::kRunning);
+    reform(rdzv::Handover::kRestart, generations_.back().end_reason);
+    if (discovery_) poll_discovery();
+    return;
+  }
   std::map<WorkerId, WorkerRecord> next;
   std::vector<rdzv::Member> members;
   for (const auto& [id, record] : workers_) {
@@ -461,7 +506,6 @@ void Supervisor::start_next_generation() {
   std::sort(members.begin(), members.end(),
             [](const rdzv::Member& a, const rdzv::Member& b) { return a.slot.rank < b.slot.rank; });
   const std::size_t size = members.size();
-  rdzv_.restart_count = static_cast<int>(generations_.size());
   rdzv_.master_port = next_generation_(std::move(members), rdzv::Handover::kRestart,
                                        generations_.back().end_reason);
   generations_.push_back({Clock::now(), {}, {}, size, {}});
@@ -524,7 +568,10 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
   rdzv_.size = static_cast<int>(size);
   rdzv_.master_port = next_generation_(std::move(members), how, reason);
   generations_.push_back({now, {}, {}, size, {}});
-  if (!added.empty()) {
+  if (how == rdzv::Handover::kRestart) {
+    note("generation " + std::to_string(generations_.size() - 1) + ": " + plural(size, "worker") +
+         " on the slots available");
+  } else if (!added.empty()) {
     note("generation " + std::to_string(generations_.size() - 1) + ": " + plural(size, "worker") +
          ", " + std::to_string(added.size()) + " of them new");
   }
@@ -537,8 +584,10 @@ void Supervisor::wait_for_slots(rdzv::Handover how, const std::string& reason) {
   if (waiting_for_slots_) return;
   waiting_for_slots_ = true;
   const auto timeout = spec_.elastic.timeout;
+  const std::size_t free = membership_->free_slots(Clock::now());
   note("below --min-np " + std::to_string(*spec_.elastic.min_np) + ": " +
-       plural(membership_->live(), "worker") + " left and no free slot; waiting up to " +
+       plural(membership_->live(), "worker") + " left and " +
+       (free == 0 ? std::string("no free slot") : plural(free, "free slot")) + "; waiting up to " +
        std::to_string(timeout.count()) + " s (--elastic-timeout) for slots");
   elastic_timer_.expires_after(timeout);
   elastic_timer_.async_wait([this, timeout, how, reason](const boost::system::error_code& ec) {
@@ -550,7 +599,9 @@ void Supervisor::wait_for_slots(rdzv::Handover how, const std::string& reason) {
                          std::to_string(*spec_.elastic.min_np) + " (after " + reason + ")";
       generations_.back().end_reason = text;
       outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
-      note("job failed: " + outcome_->message + "; terminating " + plural(running(), "rank"));
+      const std::size_t left = running();
+      note("job failed: " + outcome_->message +
+           (left ? "; terminating " + plural(left, "rank") : std::string()));
     }
     terminate();
     maybe_finish();
@@ -570,6 +621,15 @@ void Supervisor::watch_cooldowns() {
 }
 
 void Supervisor::grow(const std::string& reason) {
+  if (winding_down()) return;
+  if (!spec_.survivors_reform()) {  // --max-restarts: fresh workers take the change in
+    if (waiting_for_slots_ && membership_->live() == 0) {
+      reform(rdzv::Handover::kRestart, reason);
+    } else if (!waiting_for_slots_) {
+      restart_for(reason);
+    }
+    return;
+  }
   // While waiting for slots the running generation is already broken: its survivors wait
   // for a push; otherwise they take the change in at their next commit.
   reform(waiting_for_slots_ ? rdzv::Handover::kBroken : rdzv::Handover::kHostsUpdated, reason);
@@ -614,7 +674,8 @@ void Supervisor::on_discovery(DiscoveryResult result) {
   }
   if (!removed.empty()) {
     note("the discovery script no longer lists the slots of " + removed +
-         ": they leave the job at its next commit");
+         (spec_.survivors_reform() ? ": they leave the job at its next commit"
+                                   : ": they leave the job"));
     grow("slots removed by the discovery script");
   } else if (membership_->free_slots(Clock::now()) > 0) {
     grow("slots added by the discovery script");

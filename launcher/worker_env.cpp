@@ -20,7 +20,7 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   env[env::kRendezvousAddr] = host_port(rendezvous.addr, rendezvous.port);
   env[env::kSecret] = rendezvous.secret;
   env[env::kSlot] = str(worker_key);
-  if (spec.elastic_job()) {
+  if (spec.survivors_reform()) {
     env[env::kElastic] = "1";
     env[env::kElasticTimeout] = str(spec.elastic.timeout.count());
   }

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/compat/compat_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
@@ -78,10 +80,13 @@ TEST(PyTorchDdp, TwoJobsStartedTogetherDoNotCollide) {
 // torchrun's model, without its monitor delay: rank 1 crashes in the first run, every rank is
 // stopped and started again with TORCHELASTIC_RESTART_COUNT=1 and a new MASTER_PORT, and the
 // second run trains to identical parameters.
-TEST(PyTorchDdp, ACrashIsRestartedOnceWithMaxRestarts) {
-  const auto r = run_hvdrun({"-np", "2", "--max-restarts", "1", "-x", "DDP_FAIL_ONCE_RANK=1",
-                             kPython, job_script("ddp_job.py")},
-                            {}, seconds(180));
+void expect_restarted_once(const std::vector<std::string>& flags) {
+  std::vector<std::string> args = flags;
+  for (const std::string& a : {std::string("-x"), std::string("DDP_FAIL_ONCE_RANK=1"),
+                               std::string(kPython), job_script("ddp_job.py")}) {
+    args.push_back(a);
+  }
+  const auto r = run_hvdrun(args, {}, seconds(180));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("rank 1 crashing after step 1"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("exited with code 7; restarting every rank (restart 1 of 1)"),
@@ -101,6 +106,15 @@ TEST(PyTorchDdp, ACrashIsRestartedOnceWithMaxRestarts) {
   }
   EXPECT_EQ(digests.size(), 1u) << r.out;
   EXPECT_EQ(ports.size(), 2u) << r.out;  // one per run
+}
+
+TEST(PyTorchDdp, ACrashIsRestartedOnceWithMaxRestarts) {
+  expect_restarted_once({"-np", "2", "--max-restarts", "1"});
+}
+
+// The same in an elastic job: the restart takes the slots available (here the same two).
+TEST(PyTorchDdp, ACrashIsRestartedOnceInAnElasticJobWithMaxRestarts) {
+  expect_restarted_once({"-np", "2", "--min-np", "1", "--max-np", "2", "--max-restarts", "1"});
 }
 
 }  // namespace

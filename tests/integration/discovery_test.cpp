@@ -19,18 +19,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  const auto partial = path.string() + ".new";
-  std::ofstream(partial) << text;
-  std::filesystem::rename(partial, path);  // the script never reads half a file
-}
-
-// A discovery script (run as "/bin/sh DIR/discover.sh") printing DIR/hosts.
-std::string hosts_script(const TempDir& dir, const std::string& body = "") {
-  write_file(dir.path / "discover.sh", body + "cat '" + (dir.path / "hosts").string() + "'\n");
-  return "/bin/sh " + (dir.path / "discover.sh").string();
-}
-
 std::size_t count(const std::string& text, const std::string& part) {
   std::size_t n = 0;
   for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;

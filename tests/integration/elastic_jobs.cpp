@@ -24,6 +24,17 @@ std::vector<std::string> elastic_job(const TempDir& dir, std::vector<std::string
   return args;
 }
 
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  const auto partial = path.string() + ".new";
+  std::ofstream(partial) << text;
+  std::filesystem::rename(partial, path);
+}
+
+std::string hosts_script(const TempDir& dir, const std::string& body) {
+  write_file(dir.path / "discover.sh", body + "cat '" + (dir.path / "hosts").string() + "'\n");
+  return "/bin/sh " + (dir.path / "discover.sh").string();
+}
+
 pid_t pid_of_slot(const TempDir& dir, int slot, std::size_t workers) {
   wait_for_pids(dir.path, workers, std::chrono::seconds(20));
   std::ifstream in(dir.path / (std::to_string(slot) + ".pid"));

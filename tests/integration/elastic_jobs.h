@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <utility>
@@ -19,6 +20,12 @@ namespace hvdrun::itest {
 // (exec keeps the pid).
 std::vector<std::string> elastic_job(const TempDir& dir, std::vector<std::string> flags, int epochs,
                                      const std::string& shell_first = "");
+
+// Replaces `path` with `text` in one rename: a reader never sees half of it.
+void write_file(const std::filesystem::path& path, const std::string& text);
+
+// A discovery script (run as "/bin/sh DIR/discover.sh") that runs `body`, then prints DIR/hosts.
+std::string hosts_script(const TempDir& dir, const std::string& body = "");
 
 // The pid of the worker with key `slot`, once `workers` workers wrote theirs.
 pid_t pid_of_slot(const TempDir& dir, int slot, std::size_t workers = 4);
