@@ -58,16 +58,32 @@ void Runtime::reform() {
   }
   const auto start = tcp::Clock::now();
   const auto end = client_->generation_end();
+  std::uint32_t ended = end ? end->ended : client_->generation();  // the generation left last
   client_->set_interrupt(-1);  // the old generation's signal: raised, and about to be closed
   PreviousDevice previous{communicator_->take_device_backend(), generation_};
   communicator_.reset();
-  try {
-    communicator_ = form_generation(true, std::move(previous));
-  } catch (const Error&) {
-    rethrow_with_prefix(std::current_exception(),
-                        "hvdrun: re-forming after generation " +
-                            std::to_string(end ? end->ended : client_->generation()) + " ended" +
-                            (end ? " (" + end->end.reason + ")" : std::string()) + ": ");
+  for (;;) {
+    try {
+      communicator_ = form_generation(true, std::move(previous));
+      break;
+    } catch (const Error& e) {
+      // The generation being formed broke too (another worker failed meanwhile): on to the
+      // one after it, as the launcher has already started it.
+      const auto next_end = client_->generation_end();
+      if (next_end && next_end->end.kind == rdzv::EndKind::kBroken &&
+          next_end->ended == client_->generation() && next_end->ended != ended) {
+        runtime_log().info("generation {} ended while forming ({}): re-forming again",
+                           next_end->ended, e.what());
+        ended = next_end->ended;
+        previous = {};
+        client_->set_interrupt(-1);
+        continue;
+      }
+      rethrow_with_prefix(std::current_exception(),
+                          "hvdrun: re-forming after generation " +
+                              std::to_string(end ? end->ended : client_->generation()) + " ended" +
+                              (end ? " (" + end->end.reason + ")" : std::string()) + ": ");
+    }
   }
   runtime_log().info(
       "re-formed as rank {}/{} in {} ms", communicator_->topology().rank,
@@ -146,6 +162,7 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   ring->set_failure_board(std::move(board));
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));
+  communicator->set_check_device_calls(options.check_collectives);
   attach_device_backend(*communicator, client_.get(), options, std::move(previous));
   generation_ = assignment.generation;
   const auto us = [](auto d) {

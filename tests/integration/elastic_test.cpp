@@ -154,7 +154,7 @@ TEST(Elastic, ASecondFailureDuringTheReFormationLeavesTwoSurvivorsThatFinish) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "re-forming with 2 surviving workers")) << r.err;
   const auto done = finished(r.out);
-  ASSERT_EQ(done.size(), 2u) << r.out;
+  ASSERT_EQ(done.size(), 2u) << r.out << r.err;
   EXPECT_TRUE(done.contains(pid_of_slot(dir, 0)) && done.contains(pid_of_slot(dir, 2))) << r.out;
   for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 2);
   expect_one_hash(done, r.out);
