@@ -93,6 +93,11 @@ void Communicator::set_device_backend(std::unique_ptr<DeviceCollectives> device,
   backend_reason_ = std::move(reason);
 }
 
+void Communicator::check_device_call(tcp::CollectiveKind kind, DataType dtype, ReduceOp op,
+                                     std::size_t count, int root) {
+  if (check_device_calls_) ring_->check_call(kind, dtype, op, count, root);
+}
+
 std::unique_ptr<DeviceCollectives> Communicator::take_device_backend() noexcept {
   if (device_) device_->retire();
   return std::move(device_);

@@ -47,6 +47,13 @@ class Communicator {
   // The device-memory backend (null: CPU only) and the one-line reason for the choice.
   void set_device_backend(std::unique_ptr<DeviceCollectives> device, std::string reason);
   DeviceCollectives* device() noexcept { return device_.get(); }
+  // With `on` (HVDRUN_CHECK_COLLECTIVES), check_device_call compares each device call's
+  // descriptor over the ring before it runs.
+  void set_check_device_calls(bool on) noexcept { check_device_calls_ = on; }
+  // Before a device collective: a MismatchError naming both sides when the ranks' calls differ
+  // (only when set_check_device_calls is on; otherwise nothing).
+  void check_device_call(tcp::CollectiveKind kind, DataType dtype, ReduceOp op, std::size_t count,
+                         int root = 0);
   // The device backend, retired (see DeviceCollectives::retire), for the next generation.
   std::unique_ptr<DeviceCollectives> take_device_backend() noexcept;
   // Raises the abort signal: any pending collective of this process fails with AbortedError
@@ -61,6 +68,7 @@ class Communicator {
   std::unique_ptr<tcp::Ring> ring_;
   std::unique_ptr<DeviceCollectives> device_;  // destroyed before the ring
   std::string backend_reason_ = "cpu (TCP ring)";
+  bool check_device_calls_ = false;
 };
 
 }  // namespace hvdrun

@@ -164,6 +164,7 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));
   communicator->set_check_device_calls(options.check_collectives);
   attach_device_backend(*communicator, client_.get(), options, std::move(previous));
+  communicator->ring().number_from_here();
   generation_ = assignment.generation;
   const auto us = [](auto d) {
     return std::chrono::duration_cast<std::chrono::microseconds>(d).count();

@@ -109,6 +109,9 @@ void parse_gpu_options(const std::function<std::string_view(const char*)>& get, 
   if (auto v = get(env::kFusionMode); !v.empty()) {
     options.fusion_mode = parse_fusion_mode(env::kFusionMode, v);
   }
+  if (auto v = get(env::kCheckCollectives); !v.empty()) {
+    options.check_collectives = parse_flag(env::kCheckCollectives, v);
+  }
 }
 
 std::string local_hostname() {

@@ -27,6 +27,7 @@ inline constexpr const char* kGpuExclusive = "HVDRUN_GPU_EXCLUSIVE";
 inline constexpr const char* kFusionThreshold = "HVDRUN_FUSION_THRESHOLD";
 // allreduce_many strategy: group (default) or pack.
 inline constexpr const char* kFusionMode = "HVDRUN_FUSION_MODE";
+inline constexpr const char* kCheckCollectives = "HVDRUN_CHECK_COLLECTIVES";
 }  // namespace env
 
 struct Options {
@@ -43,6 +44,8 @@ struct Options {
   nccl::GpuRequest gpu;  // HVDRUN_BACKEND (cpu|nccl|auto), HVDRUN_GPU_DEVICE, HVDRUN_GPU_EXCLUSIVE
   std::size_t fusion_threshold = nccl::kDefaultFusionThreshold;  // HVDRUN_FUSION_THRESHOLD
   nccl::FusionMode fusion_mode = nccl::FusionMode::kGroup;       // HVDRUN_FUSION_MODE
+  // HVDRUN_CHECK_COLLECTIVES: device calls compare their descriptor over the ring first.
+  bool check_collectives = false;
 };
 
 // Returns the value of an environment variable or nullptr.

@@ -25,13 +25,17 @@ Communicator& communicator(const char* function) {
   return active_runtime(function).communicator();
 }
 
-DeviceCollectives& device_backend(const char* function) {
+// The device backend for a call of `function` described by the rest (compared across the
+// ranks first when HVDRUN_CHECK_COLLECTIVES is on).
+DeviceCollectives& device_call(const char* function, tcp::CollectiveKind kind, DataType dtype,
+                               ReduceOp op, std::size_t count, int root = 0) {
   Communicator& c = communicator(function);
   if (c.device() == nullptr) {
     throw BackendError(std::string("hvdrun::") + function +
                        " on device memory needs the NCCL backend, but this process runs " +
                        c.backend_reason());
   }
+  c.check_device_call(kind, dtype, op, count, root);
   return *c.device();
 }
 
@@ -112,29 +116,36 @@ ncclComm* nccl_communicator() {
 
 void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
                CUstream_st* stream) {
-  device_backend("allreduce").allreduce(send, recv, count, dtype, op, stream);
+  device_call("allreduce", tcp::CollectiveKind::kAllreduce, dtype, op, count)
+      .allreduce(send, recv, count, dtype, op, stream);
 }
 
 void broadcast(void* buffer, std::size_t count, DataType dtype, int root, CUstream_st* stream) {
-  device_backend("broadcast").broadcast(buffer, count, dtype, root, stream);
+  device_call("broadcast", tcp::CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, count, root)
+      .broadcast(buffer, count, dtype, root, stream);
 }
 
 void allgather(const void* send, void* recv, std::size_t count, DataType dtype,
                CUstream_st* stream) {
-  device_backend("allgather").allgather(send, recv, count, dtype, stream);
+  device_call("allgather", tcp::CollectiveKind::kAllgather, dtype, ReduceOp::kSum, count)
+      .allgather(send, recv, count, dtype, stream);
 }
 
 void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
                     ReduceOp op, CUstream_st* stream) {
-  device_backend("reduce_scatter").reduce_scatter(send, recv, recv_count, dtype, op, stream);
+  device_call("reduce_scatter", tcp::CollectiveKind::kReduceScatter, dtype, op, recv_count)
+      .reduce_scatter(send, recv, recv_count, dtype, op, stream);
 }
 
 void barrier(CUstream_st* stream) {
-  device_backend("barrier").barrier(stream);
+  device_call("barrier", tcp::CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, 0)
+      .barrier(stream);
 }
 
 void allreduce_many(std::span<const DeviceTensor> tensors, ReduceOp op, CUstream_st* stream) {
-  device_backend("allreduce_many").allreduce_many(tensors, op, stream);
+  device_call("allreduce_many", tcp::CollectiveKind::kAllreduceMany, DataType::kUInt8, op,
+              tensors.size())
+      .allreduce_many(tensors, op, stream);
 }
 
 }  // namespace hvdrun

@@ -67,6 +67,13 @@ class HVDRUN_API NotMemberError : public ErrorKind<NotMemberError> {
   using ErrorKind::ErrorKind;
 };
 
+// Ranks called collectives that do not match (kind, data type, operation, count, root, or one
+// call more on one rank): the message names both sides. The communicator is unusable after it.
+class HVDRUN_API MismatchError : public ErrorKind<MismatchError> {
+ public:
+  using ErrorKind::ErrorKind;
+};
+
 // A collective backend (TCP ring, NCCL, CUDA) reported an error.
 class HVDRUN_API BackendError : public ErrorKind<BackendError> {
  public:

@@ -72,6 +72,9 @@ TEST(GpuOptions, Values) {
   EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "128M"}}).fusion_threshold, 128u << 20);
   EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "1GiB"}}).fusion_threshold, 1u << 30);
   EXPECT_EQ(parse({{"HVDRUN_FUSION_MODE", "group"}}).fusion_mode, nccl::FusionMode::kGroup);
+  EXPECT_FALSE(parse({}).check_collectives);
+  EXPECT_TRUE(parse({{"HVDRUN_CHECK_COLLECTIVES", "1"}}).check_collectives);
+  EXPECT_FALSE(parse({{"HVDRUN_CHECK_COLLECTIVES", "0"}}).check_collectives);
 }
 
 TEST(GpuOptions, MalformedValuesNameVariableAndValue) {
@@ -80,7 +83,7 @@ TEST(GpuOptions, MalformedValuesNameVariableAndValue) {
       {{"HVDRUN_GPU_DEVICE", "-1"}},        {{"HVDRUN_GPU_DEVICE", "cuda:0"}},
       {{"HVDRUN_GPU_EXCLUSIVE", "maybe"}},  {{"HVDRUN_FUSION_THRESHOLD", "-5"}},
       {{"HVDRUN_FUSION_THRESHOLD", "64X"}}, {{"HVDRUN_FUSION_THRESHOLD", "2048G"}},
-      {{"HVDRUN_FUSION_MODE", "fast"}}};
+      {{"HVDRUN_FUSION_MODE", "fast"}},     {{"HVDRUN_CHECK_COLLECTIVES", "sometimes"}}};
   for (const auto& vars : bad) {
     const auto& [name, value] = *vars.begin();
     EXPECT_NE(parse_error(vars).find(name + "='" + value + "'"), std::string::npos)

@@ -80,7 +80,8 @@ TEST(RingFailure, RankThatNeverCallsTimesOutNamingIt) {
 }
 
 // A root whose next rank never reads: its sends stall and the error names the next rank.
-TEST(RingFailure, StalledReceiverTimesOutNamingIt) {
+// Rank 1 never enters the broadcast: the root waits for its descriptor and names it.
+TEST(RingFailure, RankThatNeverEntersABroadcastTimesOutNamingIt) {
   auto rings = test::make_rings(2, milliseconds(200));
   test::run_ranks(2, [&](int r) {
     if (r == 1) {
@@ -91,7 +92,7 @@ TEST(RingFailure, StalledReceiverTimesOutNamingIt) {
     const std::string message = expect_throws<TimeoutError>(
         [&] { rings[0]->broadcast(data.data(), data.size(), DataType::kUInt8, 0); });
     expect_message(message,
-                   "broadcast: rank 1 (127.0.0.1:", ") took no data for 0.2 s (generation 0)");
+                   "broadcast: no data from rank 1 (127.0.0.1:", ") for 0.2 s (generation 0)");
   });
 }
 

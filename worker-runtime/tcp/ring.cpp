@@ -176,6 +176,30 @@ void Ring::guarded(std::string_view what, Fn&& fn) {
   }
 }
 
+Descriptor Ring::next_call(CollectiveKind kind, DataType dtype, ReduceOp op, std::size_t count,
+                           int root) {
+  return Descriptor{kind, dtype, op, root, count, ++calls_};
+}
+
+void Ring::check_with(Plan& plan, const Descriptor& mine, std::string_view what) {
+  header_out_ = encode(mine);
+  plan.header_out = header_out_.data();
+  plan.header_in = header_in_.data();
+  plan.header_size = kDescriptorBytes;
+  plan.check_header = [this, &mine, what] {
+    const int prev = links_.prev_rank;
+    const std::optional<Descriptor> theirs = decode(header_in_);
+    if (!theirs) {
+      throw ProtocolError(std::string(what) + " #" + std::to_string(mine.sequence) + ": rank " +
+                          std::to_string(prev) +
+                          " sent no collective descriptor (the ranks' streams are out of step)");
+    }
+    if (std::string text = mismatch(mine, rank_, *theirs, prev); !text.empty()) {
+      throw MismatchError(text);
+    }
+  };
+}
+
 void Ring::allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op) {
   guarded("allreduce", [&] {
     const std::size_t element = checked_element_size(dtype, "allreduce");
@@ -184,11 +208,13 @@ void Ring::allreduce(const void* send, void* recv, std::size_t count, DataType d
       if (send != recv) std::memmove(recv, send, count * element);
       return;
     }
+    const Descriptor call = next_call(CollectiveKind::kAllreduce, dtype, op, count, 0);
     if (count <= kSmallAllreduceBytes / element / static_cast<std::size_t>(size_)) {
-      small_allreduce(send, recv, count, dtype, op);
+      small_allreduce(send, recv, count, dtype, op, call);
     } else {
-      const Plan plan = allreduce_plan(rank_, size_, static_cast<const std::byte*>(send),
-                                       static_cast<std::byte*>(recv), count, dtype, op);
+      Plan plan = allreduce_plan(rank_, size_, static_cast<const std::byte*>(send),
+                                 static_cast<std::byte*>(recv), count, dtype, op);
+      check_with(plan, call, "allreduce");
       run_plan(links_, plan, staging_, "allreduce");
     }
     if (op == ReduceOp::kAverage) divide(recv, count, dtype, size_);
@@ -198,13 +224,13 @@ void Ring::allreduce(const void* send, void* recv, std::size_t count, DataType d
 // Every rank gathers all inputs and reduces them in rank order, so all ranks compute
 // bit-identical results.
 void Ring::small_allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
-                           ReduceOp op) {
+                           ReduceOp op, const Descriptor& call) {
   const std::size_t bytes = count * element_size(dtype);
   std::vector<std::byte> gathered(bytes * static_cast<std::size_t>(size_));
   std::vector<std::byte*> blocks(size_);
   for (int i = 0; i < size_; ++i) blocks[i] = gathered.data() + bytes * static_cast<std::size_t>(i);
   std::memcpy(blocks[rank_], send, bytes);
-  ring_allgather(blocks, std::vector<std::size_t>(size_, bytes), "allreduce");
+  ring_allgather(blocks, std::vector<std::size_t>(size_, bytes), "allreduce", &call);
   combine(recv, blocks[0], blocks[1], count, dtype, op);
   for (int i = 2; i < size_; ++i) reduce_into(recv, blocks[i], count, dtype, op);
 }
@@ -217,7 +243,21 @@ void Ring::barrier() {
     std::vector<std::byte> tokens(size_, std::byte{1});
     std::vector<std::byte*> blocks(size_);
     for (int i = 0; i < size_; ++i) blocks[i] = &tokens[i];
-    ring_allgather(blocks, std::vector<std::size_t>(size_, 1), "barrier");
+    const Descriptor call =
+        next_call(CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, 0, 0);
+    ring_allgather(blocks, std::vector<std::size_t>(size_, 1), "barrier", &call);
+  });
+}
+
+void Ring::check_call(CollectiveKind kind, DataType dtype, ReduceOp op, std::size_t count,
+                      int root) {
+  const std::string_view what = kind_name(kind);
+  guarded(what, [&] {
+    if (size_ == 1) return;
+    const Descriptor numbered = next_call(kind, dtype, op, count, root);
+    Plan plan;
+    check_with(plan, numbered, what);
+    run_plan(links_, plan, staging_, what);
   });
 }
 
@@ -237,12 +277,15 @@ void Ring::broadcast(void* buffer, std::size_t count, DataType dtype, int root) 
     if (position != size_ - 1) plan.send.push_back({data, bytes});
     if (position != 0) plan.recv.push_back({data, bytes, nullptr});
     plan.send_ready = position == 0 ? bytes : 0;
+    const Descriptor call =
+        next_call(CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, count, root);
+    check_with(plan, call, "broadcast");
     run_plan(links_, plan, staging_, "broadcast");
   });
 }
 
 void Ring::ring_allgather(std::vector<std::byte*> blocks, const std::vector<std::size_t>& sizes,
-                          std::string_view what) {
+                          std::string_view what, const Descriptor* descriptor) {
   // Step t sends block rank-t (own block first, then the one received in step t-1).
   Plan plan;
   plan.send_ready = sizes[rank_];
@@ -252,6 +295,7 @@ void Ring::ring_allgather(std::vector<std::byte*> blocks, const std::vector<std:
     plan.send.push_back({blocks[sent], sizes[sent]});
     plan.recv.push_back({blocks[got], sizes[got], nullptr});
   }
+  if (descriptor != nullptr) check_with(plan, *descriptor, what);
   run_plan(links_, plan, staging_, what);
 }
 
@@ -266,7 +310,9 @@ std::vector<std::size_t> Ring::allgather(const void* send, std::size_t count, Da
       put_u64(&wire[8 * rank_], count);
       std::vector<std::byte*> blocks(size_);
       for (int i = 0; i < size_; ++i) blocks[i] = &wire[8 * i];
-      ring_allgather(blocks, std::vector<std::size_t>(size_, 8), "allgather");
+      const Descriptor call =
+          next_call(CollectiveKind::kAllgather, dtype, ReduceOp::kSum, count, 0);
+      ring_allgather(blocks, std::vector<std::size_t>(size_, 8), "allgather", &call);
       for (int i = 0; i < size_; ++i) counts[i] = get_u64(&wire[8 * i]);
     }
     std::vector<std::size_t> sizes(size_);
@@ -289,7 +335,7 @@ std::vector<std::size_t> Ring::allgather(const void* send, std::size_t count, Da
     }
     if (sizes[rank_] > 0) std::memcpy(blocks[rank_], send, sizes[rank_]);
     // Same condition on every rank (total is global), so all ranks run the ring or none.
-    if (size_ > 1 && total > 0) ring_allgather(blocks, sizes, "allgather");
+    if (size_ > 1 && total > 0) ring_allgather(blocks, sizes, "allgather", nullptr);
   });
   return counts;
 }

@@ -5,11 +5,12 @@
 // barrier: a one-byte allreduce.
 //
 // Thread and lifetime rules: one thread at a time per Ring; every rank calls the same
-// collectives in the same order. Any error (peer closed or reset, no progress for
-// `timeout`, protocol breach) closes both links, so neighbours fail promptly too, and
-// leaves the Ring broken: later calls throw at once. With a FailureBoard, the rank posts its
-// view first and names the rank the failure started at (tcp/blame.h). A size-1 Ring has no
-// sockets.
+// collectives in the same order (each sends a descriptor ahead of its data, which the next
+// rank checks: a mismatch is a MismatchError naming both sides, see tcp/collective_check.h). Any
+// error (peer closed or reset, no progress for `timeout`, protocol breach) closes both links, so
+// neighbours fail promptly too, and leaves the Ring broken: later calls throw at once. With a
+// FailureBoard, the rank posts its view first and names the rank the failure started at
+// (tcp/blame.h). A size-1 Ring has no sockets.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,7 @@
 
 #include "hvdrun/types.h"
 #include "rendezvous/protocol.h"
+#include "worker-runtime/tcp/collective_check.h"
 #include "worker-runtime/tcp/failure_board.h"
 #include "worker-runtime/tcp/socket.h"
 #include "worker-runtime/tcp/transfer.h"
@@ -56,6 +58,13 @@ class Ring {
   std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType dtype,
                                      std::vector<std::byte>& out);
   void barrier();
+  // Only the descriptor of a collective that runs elsewhere (a device call): the ranks compare
+  // it as for their own collectives (MismatchError naming both sides); no data moves.
+  void check_call(CollectiveKind kind, DataType dtype, ReduceOp op, std::size_t count, int root);
+
+  // The next collective is numbered 1 in descriptors and messages (after the runtime's own
+  // set-up calls, so that "#12" is the program's twelfth). Every rank does it at the same call.
+  void number_from_here() noexcept { calls_ = 0; }
 
   // Where this rank posts and reads failure reports (shared with the other ranks of this
   // generation); null: errors name only what this rank's own links saw.
@@ -73,10 +82,14 @@ class Ring {
  private:
   template <class Fn>
   void guarded(std::string_view what, Fn&& fn);
-  void small_allreduce(const void* send, void* recv, std::size_t count, DataType dtype,
-                       ReduceOp op);
+  void small_allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
+                       const Descriptor& call);
   void ring_allgather(std::vector<std::byte*> blocks, const std::vector<std::size_t>& sizes,
-                      std::string_view what);
+                      std::string_view what, const Descriptor* descriptor);
+  // The next collective's descriptor (its sequence number taken), sent and checked with `plan`.
+  Descriptor next_call(CollectiveKind kind, DataType dtype, ReduceOp op, std::size_t count,
+                       int root);
+  void check_with(Plan& plan, const Descriptor& mine, std::string_view what);
 
   int rank_;
   int size_;
@@ -84,6 +97,8 @@ class Ring {
   UniqueFd next_, prev_;
   Links links_;
   std::vector<std::byte> staging_;
+  std::uint64_t calls_ = 0;  // collectives that went over the links
+  DescriptorBytes header_out_{}, header_in_{};
   std::shared_ptr<FailureBoard> board_;
   std::exception_ptr failure_;  // the first error; the Ring is unusable after it
 };

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -37,7 +38,10 @@ class Mover {
     for (;;) {
       bool progressed = pump_recv();
       progressed = pump_send() || progressed;
-      if (send_index_ == plan_.send.size() && recv_index_ == plan_.recv.size()) return;
+      if (send_index_ == plan_.send.size() && recv_index_ == plan_.recv.size() &&
+          header_sent_ == plan_.header_size && header_received_ == plan_.header_size) {
+        return;
+      }
       if (progressed) {
         last_progress = Clock::now();
       } else {
@@ -49,6 +53,9 @@ class Mover {
  private:
   bool pump_send();
   bool pump_recv();
+  // The header, with the first ready data bytes in the same segment; false: nothing went.
+  bool send_header();
+  bool recv_header();
   bool recv_stored(const RecvPiece& piece);
   bool recv_reduced(const RecvPiece& piece);
   void reduce_staged(const RecvPiece& piece);
@@ -70,13 +77,51 @@ class Mover {
   std::size_t element_;
   std::size_t send_index_ = 0, send_offset_ = 0, sent_ = 0;
   std::size_t recv_index_ = 0, recv_offset_ = 0, received_ = 0;
+  std::size_t header_sent_ = 0, header_received_ = 0;
   std::size_t staged_ = 0;  // bytes in staging_ not yet reduced
   bool want_out_ = false;   // the last send hit a full socket buffer
 };
 
+bool Mover::send_header() {
+  iovec parts[2] = {};
+  parts[0] = {const_cast<std::byte*>(plan_.header_out) + header_sent_,
+              plan_.header_size - header_sent_};
+  std::size_t count = 1;
+  while (send_index_ < plan_.send.size() && plan_.send[send_index_].size == 0) ++send_index_;
+  const std::size_t ready = plan_.send_ready + received_ - sent_;
+  if (send_index_ < plan_.send.size() && ready > 0) {
+    const SendPiece& piece = plan_.send[send_index_];
+    parts[count++] = {const_cast<std::byte*>(piece.data) + send_offset_,
+                      std::min(ready, piece.size - send_offset_)};
+  }
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = count;
+  const ssize_t r = ::sendmsg(links_.next_fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (r < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      want_out_ = true;
+    } else if (errno != EINTR) {
+      lost(true, errno);
+    }
+    return false;
+  }
+  auto n = static_cast<std::size_t>(r);
+  const std::size_t header = std::min(n, plan_.header_size - header_sent_);
+  header_sent_ += header;
+  n -= header;
+  send_offset_ += n;
+  sent_ += n;
+  return r > 0;
+}
+
 bool Mover::pump_send() {
   bool progressed = false;
   want_out_ = false;
+  if (header_sent_ < plan_.header_size) {
+    progressed = send_header();
+    if (header_sent_ < plan_.header_size) return progressed;
+  }
   while (send_index_ < plan_.send.size()) {
     const SendPiece& piece = plan_.send[send_index_];
     if (send_offset_ == piece.size) {
@@ -103,8 +148,43 @@ bool Mover::pump_send() {
   return progressed;
 }
 
+// With the first incoming piece in the same call when that piece is stored, not reduced.
+bool Mover::recv_header() {
+  iovec parts[2] = {};
+  parts[0] = {plan_.header_in + header_received_, plan_.header_size - header_received_};
+  std::size_t count = 1;
+  while (recv_index_ < plan_.recv.size() && plan_.recv[recv_index_].size == 0) ++recv_index_;
+  if (recv_index_ < plan_.recv.size() && plan_.recv[recv_index_].local == nullptr) {
+    const RecvPiece& piece = plan_.recv[recv_index_];
+    parts[count++] = {piece.data + recv_offset_, piece.size - recv_offset_};
+  }
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = count;
+  for (;;) {
+    const ssize_t r = ::recvmsg(links_.prev_fd, &message, MSG_DONTWAIT);
+    if (r > 0) {
+      auto n = static_cast<std::size_t>(r);
+      const std::size_t header = std::min(n, plan_.header_size - header_received_);
+      header_received_ += header;
+      n -= header;
+      recv_offset_ += n;
+      received_ += n;
+      if (header_received_ == plan_.header_size && plan_.check_header) plan_.check_header();
+      return true;
+    }
+    if (r == 0) lost(false, 0);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    if (errno != EINTR) lost(false, errno);
+  }
+}
+
 bool Mover::pump_recv() {
   bool progressed = false;
+  while (header_received_ < plan_.header_size) {
+    if (!recv_header()) return progressed;
+    progressed = true;
+  }
   while (recv_index_ < plan_.recv.size()) {
     const RecvPiece& piece = plan_.recv[recv_index_];
     if (recv_offset_ == piece.size) {
@@ -168,8 +248,8 @@ void Mover::reduce_staged(const RecvPiece& piece) {
 }
 
 void Mover::wait(Clock::time_point deadline) {
-  const bool sending = send_index_ < plan_.send.size();
-  const bool receiving = recv_index_ < plan_.recv.size();
+  const bool sending = send_index_ < plan_.send.size() || header_sent_ < plan_.header_size;
+  const bool receiving = recv_index_ < plan_.recv.size() || header_received_ < plan_.header_size;
   pollfd fds[3] = {};
   nfds_t count = 0;
   if (sending) {

@@ -4,12 +4,16 @@
 // (each stored directly or reduced into place), and how much of the outgoing stream is
 // ready before anything arrives. Byte k of the outgoing stream beyond that becomes ready
 // once byte k of the incoming stream is stored, which is what lets one step's receive feed
-// the next step's send chunk by chunk (pipelining across ring steps).
+// the next step's send chunk by chunk (pipelining across ring steps). A Plan may also carry a
+// fixed-size header (the collective's descriptor, tcp/collective_check.h): sent ahead of the
+// outgoing stream, received ahead of the incoming one and checked before any incoming data
+// byte is taken.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,6 +43,12 @@ struct Plan {
   std::size_t send_ready = 0;  // outgoing bytes available before anything is received
   DataType dtype = DataType::kUInt8;
   ReduceOp op = ReduceOp::kSum;
+  // The header: header_size bytes from header_out go first; header_size bytes arrive into
+  // header_in first, then check_header runs (it throws to end the transfer). Size 0: none.
+  const std::byte* header_out = nullptr;
+  std::byte* header_in = nullptr;
+  std::size_t header_size = 0;
+  std::function<void()> check_header;
 };
 
 // The two links of one rank and the names used in error messages.
