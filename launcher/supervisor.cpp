@@ -158,7 +158,7 @@ class Supervisor {
   // A new generation of membership_'s workers plus replacements on free slots, if at least
   // --min-np can take part; else the wait for slots (bounded by --elastic-timeout).
   void reform(rdzv::Handover how, const std::string& reason);
-  void wait_for_slots(rdzv::Handover how, const std::string& reason);
+  void wait_for_slots(const std::string& reason);
   // At the next cooldown end: grow back towards --max-np (or end a wait for slots).
   void watch_cooldowns();
   // A new generation that takes in free slots (or ends a wait for slots).
@@ -537,7 +537,7 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
   const auto now = Clock::now();
   const std::size_t possible = membership_->live() + membership_->free_slots(now);
   if (possible < static_cast<std::size_t>(*spec_.elastic.min_np)) {
-    wait_for_slots(how, reason);
+    wait_for_slots(reason);
     return;
   }
   if (waiting_for_slots_) {
@@ -579,7 +579,7 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
   watch_cooldowns();
 }
 
-void Supervisor::wait_for_slots(rdzv::Handover how, const std::string& reason) {
+void Supervisor::wait_for_slots(const std::string& reason) {
   watch_cooldowns();
   if (waiting_for_slots_) return;
   waiting_for_slots_ = true;
@@ -590,7 +590,7 @@ void Supervisor::wait_for_slots(rdzv::Handover how, const std::string& reason) {
        (free == 0 ? std::string("no free slot") : plural(free, "free slot")) + "; waiting up to " +
        std::to_string(timeout.count()) + " s (--elastic-timeout) for slots");
   elastic_timer_.expires_after(timeout);
-  elastic_timer_.async_wait([this, timeout, how, reason](const boost::system::error_code& ec) {
+  elastic_timer_.async_wait([this, timeout, reason](const boost::system::error_code& ec) {
     if (ec || !waiting_for_slots_ || state_ != JobState::kRunning) return;
     if (!outcome_) {
       std::string text = "only " + plural(membership_->live(), "worker") + " for " +

@@ -5,6 +5,8 @@
 set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
+  # The fuzz targets: clang with libFuzzer and the sanitizer runtimes.
+  clang libclang-rt-14-dev
   libboost1.81-dev libboost-program-options1.81-dev
   libspdlog-dev libssl-dev libssh2-1-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev

@@ -132,6 +132,10 @@ std::size_t decode_agent_header(std::string_view header) {
                         std::to_string(kAgentProtocolVersion) +
                         " (different hvdrun versions on launcher and host?)");
   }
+  if (const unsigned reserved = byte(6) | (byte(7) << 8); reserved != 0) {
+    throw ProtocolError("remote agent spec: reserved header field is " + std::to_string(reserved) +
+                        ", expected 0");
+  }
   const std::size_t size = static_cast<std::size_t>(byte(8)) | (std::size_t{byte(9)} << 8) |
                            (std::size_t{byte(10)} << 16) | (std::size_t{byte(11)} << 24);
   if (size > kAgentSpecMaxBytes) {

@@ -74,6 +74,21 @@ TEST(AgentCodec, BadMagicAndVersionAreNamed) {
   }
 }
 
+// Found by fuzz/agent_codec.cpp: a frame with a non-zero reserved field decoded, so one spec
+// had several frames.
+TEST(AgentCodec, NonZeroReservedFieldIsRefused) {
+  std::string frame = encode_agent_spec(sample());
+  frame[7] = 1;
+  try {
+    decode_agent_spec(frame);
+    FAIL() << "no error";
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find("reserved header field is 256, expected 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(AgentCodec, LyingCountIsRefusedWithoutAllocating) {
   // cwd "", then an environment count of 2^32-1 with nothing behind it.
   std::string payload(4, '\0');
