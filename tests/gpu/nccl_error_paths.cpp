@@ -170,16 +170,25 @@ void check_timeout(Checks& checks, void* send, void* recv) {
   checks.expect(contains(later, "aborted after an earlier failure"), "timeout-then-call", later);
 }
 
+// An allreduce queued behind a spin kernel of kSpinSeconds, its abort signal raised 200 ms in.
+Interrupted interrupt_held_allreduce(NcclBackend& backend, const std::string& reason, void* send,
+                                     void* recv) {
+  AbortSignal signal;
+  backend.set_abort_signal(&signal);
+  Stream stream;
+  hvdrun::nccl::check_cuda(launch_spin(stream.get, kSpinSeconds), "spin kernel");
+  Interrupted result = abort_during(signal, reason, [&] {
+    backend.allreduce(send, recv, kCount, DataType::kFloat32, ReduceOp::kSum, stream.get);
+  });
+  backend.set_abort_signal(nullptr);
+  return result;
+}
+
 void check_abort(Checks& checks, void* send, void* recv) {
   double create_ms = 0;
   auto backend = make_backend(milliseconds(30000), &create_ms);
-  AbortSignal signal;
-  backend->set_abort_signal(&signal);
-  Stream stream;
-  hvdrun::nccl::check_cuda(launch_spin(stream.get, kSpinSeconds), "spin kernel");
-  const auto [message, latency] = abort_during(signal, "generation 3 broken: rank 1 failed", [&] {
-    backend->allreduce(send, recv, kCount, DataType::kFloat32, ReduceOp::kSum, stream.get);
-  });
+  const auto [message, latency] =
+      interrupt_held_allreduce(*backend, "generation 3 broken: rank 1 failed", send, recv);
   checks.expect(contains(message, "aborted: generation 3 broken: rank 1 failed") &&
                     contains(message, "allreduce") && latency < kSpinSeconds * 1000 + 1000,
                 "abort",
@@ -218,13 +227,8 @@ void check_revoke(Checks& checks, void* send, void* recv) {
   }
   double create_ms = 0;
   auto backend = make_backend(milliseconds(30000), &create_ms);
-  AbortSignal signal;
-  backend->set_abort_signal(&signal);
-  Stream stream;
-  hvdrun::nccl::check_cuda(launch_spin(stream.get, kSpinSeconds), "spin kernel");
-  const auto [message, latency] = abort_during(signal, "generation 4 broken: rank 1 failed", [&] {
-    backend->allreduce(send, recv, kCount, DataType::kFloat32, ReduceOp::kSum, stream.get);
-  });
+  const auto [message, latency] =
+      interrupt_held_allreduce(*backend, "generation 4 broken: rank 1 failed", send, recv);
   const hvdrun::DeviceCommState state = backend->comm_state();
   checks.expect(contains(message, "communicator revoked") && latency < 200 && state.alive, "revoke",
                 "AbortedError " + std::to_string(latency) + " ms after the signal, communicator " +

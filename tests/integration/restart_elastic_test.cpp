@@ -31,6 +31,15 @@ std::set<std::string> reports(const std::string& out) {
   return found;
 }
 
+// -np 2 --min-np 2 --max-np 3 with --max-restarts N on the slots DIR/hosts lists, running
+// `worker` (a shell command whose $0 is the init worker).
+RunResult restart_job(const TempDir& dir, int max_restarts, const std::string& worker) {
+  return run_hvdrun({"-np", "2", "--min-np", "2", "--max-np", "3", "--max-restarts",
+                     std::to_string(max_restarts), "--host-discovery-script", hosts_script(dir),
+                     "--discovery-interval", "0.1", "/bin/sh", "-c", worker, INIT_WORKER},
+                    {}, seconds(60));
+}
+
 TEST(RestartElastic, AFailureRestartsEveryWorkerOnTheSlotsAvailableUpToMaxNp) {
   TempDir dir;
   write_file(dir.path / "hosts", "localhost:3\n");
@@ -39,10 +48,7 @@ TEST(RestartElastic, AFailureRestartsEveryWorkerOnTheSlotsAvailableUpToMaxNp) {
       kReport +
       "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then exit 3; fi;"
       "exec \"$0\"";
-  auto r = run_hvdrun({"-np", "2", "--min-np", "2", "--max-np", "3", "--max-restarts", "2",
-                       "--host-discovery-script", hosts_script(dir), "--discovery-interval", "0.1",
-                       "/bin/sh", "-c", worker, INIT_WORKER},
-                      {}, seconds(60));
+  const auto r = restart_job(dir, 2, worker);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, ") exited with code 3; restarting every rank (restart 1 of 2)"))
       << r.err;
@@ -72,10 +78,7 @@ TEST(RestartElastic, NewSlotsRestartEveryWorkerWithoutUsingARestart) {
                              "';"
                              "  exec sleep 30; fi;"
                              "exec \"$0\"";
-  auto r = run_hvdrun({"-np", "2", "--min-np", "2", "--max-np", "3", "--max-restarts", "1",
-                       "--host-discovery-script", hosts_script(dir), "--discovery-interval", "0.1",
-                       "/bin/sh", "-c", worker, INIT_WORKER},
-                      {}, seconds(60));
+  const auto r = restart_job(dir, 1, worker);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err,
                        "slots added by the discovery script: restarting every rank to take the "
@@ -92,10 +95,10 @@ TEST(RestartElastic, TooFewSlotsForARestartFailAfterTheElasticTimeout) {
   TempDir dir;
   write_file(dir.path / "hosts", "localhost:2\n");
   const auto hosts = (dir.path / "hosts").string();
-  // Rank 1 takes its slot away and fails: the restart finds one slot, below --min-np 2.
+  // Rank 1 takes its slot away: the restart that follows finds one slot, below --min-np 2.
   const std::string worker = kReport + "if [ \"$RANK\" = 1 ]; then echo localhost:1 > '" + hosts +
                              ".new' && mv '" + hosts + ".new' '" + hosts +
-                             "'; sleep 0.5; exit 5; fi; exec sleep 30";
+                             "'; fi; exec sleep 30";
   auto r = run_hvdrun({"-np", "2", "--min-np", "2", "--max-restarts", "3",
                        "--host-discovery-script", hosts_script(dir), "--discovery-interval", "0.1",
                        "--elastic-timeout", "1", "/bin/sh", "-c", worker},

@@ -21,6 +21,14 @@ namespace {
 // How long wait() spins on zero-timeout polls before it sleeps in poll().
 constexpr std::chrono::microseconds kSpinBeforeSleep{50};
 
+// Of `n` bytes moved with the rest of a header first: adds the header's share to `done` (of
+// `size`) and returns the bytes past it.
+std::size_t past_header(std::size_t n, std::size_t& done, std::size_t size) {
+  const std::size_t header = std::min(n, size - done);
+  done += header;
+  return n - header;
+}
+
 // Moves one Plan. Lifetime: one run_plan() call.
 class Mover {
  public:
@@ -106,10 +114,7 @@ bool Mover::send_header() {
     }
     return false;
   }
-  auto n = static_cast<std::size_t>(r);
-  const std::size_t header = std::min(n, plan_.header_size - header_sent_);
-  header_sent_ += header;
-  n -= header;
+  const std::size_t n = past_header(static_cast<std::size_t>(r), header_sent_, plan_.header_size);
   send_offset_ += n;
   sent_ += n;
   return r > 0;
@@ -164,10 +169,8 @@ bool Mover::recv_header() {
   for (;;) {
     const ssize_t r = ::recvmsg(links_.prev_fd, &message, MSG_DONTWAIT);
     if (r > 0) {
-      auto n = static_cast<std::size_t>(r);
-      const std::size_t header = std::min(n, plan_.header_size - header_received_);
-      header_received_ += header;
-      n -= header;
+      const std::size_t n =
+          past_header(static_cast<std::size_t>(r), header_received_, plan_.header_size);
       recv_offset_ += n;
       received_ += n;
       if (header_received_ == plan_.header_size && plan_.check_header) plan_.check_header();
