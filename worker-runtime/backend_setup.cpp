@@ -29,7 +29,8 @@ struct Vote {
   std::int32_t device = -1;
   std::int32_t nccl_version = 0;
   std::int32_t has_shrink = 0;
-  std::int32_t generation = 0;  // of the previous communicator; 0: none
+  std::int32_t has_previous = 0;  // 1: the fields below describe its previous communicator
+  std::int32_t generation = 0;
   std::int32_t rank = -1, size = 0, previous_device = -1;
   std::int32_t alive = 0;
 };
@@ -77,6 +78,7 @@ Vote vote_of(const nccl::BackendChoice& choice, const nccl::DeviceFacts& facts,
   vote.has_shrink = facts.has_shrink ? 1 : 0;
   if (previous.backend) {
     const DeviceCommState state = previous.backend->comm_state();
+    vote.has_previous = 1;
     vote.generation = static_cast<std::int32_t>(previous.generation);
     vote.rank = state.rank;
     vote.size = state.size;
@@ -130,7 +132,7 @@ nccl::CommPlan plan_of(const std::vector<Vote>& votes) {
   std::vector<nccl::MemberComm> members;
   members.reserve(votes.size());
   for (const Vote& v : votes) {
-    members.push_back({v.device, v.has_shrink != 0, v.nccl_version,
+    members.push_back({v.device, v.has_shrink != 0, v.nccl_version, v.has_previous != 0,
                        static_cast<std::uint32_t>(v.generation), v.rank, v.size, v.previous_device,
                        v.alive != 0});
   }

@@ -11,12 +11,13 @@ namespace hvdrun::nccl {
 namespace {
 
 // A survivor of generation 3 (size 4) that had rank `old_rank` on `device`.
-MemberComm survivor(int old_rank, int device = 0) {
+MemberComm survivor(int old_rank, int device = 0, std::uint32_t generation = 3) {
   MemberComm m;
+  m.has_previous = true;
   m.device = device;
   m.has_shrink = true;
   m.nccl_version = 22809;
-  m.generation = 3;
+  m.generation = generation;
   m.rank = old_rank;
   m.size = 4;
   m.previous_device = device;
@@ -39,6 +40,14 @@ TEST(CommPlan, SurvivorsOnlyShrinkWithoutTheLostRanks) {
   EXPECT_EQ(plan.excluded, std::vector<int>{1});
   EXPECT_EQ(plan.reason,
             "shrinking the communicator of generation 3 from 4 to 3 ranks (without old rank(s) 1)");
+}
+
+// The job's first generation is number 0: its survivors shrink like any others.
+TEST(CommPlan, SurvivorsOfTheFirstGenerationShrink) {
+  const std::vector<MemberComm> members{survivor(0, 0, 0), survivor(1, 1, 0), survivor(3, 3, 0)};
+  const CommPlan plan = plan_communicator(members);
+  EXPECT_TRUE(plan.shrink) << plan.reason;
+  EXPECT_EQ(plan.excluded, std::vector<int>{2});
 }
 
 TEST(CommPlan, LosingRankZeroAndTheLastShrinksToo) {

@@ -27,7 +27,7 @@ CommPlan fresh(std::string reason) {
 
 CommPlan plan_communicator(std::span<const MemberComm> members) {
   if (members.empty()) return fresh("no ranks");
-  const auto none = [](const MemberComm& m) { return m.generation == 0; };
+  const auto none = [](const MemberComm& m) { return !m.has_previous; };
   if (std::all_of(members.begin(), members.end(), none)) return fresh("no rank has one yet");
   if (const std::string newcomers = ranks_where(members, none); !newcomers.empty()) {
     return fresh("rank(s) " + newcomers + " joined");

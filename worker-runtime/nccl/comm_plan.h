@@ -19,7 +19,8 @@ struct MemberComm {
   int device = -1;               // the CUDA device it uses in the new generation
   bool has_shrink = false;       // its NCCL exports ncclCommShrink
   int nccl_version = 0;          // ncclGetVersion(), for the reason
-  std::uint32_t generation = 0;  // of its previous communicator; 0: it has none
+  bool has_previous = false;     // it has a communicator from an earlier generation
+  std::uint32_t generation = 0;  // of that communicator (the first generation is 0)
   int rank = -1, size = 0;       // its rank and the size in that communicator
   int previous_device = -1;
   bool alive = false;  // not aborted: it may still be shrunk

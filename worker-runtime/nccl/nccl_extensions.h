@@ -18,7 +18,7 @@ struct NcclExtensions {
   Shrink shrink = nullptr;  // null: this NCCL has no ncclCommShrink
   Revoke revoke = nullptr;  // null: no ncclCommRevoke
 
-  // The functions the process's libnccl exports (dlsym).
+  // The functions exported by the libnccl that this library's NCCL calls go to.
   static NcclExtensions find() noexcept;
 };
 
