@@ -67,14 +67,16 @@ void Runtime::reform() {
       communicator_ = form_generation(true, std::move(previous));
       break;
     } catch (const Error& e) {
-      // The generation being formed broke too (another worker failed meanwhile): on to the
-      // one after it, as the launcher has already started it.
-      const auto next_end = client_->generation_end();
-      if (next_end && next_end->end.kind == rdzv::EndKind::kBroken &&
-          next_end->ended == client_->generation() && next_end->ended != ended) {
-        runtime_log().info("generation {} ended while forming ({}): re-forming again",
-                           next_end->ended, e.what());
-        ended = next_end->ended;
+      // The generation being formed broke too (another worker failed meanwhile): re-join,
+      // which waits (up to the elastic timeout) for the launcher to end it and form the
+      // next. Each retry needs a newer assignment, so the retries are bounded.
+      const bool broke =
+          dynamic_cast<const AbortedError*>(&e) || dynamic_cast<const NetworkError*>(&e) ||
+          dynamic_cast<const TimeoutError*>(&e) || dynamic_cast<const BackendError*>(&e);
+      if (broke && client_->generation() != ended) {
+        runtime_log().info("generation {} failed while forming ({}): re-forming again",
+                           client_->generation(), e.what());
+        ended = client_->generation();
         previous = {};
         client_->set_interrupt(-1);
         continue;
