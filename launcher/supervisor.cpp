@@ -161,8 +161,12 @@ class Supervisor {
   void wait_for_slots(const std::string& reason);
   // At the next cooldown end: grow back towards --max-np (or end a wait for slots).
   void watch_cooldowns();
-  // A new generation that takes in free slots (or ends a wait for slots).
+  // A new generation that takes in free slots (or ends a wait for slots); none once a
+  // worker has finished.
   void grow(const std::string& reason);
+  // A new generation for a change of the job's slots (added or removed): fresh workers with
+  // --max-restarts, else the survivors re-form; none once the job is failing.
+  void change_members(const std::string& reason);
   // The discovery script every --discovery-interval while the job runs.
   void poll_discovery();
   void on_discovery(DiscoveryResult result);
@@ -292,19 +296,20 @@ RemoteWorkers::Callbacks Supervisor::remote_callbacks() {
 }
 
 void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
-  if ((state_ != JobState::kConnecting && !(state_ == JobState::kRunning && membership_)) ||
-      outcome_) {
-    return;
-  }
+  const bool later = membership_ && (state_ == JobState::kRunning ||
+                                     state_ == JobState::kRestarting);  // a discovered host
+  if ((state_ != JobState::kConnecting && !later) || outcome_) return;
   if (spec_.verbose) {
     note(ready.where + " as " + ready.user + ": " + ssh::describe_phases(ready.phases) +
          " (route from " + ready.local_addr + ")");
     if (!ready.host_key_note.empty()) note(ready.host_key_note);
   }
-  if (state_ == JobState::kRunning && membership_) {  // a discovered host
+  if (later) {  // usable from now on; a restart under way takes it in by itself
     ready_.emplace(host, std::move(ready));
     membership_->set_reachable(host, true);
-    if (membership_->free_slots(Clock::now()) > 0) grow("host " + hosts_[host].name + " joined");
+    if (state_ == JobState::kRunning && membership_->free_slots(Clock::now()) > 0) {
+      grow("host " + hosts_[host].name + " joined");
+    }
     return;
   }
   ready_.emplace(host, std::move(ready));
@@ -621,7 +626,14 @@ void Supervisor::watch_cooldowns() {
 }
 
 void Supervisor::grow(const std::string& reason) {
-  if (winding_down()) return;
+  // A job whose workers have begun to finish does not take new ones, unless it waits for
+  // slots to go on at all.
+  if (winding_down() && !waiting_for_slots_) return;
+  change_members(reason);
+}
+
+void Supervisor::change_members(const std::string& reason) {
+  if (outcome_) return;             // the job is failing: no new generation
   if (!spec_.survivors_reform()) {  // --max-restarts: fresh workers take the change in
     if (waiting_for_slots_ && membership_->live() == 0) {
       reform(rdzv::Handover::kRestart, reason);
@@ -676,7 +688,7 @@ void Supervisor::on_discovery(DiscoveryResult result) {
     note("the discovery script no longer lists the slots of " + removed +
          (spec_.survivors_reform() ? ": they leave the job at its next commit"
                                    : ": they leave the job"));
-    grow("slots removed by the discovery script");
+    change_members("slots removed by the discovery script");
   } else if (membership_->free_slots(Clock::now()) > 0) {
     grow("slots added by the discovery script");
   }
