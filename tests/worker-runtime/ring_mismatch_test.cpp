@@ -134,6 +134,26 @@ TEST(RingMismatch, OneCallMoreOnOneRankIsCaughtAtTheNextCall) {
                     "barrier()");
 }
 
+// A call with nothing to reduce still takes its place: rank 0's empty allreduce then a real
+// one against rank 1's two real ones would otherwise pair rank 0's second call with rank 1's
+// first and combine unrelated data.
+TEST(RingMismatch, AnEmptyCallStillCounts) {
+  const auto out =
+      run(2, {[](tcp::Ring& ring) {
+                std::vector<float> v(100, 1.0f);
+                ring.allreduce(v.data(), v.data(), 0, DataType::kFloat32, ReduceOp::kSum);
+                ring.allreduce(v.data(), v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+              },
+              [](tcp::Ring& ring) {
+                std::vector<float> v(100, 1.0f);
+                ring.allreduce(v.data(), v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+                ring.allreduce(v.data(), v.data(), 100, DataType::kFloat32, ReduceOp::kSum);
+              }});
+  expect_everywhere(out,
+                    "allreduce #1: rank 0 called allreduce(float32, sum, 0 elements) but rank 1 "
+                    "called allreduce(float32, sum, 100 elements)");
+}
+
 // HVDRUN_CHECK_COLLECTIVES's check before a device call: descriptors only, no data.
 TEST(RingMismatch, DeviceCallDescriptorsAreComparedOnTheRing) {
   const auto call = [](ReduceOp op, std::size_t count) {

@@ -203,12 +203,12 @@ void Ring::check_with(Plan& plan, const Descriptor& mine, std::string_view what)
 void Ring::allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op) {
   guarded("allreduce", [&] {
     const std::size_t element = checked_element_size(dtype, "allreduce");
-    if (count == 0) return;
     if (size_ == 1) {
-      if (send != recv) std::memmove(recv, send, count * element);
+      if (send != recv && count > 0) std::memmove(recv, send, count * element);
       return;
     }
     const Descriptor call = next_call(CollectiveKind::kAllreduce, dtype, op, count, 0);
+    if (count == 0) return exchange_descriptor(call, "allreduce");  // it still takes a number
     if (count <= kSmallAllreduceBytes / element / static_cast<std::size_t>(size_)) {
       small_allreduce(send, recv, count, dtype, op, call);
     } else {
@@ -254,11 +254,14 @@ void Ring::check_call(CollectiveKind kind, DataType dtype, ReduceOp op, std::siz
   const std::string_view what = kind_name(kind);
   guarded(what, [&] {
     if (size_ == 1) return;
-    const Descriptor numbered = next_call(kind, dtype, op, count, root);
-    Plan plan;
-    check_with(plan, numbered, what);
-    run_plan(links_, plan, staging_, what);
+    exchange_descriptor(next_call(kind, dtype, op, count, root), what);
   });
+}
+
+void Ring::exchange_descriptor(const Descriptor& call, std::string_view what) {
+  Plan plan;
+  check_with(plan, call, what);
+  run_plan(links_, plan, staging_, what);
 }
 
 void Ring::broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
@@ -268,7 +271,11 @@ void Ring::broadcast(void* buffer, std::size_t count, DataType dtype, int root) 
       throw UsageError("broadcast: root " + std::to_string(root) + " is outside a world of size " +
                        std::to_string(size_));
     }
-    if (count == 0 || size_ == 1) return;
+    if (size_ == 1) return;
+    if (count == 0) {  // it still takes a number
+      return exchange_descriptor(
+          next_call(CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, 0, root), "broadcast");
+    }
     // Chain root -> root+1 -> ... -> root-1; every rank forwards chunks as they arrive.
     const int position = wrap(rank_ - root, size_);
     const std::size_t bytes = count * element;

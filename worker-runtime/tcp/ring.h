@@ -90,6 +90,8 @@ class Ring {
   Descriptor next_call(CollectiveKind kind, DataType dtype, ReduceOp op, std::size_t count,
                        int root);
   void check_with(Plan& plan, const Descriptor& mine, std::string_view what);
+  // A collective without data (a count of 0, a device call's check): the descriptor alone.
+  void exchange_descriptor(const Descriptor& call, std::string_view what);
 
   int rank_;
   int size_;

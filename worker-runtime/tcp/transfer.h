@@ -7,7 +7,7 @@
 // the next step's send chunk by chunk (pipelining across ring steps). A Plan may also carry a
 // fixed-size header (the collective's descriptor, tcp/collective_check.h): sent ahead of the
 // outgoing stream, received ahead of the incoming one and checked before any incoming data
-// byte is taken.
+// byte is reduced or forwarded (the first stored piece may already hold some).
 #pragma once
 
 #include <chrono>
