@@ -173,5 +173,24 @@ TEST(Discovery, AHostThatKeepsFailingWaitsOutADoublingCooldownWhileStillListed) 
   EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
 }
 
+// Once a worker has exited 0 the job is ending: slots that appear afterwards start no one.
+TEST(Discovery, AJobWhoseWorkersBeganToFinishDoesNotGrow) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:2\n");
+  const auto hosts = (dir.path / "hosts").string();
+  // Rank 0 finishes at once; rank 1 then adds a slot and stays until discovery has seen it.
+  const std::string worker =
+      "echo \"started as rank $RANK\"; [ \"$RANK\" = 0 ] && exit 0; sleep 0.3; echo localhost:3 > "
+      "'" +
+      hosts + ".new' && mv '" + hosts + ".new' '" + hosts + "'; sleep 1.5";
+  const auto r =
+      run_hvdrun({"-np", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script",
+                  hosts_script(dir), "--discovery-interval", "0.1", "/bin/sh", "-c", worker},
+                 {}, seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out).size(), 2u) << r.out;  // the two first workers only
+  EXPECT_FALSE(contains(r.err, "generation 1")) << r.err;
+}
+
 }  // namespace
 }  // namespace hvdrun::itest
