@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "hvdrun/error.h"
 #include "launcher/logging.h"
@@ -104,16 +105,18 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<La
     Worker& w = *worker;
     w.id = launches[i].id;
     w.slot = launches[i].slot;
-    w.exec_errno = exec_error(s);
     w.child = std::move(s.child);
-    for (UniqueFd* fd : {&s.out, &s.err}) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+    for (UniqueFd* fd : {&s.out, &s.err, &s.exec_report}) {
+      if (fd->valid()) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
+    }
     w.out.emplace(io_, s.out.release());
     w.err.emplace(io_, s.err.release());
-    open_streams_ += 2;
-    if (w.exec_errno != 0) {
-      note("rank " + std::to_string(w.slot.rank) + ": cannot run '" + command[0] +
-           "': " + std::strerror(w.exec_errno));
+    if (s.exec_report.valid()) {
+      w.report.emplace(io_, s.exec_report.release());
+    } else {
+      w.report_known = true;
     }
+    open_streams_ += 2;
     started.push_back(&w);
     workers_.emplace(w.id, std::move(worker));
   }
@@ -130,9 +133,27 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<La
     if (e) std::rethrow_exception(e);
   };
   for (auto* w : started) {
+    if (w->report) asio::co_spawn(io_, read_exec_report(*w), rethrow);
     asio::co_spawn(io_, pump(*w, StreamKind::kStdout), rethrow);
     asio::co_spawn(io_, pump(*w, StreamKind::kStderr), rethrow);
   }
+}
+
+// The child writes exec's errno to the report pipe if exec fails; a successful exec closes
+// it (close-on-exec) with nothing written.
+asio::awaitable<void> LocalWorkers::read_exec_report(Worker& w) {
+  int error = 0;
+  auto [ec, n] = co_await asio::async_read(*w.report, asio::buffer(&error, sizeof error),
+                                           asio::as_tuple(asio::use_awaitable));
+  boost::system::error_code ignored;
+  w.report->close(ignored);
+  w.exec_errno = n == sizeof error ? error : 0;
+  w.report_known = true;
+  if (w.exec_errno != 0) {
+    note("rank " + std::to_string(w.slot.rank) + ": cannot run '" + program_ +
+         "': " + std::strerror(w.exec_errno));
+  }
+  if (w.held_exit) report_exit(w, *std::exchange(w.held_exit, std::nullopt));
 }
 
 asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
@@ -140,7 +161,14 @@ asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
   LineSplitter splitter;
   auto emit = [&](std::string_view chunk) { sink_.write(w.id, kind, chunk); };
   std::vector<char> buffer(kReadBufferBytes);
+  Console& console = sink_.console();
   for (;;) {
+    // Back-pressure: while the console is behind, the pipe is left to fill.
+    while (console.paused(kind) && !closing_streams_ && !dropped(kind) &&
+           !sink_.console_closed(kind)) {
+      co_await console.next_resume();
+    }
+    if (closing_streams_) break;
     auto [ec, n] =
         co_await stream.async_read_some(asio::buffer(buffer), asio::as_tuple(asio::use_awaitable));
     if (n > 0) splitter.feed({buffer.data(), n}, emit);
@@ -213,6 +241,14 @@ void LocalWorkers::forget_empty_groups() {
 
 void LocalWorkers::on_exit(Worker& w, ProcessEnd status) {
   w.exited = true;
+  if (!w.report_known) {
+    w.held_exit = std::move(status);
+    return;
+  }
+  report_exit(w, std::move(status));
+}
+
+void LocalWorkers::report_exit(Worker& w, ProcessEnd status) {
   launcher_log()->debug("rank {} (pid {}) ended: {}", w.slot.rank, w.child.pid(),
                         status.describe());
   std::string cause;
@@ -250,6 +286,7 @@ void LocalWorkers::close_streams() {
       "the worker process groups");
   signal_all(SIGKILL);
   closing_streams_ = true;
+  sink_.console().wake();
   for (auto& [id, w] : workers_) {
     boost::system::error_code ignored;
     if (w->out->is_open()) w->out->cancel(ignored);

@@ -1,6 +1,9 @@
 // The workers of this machine, keyed by WorkerId: fork/exec in their own process groups
 // (process.h), watched by the orphan watchdog, their stdout/stderr pipes pumped into the
 // OutputSink line by line, and reaped on SIGCHLD. Reports each exit through a callback.
+// Nothing here waits: a pump pauses while the console is paused (the worker then blocks on
+// its full pipe), and a worker's exec report is read asynchronously; an exit is reported
+// once its report is known, so "cannot run" is never mistaken for the program's status.
 // Workers can be spawned at any time, in batches; each lives in stable storage that its pipe
 // pumps point into. Lifetime: owned by the supervisor; io thread only.
 #pragma once
@@ -69,12 +72,17 @@ class LocalWorkers final : public WorkerPool {
     Child child;
     std::optional<boost::asio::posix::stream_descriptor> out;
     std::optional<boost::asio::posix::stream_descriptor> err;
+    std::optional<boost::asio::posix::stream_descriptor> report;  // the exec report pipe
     bool exited = false;
+    bool report_known = false;
+    std::optional<ProcessEnd> held_exit;  // reaped before its exec report was read
     int exec_errno = 0;
     bool group_empty = false;  // kill(-pgid, 0) said ESRCH: never signal that id again
   };
   boost::asio::awaitable<void> pump(Worker& w, StreamKind kind);
+  boost::asio::awaitable<void> read_exec_report(Worker& w);
   void on_exit(Worker& w, ProcessEnd status);
+  void report_exit(Worker& w, ProcessEnd status);
   void drop_streams(StreamKind kind);
   bool dropped(StreamKind kind) const { return dropped_[kind == StreamKind::kStderr ? 1 : 0]; }
   void forget_empty_groups();

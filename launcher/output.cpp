@@ -3,9 +3,7 @@
 #include "launcher/output.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <array>
@@ -21,7 +19,6 @@ namespace hvdrun::launcher {
 namespace {
 
 constexpr std::size_t kMaxKeptLineBytes = 1000;
-constexpr int kConsoleBlockedTimeoutMs = 1000;
 
 bool is_terminator(char c) {
   return c == '\n' || c == '\r';
@@ -32,29 +29,16 @@ std::size_t terminator_length(std::string_view chunk) {
   return !chunk.empty() && is_terminator(chunk.back()) ? 1 : 0;
 }
 
-// Writes every byte of `parts` to fd (one loop over partial writes and EINTR). A console
-// in non-blocking mode is waited for, bounded; any other error drops the rest. Returns 0 or
-// the errno of the failed write.
-int write_all(int fd, std::array<iovec, 3> parts, int count) {
-  iovec* iov = parts.data();
-  while (count > 0) {
-    ssize_t n = ::writev(fd, iov, count);
+// Writes every byte of `bytes` to a tee file (one loop over partial writes and EINTR); an
+// error drops the rest. Returns 0 or the errno of the failed write.
+int write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      pollfd pfd{fd, POLLOUT, 0};
-      if (errno == EAGAIN && ::poll(&pfd, 1, kConsoleBlockedTimeoutMs) > 0) continue;
       return errno;
     }
-    auto left = static_cast<std::size_t>(n);
-    while (count > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --count;
-    }
-    if (count > 0) {
-      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return 0;
 }
@@ -180,7 +164,8 @@ std::string asctime_text(std::time_t when) {
   return text;
 }
 
-OutputSink::OutputSink(OutputOptions options) : options_(std::move(options)) {
+OutputSink::OutputSink(OutputOptions options, Console& console)
+    : options_(std::move(options)), console_(console) {
   if (!options_.directory) return;
   std::error_code ec;
   std::filesystem::create_directories(*options_.directory, ec);
@@ -226,32 +211,23 @@ void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view c
   if (chunk.empty()) return;
   auto& worker = workers_.at(id);
   bool is_err = stream == StreamKind::kStderr;
-  std::string prefix = options_.timestamp ? asctime_text(std::time(nullptr)) : std::string();
-  prefix += "[" + std::to_string(worker.rank) + (is_err ? "]<stderr>:" : "]<stdout>:");
-  static constexpr char kNewline[] = "\n";
-  std::array<iovec, 3> parts{iovec{prefix.data(), prefix.size()},
-                             iovec{const_cast<char*>(chunk.data()), chunk.size()},
-                             iovec{const_cast<char*>(kNewline), 1}};
-  int count = is_terminator(chunk.back()) ? 2 : 3;
+  std::string line = options_.timestamp ? asctime_text(std::time(nullptr)) : std::string();
+  line.reserve(line.size() + chunk.size() + 24);
+  line.append("[").append(std::to_string(worker.rank)).append(is_err ? "]<stderr>:" : "]<stdout>:");
+  line.append(chunk);
+  if (!is_terminator(chunk.back())) line.push_back('\n');
   const int index = is_err ? 1 : 0;
-  if (!console_closed_[index] && !console_failed_[index]) {
-    const int error = write_all(is_err ? options_.stderr_fd : options_.stdout_fd, parts, count);
-    if (error == EPIPE) {
-      console_closed_[index] = true;
-    } else if (error != 0) {
-      console_failed_[index] = true;
-      report_failure(worker.rank, is_err, is_err ? "hvdrun's stderr" : "hvdrun's stdout", error);
-    }
-  }
   if (auto& file = worker.files[index]; file.get() >= 0) {
-    if (const int error = write_all(file.get(), parts, count); error != 0) {
+    if (const int error = write_all(file.get(), line); error != 0) {
       report_failure(worker.rank, is_err, "'" + worker.paths[index] + "'", error);
       file.reset();
     }
   }
+  console_.write(stream, std::move(line),
+                 "rank " + std::to_string(worker.rank) + (is_err ? "'s stderr" : "'s stdout"));
   if (is_err) {
-    std::string_view line = chunk.substr(0, chunk.size() - terminator_length(chunk));
-    worker.tail.emplace_back(line.substr(0, kMaxKeptLineBytes));
+    const std::string_view text = chunk.substr(0, chunk.size() - terminator_length(chunk));
+    worker.tail.emplace_back(text.substr(0, kMaxKeptLineBytes));
     while (worker.tail.size() > options_.kept_stderr_lines) worker.tail.pop_front();
   }
 }

@@ -1,7 +1,7 @@
 // Worker output: LineSplitter cuts a byte stream into chunks (pure, no I/O); OutputSink
-// writes each chunk of a worker (WorkerId) with its rank's `[rank]<stdout>:` /
-// `[rank]<stderr>:` prefix (and an optional asctime-like timestamp) to the launcher's
-// stdout/stderr, and tees it to DIR/rank.N/{stdout,stderr} with --output-filename. Reads
+// queues each chunk of a worker (WorkerId) with its rank's `[rank]<stdout>:` /
+// `[rank]<stderr>:` prefix (and an optional asctime-like timestamp) on the Console
+// (console.h), and tees it to DIR/rank.N/{stdout,stderr} with --output-filename. Reads
 // JobSpec's output settings.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "launcher/console.h"
 #include "launcher/worker_id.h"
 
 namespace hvdrun::launcher {
@@ -45,15 +46,11 @@ class LineSplitter {
   bool held_cr_ = false;  // pending_ ends with a '\r' whose successor is unknown
 };
 
-enum class StreamKind { kStdout, kStderr };
-
 struct OutputOptions {
   int num_proc = 1;                      // the digits of rank.N directory names
   bool timestamp = false;                // --prefix-output-with-timestamp
   std::optional<std::string> directory;  // --output-filename
-  int stdout_fd = 1;                     // the launcher's console streams
-  int stderr_fd = 2;
-  std::size_t kept_stderr_lines = 10;  // for the failure summary
+  std::size_t kept_stderr_lines = 10;    // for the failure summary
 };
 
 // "rank.07" for rank 7 of 12: zero-padded to the digit count of num_proc-1 (at least 1).
@@ -62,19 +59,20 @@ std::string rank_directory_name(int rank, int num_proc);
 // "Sat Jun 20 17:05:53 2026" (local time, like asctime without the newline).
 std::string asctime_text(std::time_t when);
 
-// Writes prefixed chunks. Each chunk is one writev loop per destination, all from one thread,
-// so chunks of different ranks never interleave. A chunk without a terminator (partial last
-// line, cap piece) gets a '\n' appended. A console stream that failed with EPIPE (its reader
-// is gone, as with `hvdrun ... | head`) is marked closed and never written again (the tee
-// files still are). Any other write error (a full disk, /dev/full) is reported once per
-// destination on stderr, naming the file and rank and the errno text; that destination gets
-// nothing more, and write_failed() makes the job's exit status non-zero.
+// Writes prefixed chunks: each is one queued entry of the Console and one writev loop per
+// tee file, so chunks of different ranks never interleave. A chunk without a terminator
+// (partial last line, cap piece) gets a '\n' appended. A console stream whose reader is gone
+// (EPIPE, as with `hvdrun ... | head`) is closed (the tee files are still written). Any
+// other write error (a full disk, /dev/full) is reported once per destination on stderr,
+// naming the file and rank and the errno text; that destination gets nothing more, and
+// write_failed() makes the job's exit status non-zero.
 // Tee files are opened with O_NOFOLLOW, mode 0666 less the umask, in directories that must
-// belong to hvdrun's user. Lifetime: owns the tee files; used on the io thread only.
+// belong to hvdrun's user. Lifetime: owns the tee files, uses `console` (which must outlive
+// it); io thread only.
 class OutputSink {
  public:
   // Creates the --output-filename directory; throws UsageError naming it on failure.
-  explicit OutputSink(OutputOptions options);
+  OutputSink(OutputOptions options, Console& console);
   // Registers a worker before its first write: its lines get the prefix of `rank`, and with
   // --output-filename its files DIR/rank.N/{stdout,stderr} are created (truncated). Throws
   // UsageError naming the path on failure.
@@ -86,12 +84,14 @@ class OutputSink {
   // The last stderr lines of a worker, oldest first, terminators removed.
   const std::deque<std::string>& last_stderr_lines(const WorkerId& id) const;
   // True once a write of that stream to the console failed with EPIPE.
-  bool console_closed(StreamKind stream) const noexcept {
-    return console_closed_[stream == StreamKind::kStderr ? 1 : 0];
-  }
+  bool console_closed(StreamKind stream) const noexcept { return console_.closed(stream); }
+  Console& console() noexcept { return console_; }
   // The first output that could not be written ("rank 2's stdout to hvdrun's stdout: No
-  // space left on device"); empty when all was written.
-  const std::string& write_failed() const noexcept { return first_failure_; }
+  // space left on device"); empty when all was written. The console's failures are known
+  // once it was drained.
+  std::string write_failed() const {
+    return first_failure_.empty() ? console_.failure() : first_failure_;
+  }
 
  private:
   struct WorkerOutput {
@@ -103,10 +103,9 @@ class OutputSink {
   // Reports a failed write of `rank`'s `stream` to `destination` once.
   void report_failure(int rank, bool is_err, const std::string& destination, int error);
   OutputOptions options_;
+  Console& console_;
   std::map<WorkerId, WorkerOutput> workers_;
-  std::array<bool, 2> console_closed_{};  // stdout, stderr
-  std::array<bool, 2> console_failed_{};  // stdout, stderr: a write error other than EPIPE
-  std::string first_failure_;
+  std::string first_failure_;  // of a tee file
 };
 
 }  // namespace hvdrun::launcher

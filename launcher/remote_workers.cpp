@@ -42,6 +42,7 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
   options.ssh = job_ssh_options(spec, environment);
   options.agent_path = spec.remote_hvdrun;
   options.start_timeout = spec.start_timeout;
+  options.output_paused = [&console = sink.console()] { return console.any_paused(); };
   spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
                                                   posting_events());
 }

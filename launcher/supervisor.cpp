@@ -133,6 +133,8 @@ class Supervisor {
   // a failure like any other.
   void worker_lost(std::uint32_t key, const std::string& why);
   // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
+  // Whether a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ended the job.
+  bool interrupted() const noexcept { return interrupted_; }
   int exit_status() const {
     const int status = outcome_exit_status(outcome_);
     return status == 0 && !sink_.write_failed().empty() ? 1 : status;
@@ -263,6 +265,7 @@ class Supervisor {
   Clock::time_point launched_ = Clock::now();
   JobState state_ = JobState::kConnecting;
   bool sigkill_sent_ = false;
+  bool interrupted_ = false;
   bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
   std::unique_ptr<FailurePolicy> policy_ = std::make_unique<FailFastPolicy>();
   LocalWorkers local_;
@@ -785,6 +788,7 @@ void Supervisor::on_signal(int signo) {
     local_.reap();
     return;
   }
+  interrupted_ = true;
   if (state_ == JobState::kDraining) {  // every worker ended: only leftovers in their groups
     if (!outcome_) outcome_ = Outcome::interrupted(signo);
     kill_all(SIGKILL);
@@ -934,6 +938,32 @@ void Supervisor::all_joined() {
   }
 }
 
+// How long the output of a job ended by a signal may still take to be written.
+constexpr auto kInterruptedOutputWait = std::chrono::seconds(2);
+
+// Waits until the console has written every queued line: as long as its readers take it, or
+// kInterruptedOutputWait after a signal ended the job; a SIGINT, SIGTERM or SIGHUP meanwhile
+// gives up. What is left then is said on stderr, if stderr still takes it.
+void finish_output(asio::io_context& io, Console& console, bool interrupted) {
+  io.restart();
+  bool stop = false;
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  signals.async_wait([&stop](const boost::system::error_code& ec, int) { stop = !ec; });
+  const auto limit =
+      interrupted ? std::optional<std::chrono::milliseconds>(kInterruptedOutputWait) : std::nullopt;
+  if (console.drain(limit, [&] {
+        io.poll();
+        return stop;
+      })) {
+    return;
+  }
+  const auto left = console.queued(StreamKind::kStdout);
+  if (left > 0 && !console.paused(StreamKind::kStderr)) {
+    note(std::to_string(left) + " bytes of output were not written: nothing reads hvdrun's stdout");
+    console.drain(std::chrono::milliseconds(200), nullptr);
+  }
+}
+
 }  // namespace
 
 // An elastic job with a discovery script starts on the hosts it gives, with every slot up to
@@ -964,8 +994,11 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
          " (" + std::to_string(remote.size()) + " remote) in " + millis_since(start));
   }
   asio::io_context io(1);
+  Console console(io);
+  LogRoute log_route(console, spec.log_level);
   OutputSink sink(
-      {spec.elastic.max_np.value_or(spec.num_proc), spec.prefix_timestamp, spec.output_dir});
+      {spec.elastic.max_np.value_or(spec.num_proc), spec.prefix_timestamp, spec.output_dir},
+      console);
 
   start = Clock::now();
   std::optional<rdzv::Server> server;
@@ -1029,6 +1062,7 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   io.run();
   watchdog.disarm();
   supervisor.print_summary();
+  finish_output(io, console, supervisor.interrupted());
   return supervisor.exit_status();
 }
 

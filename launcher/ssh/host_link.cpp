@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/eventfd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -17,6 +18,8 @@
 
 namespace hvdrun::launcher::ssh {
 namespace {
+
+constexpr int kPausedPollMs = 50;  // how often a paused link looks whether output may flow
 
 // "10.213.0.11:22" -> "10.213.0.11"; "[fd00::1]:22" -> "fd00::1".
 std::string address_without_port(const std::string& peer) {
@@ -71,9 +74,9 @@ class HostLoop {
     }
   }
 
-  // Steps until a pass changes nothing. Returns false once the session has failed (every
-  // worker then has its exit reported).
-  bool advance() {
+  // Steps until a pass changes nothing; output is left unread while `paused`. Returns false
+  // once the session has failed (every worker then has its exit reported).
+  bool advance(bool paused) {
     bool progress = true;
     while (progress) {
       progress = false;
@@ -81,9 +84,12 @@ class HostLoop {
       for (auto& entry : entries_) {
         const bool mine = may_open;
         if (entry.command->state() == RemoteCommand::State::kOpening) may_open = false;
-        progress |= entry.command->step(mine, [&](OutputStream stream, std::string_view bytes) {
-          if (!stopping_()) events_.on_output(entry.id, stream, std::string(bytes));
-        });
+        progress |= entry.command->step(
+            mine,
+            [&](OutputStream stream, std::string_view bytes) {
+              if (!stopping_()) events_.on_output(entry.id, stream, std::string(bytes));
+            },
+            !paused);
         if (entry.command->session_failed()) return fail_all(entry.command->result().message);
       }
       expire_unstarted();
@@ -273,19 +279,23 @@ void HostLink::serve(SshSession& session) {
           loop.signal(sig.id, sig.signo);
         }
       }
-      if (!loop.advance()) {
+      const bool paused = options_.output_paused && options_.output_paused();
+      if (!loop.advance(paused)) {
         failure = loop.failure();
         break;
       }
       int next_keepalive = static_cast<int>(options_.ssh.keepalive.count());
       libssh2_keepalive_send(s, &next_keepalive);
       const int directions = libssh2_session_block_directions(s);
-      pollfd fds[2] = {{session.fd(),
-                        static_cast<short>(
-                            POLLIN | ((directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? POLLOUT : 0)),
-                        0},
-                       {wake_.get(), POLLIN, 0}};
-      ::poll(fds, 2, loop.poll_timeout_ms(next_keepalive));
+      // Paused: unread output keeps the socket readable, so look again after a while instead.
+      const short in = paused ? 0 : POLLIN;
+      pollfd fds[2] = {
+          {session.fd(),
+           static_cast<short>(in | ((directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? POLLOUT : 0)),
+           0},
+          {wake_.get(), POLLIN, 0}};
+      const int timeout = loop.poll_timeout_ms(next_keepalive);
+      ::poll(fds, 2, paused ? std::min(timeout, kPausedPollMs) : timeout);
       std::uint64_t count;
       while (::read(wake_.get(), &count, sizeof count) > 0) {
       }

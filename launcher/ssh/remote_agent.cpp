@@ -3,6 +3,7 @@
 // signalfd.
 #include "launcher/ssh/remote_agent.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -91,15 +92,18 @@ std::vector<std::string> own_environment() {
   ::_exit(128 + signo);  // a signal whose default action does not terminate
 }
 
-// The relay loop: one worker, its two pipes, the control channel and SIGCHLD.
+// The relay loop: one worker, its two pipes, the control channel and SIGCHLD. Output is
+// written without blocking: while a stream's bytes wait for the channel (the launcher paused
+// reading it), that pipe of the worker is not read (back-pressure), and control messages and
+// the worker's exit are still handled.
 class Relay {
  public:
   Relay(AgentWorker worker, int in_fd, int out_fd, int err_fd, int sig_fd)
-      : worker_(std::move(worker)),
-        in_fd_(in_fd),
-        out_fd_(out_fd),
-        err_fd_(err_fd),
-        sig_fd_(sig_fd) {}
+      : worker_(std::move(worker)), in_fd_(in_fd), sig_fd_(sig_fd) {
+    out_.fd = out_fd;
+    err_.fd = err_fd;
+    for (const int fd : {out_fd, err_fd}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
 
   // Runs until the worker is reaped and its output drained; returns its wait status.
   int run() {
@@ -115,36 +119,68 @@ class Relay {
   }
 
  private:
+  // One output stream: the channel's descriptor and the bytes not yet written to it.
+  struct Output {
+    int fd = -1;
+    std::string pending;
+    bool dead = false;  // the channel is closed (EPIPE): output is dropped
+  };
+
   bool finished() const {
     if (!status_) return false;
-    return (!worker_.out.valid() && !worker_.err.valid()) || Clock::now() >= drain_deadline_;
+    const bool pipes_done =
+        (!worker_.out.valid() && !worker_.err.valid()) || Clock::now() >= drain_deadline_;
+    return pipes_done && out_.pending.empty() && err_.pending.empty();
   }
 
   void poll_once() {
-    pollfd fds[4] = {{in_open_ ? in_fd_ : -1, POLLIN, 0},
-                     {worker_.out.get(), POLLIN, 0},
-                     {worker_.err.get(), POLLIN, 0},
-                     {status_ ? -1 : sig_fd_, POLLIN, 0}};
+    // A pipe is read only while its stream has nothing waiting.
+    pollfd fds[6] = {{in_open_ ? in_fd_ : -1, POLLIN, 0},
+                     {out_.pending.empty() ? worker_.out.get() : -1, POLLIN, 0},
+                     {err_.pending.empty() ? worker_.err.get() : -1, POLLIN, 0},
+                     {status_ ? -1 : sig_fd_, POLLIN, 0},
+                     {out_.pending.empty() ? -1 : out_.fd, POLLOUT, 0},
+                     {err_.pending.empty() ? -1 : err_.fd, POLLOUT, 0}};
     auto deadline = Clock::now() + 60s;
     if (kill_deadline_) deadline = std::min(deadline, *kill_deadline_);
     if (status_) deadline = std::min(deadline, drain_deadline_);
-    if (::poll(fds, 4, poll_ms(deadline)) < 0) return;  // EINTR: loop again
+    if (::poll(fds, 6, poll_ms(deadline)) < 0) return;  // EINTR: loop again
     if (fds[0].revents != 0) on_control();
-    if (fds[1].revents != 0) relay(worker_.out, out_fd_, out_dead_);
-    if (fds[2].revents != 0) relay(worker_.err, err_fd_, err_dead_);
+    if (fds[1].revents != 0) relay(worker_.out, out_);
+    if (fds[2].revents != 0) relay(worker_.err, err_);
     if (fds[3].revents != 0) on_sigchld();
+    if (fds[4].revents != 0) flush(out_);
+    if (fds[5].revents != 0) flush(err_);
+    if (status_ && Clock::now() >= drain_deadline_) {  // pipes held open by the worker's children
+      worker_.out.reset();
+      worker_.err.reset();
+    }
   }
 
-  void relay(UniqueFd& from, int to, bool& dead) {
+  void relay(UniqueFd& from, Output& to) {
     char buffer[65536];
     const long n = read_some(from.get(), buffer, sizeof buffer);
     if (n <= 0) {
       from.reset();
       return;
     }
-    // A closed channel (EPIPE) loses only output; the worker keeps being supervised.
-    if (!dead && write_all(to, std::string_view(buffer, static_cast<std::size_t>(n))) != 0) {
-      dead = true;
+    if (!to.dead) to.pending.append(buffer, static_cast<std::size_t>(n));
+    flush(to);
+  }
+
+  // Writes what the channel takes now. A closed channel (EPIPE) loses only output; the worker
+  // keeps being supervised.
+  static void flush(Output& to) {
+    while (!to.pending.empty()) {
+      const ssize_t n = ::write(to.fd, to.pending.data(), to.pending.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) {
+        to.dead = true;
+        to.pending.clear();
+        return;
+      }
+      to.pending.erase(0, static_cast<std::size_t>(n));
     }
   }
 
@@ -164,7 +200,11 @@ class Relay {
       const auto control = decode_agent_control(pending_.substr(0, kAgentControlSize));
       pending_.erase(0, kAgentControlSize);
       if (!control) {
-        report(err_fd_, "ignoring an unknown control message");
+        if (!err_.dead) {
+          err_.pending +=
+              "hvdrun remote agent on " + this_host() + ": ignoring an unknown control message\n";
+        }
+        flush(err_);
         continue;
       }
       const int signo = *control == AgentControl::kKill  ? SIGKILL
@@ -191,10 +231,10 @@ class Relay {
   }
 
   AgentWorker worker_;
-  int in_fd_, out_fd_, err_fd_, sig_fd_;
+  int in_fd_, sig_fd_;
+  Output out_;
+  Output err_;
   bool in_open_ = true;
-  bool out_dead_ = false;
-  bool err_dead_ = false;
   std::string pending_;
   std::optional<int> status_;
   std::optional<Clock::time_point> kill_deadline_;

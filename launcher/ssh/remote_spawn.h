@@ -45,6 +45,9 @@ struct RemoteSpawnOptions {
   SshOptions ssh;
   std::string agent_path;  // hvdrun on the remote hosts; empty: default_agent_path()
   std::chrono::milliseconds start_timeout{30'000};  // connect + start every worker
+  // Thread-safe; while it returns true, no worker output is read (the channels' windows
+  // then stop the remote side: back-pressure). Empty: never paused.
+  std::function<bool()> output_paused;
 };
 
 struct HostReady {

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "launcher/ssh/libssh2_util.h"
@@ -73,14 +74,14 @@ void RemoteCommand::close_input() {
   input_eof_wanted_ = true;
 }
 
-bool RemoteCommand::step(bool may_open, const Sink& sink) {
+bool RemoteCommand::step(bool may_open, const Sink& sink, bool read_output) {
   switch (state_) {
     case State::kOpening:
       return step_open(may_open);
     case State::kStarting:
       return step_start();
     case State::kRunning:
-      return step_io(sink);
+      return step_io(sink, read_output);
     case State::kClosing:
       return step_close();
     case State::kDone:
@@ -110,7 +111,7 @@ bool RemoteCommand::step_start() {
   return true;
 }
 
-bool RemoteCommand::step_io(const Sink& sink) {
+bool RemoteCommand::step_io(const Sink& sink, bool read_output) {
   bool progress = false;
   while (!pending_input_.empty()) {
     const auto n =
@@ -132,12 +133,20 @@ bool RemoteCommand::step_io(const Sink& sink) {
       progress = true;
     }
   }
+  // Paused: each channel may still take kPausedReadBytes. A quiet worker's last lines and
+  // its exit then still arrive (a read also takes in the session's incoming packets), while
+  // a chatty one stops once its window runs out.
+  if (read_output) paused_budget_ = kPausedReadBytes;
   char buffer[32768];
   for (const int stream : {0, SSH_EXTENDED_DATA_STDERR}) {
     for (;;) {
-      const auto n = libssh2_channel_read_ex(channel_.get(), stream, buffer, sizeof buffer);
+      const std::size_t want =
+          std::min(sizeof buffer, read_output ? sizeof buffer : paused_budget_);
+      if (want == 0) break;
+      const auto n = libssh2_channel_read_ex(channel_.get(), stream, buffer, want);
       if (n == LIBSSH2_ERROR_EAGAIN || n == 0) break;
       if (n < 0) return fail(static_cast<int>(n), "reading output");
+      if (!read_output) paused_budget_ -= static_cast<std::size_t>(n);
       sink(stream == 0 ? OutputStream::kStdout : OutputStream::kStderr,
            std::string_view(buffer, static_cast<std::size_t>(n)));
       progress = true;

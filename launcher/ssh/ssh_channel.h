@@ -28,11 +28,13 @@ class RemoteCommand {
   RemoteCommand(const RemoteCommand&) = delete;
   RemoteCommand& operator=(const RemoteCommand&) = delete;
 
-  // Advances as far as possible without blocking; output goes to `sink`. Returns true if
-  // anything happened (so the owner loops until a pass changes nothing, then polls). A
-  // connection-level failure returns true with state kDone, result kLostConnection (or
+  // Advances as far as possible without blocking; output goes to `sink`. While
+  // `read_output` is false, at most kPausedReadBytes more are read (the rest stays in the
+  // channel, whose window then fills: back-pressure). Returns
+  // true if anything happened (so the owner loops until a pass changes nothing, then polls).
+  // A connection-level failure returns true with state kDone, result kLostConnection (or
   // kFailedToStart before kRunning), and session_failed() true.
-  bool step(bool may_open, const Sink& sink);
+  bool step(bool may_open, const Sink& sink, bool read_output = true);
 
   // Queues bytes for stdin (control messages); dropped once the remote side closed.
   void write(std::string_view bytes);
@@ -50,7 +52,7 @@ class RemoteCommand {
  private:
   bool step_open(bool may_open);
   bool step_start();
-  bool step_io(const Sink& sink);
+  bool step_io(const Sink& sink, bool read_output);
   bool step_close();
   bool fail(int rc, const std::string& what);
 
@@ -60,6 +62,8 @@ class RemoteCommand {
   LIBSSH2_SESSION* session_;
   std::unique_ptr<LIBSSH2_CHANNEL, ChannelDeleter> channel_;
   std::string where_, command_, pending_input_;
+  static constexpr std::size_t kPausedReadBytes = 64 * 1024;
+  std::size_t paused_budget_ = kPausedReadBytes;  // what a paused step may still read
   bool input_eof_wanted_ = false;
   bool input_eof_sent_ = false;
   bool session_failed_ = false;

@@ -2,11 +2,13 @@
 #include "tests/integration/hvdrun_runner.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -177,6 +179,28 @@ std::string worker() {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+std::map<int, long> check_flood_lines(std::string out, bool last_may_be_cut) {
+  if (last_may_be_cut) out.erase(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
+  std::map<int, long> next;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    int rank = -1;
+    long number = -1;
+    int used = 0;
+    EXPECT_EQ(std::sscanf(line.c_str(), "[%d]<stdout>:%*d:%ld:%n", &rank, &number, &used), 2)
+        << line.substr(0, 60);
+    if (rank < 0) continue;
+    const std::string prefix = "[" + std::to_string(rank) + "]<stdout>:";
+    EXPECT_EQ(line.size(), prefix.size() + 999) << "torn line: " << line.substr(0, 60);
+    EXPECT_EQ(line.find_first_not_of('x', static_cast<std::size_t>(used)), std::string::npos)
+        << line.substr(0, 60);
+    EXPECT_EQ(number, next[rank]) << "rank " << rank << ": a line is missing before this one";
+    next[rank] = number + 1;
+  }
+  return next;
 }
 
 }  // namespace hvdrun::itest

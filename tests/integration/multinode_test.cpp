@@ -95,6 +95,30 @@ TEST(TestHostsJob, RankKilledOnHostTwoTakesDownHostOne) {
   EXPECT_TRUE(wait_until_gone(workers, seconds(2)).empty());
 }
 
+// Ranks 0 to 2 on two hosts fill hvdrun's stdout, which nobody reads; rank 3 on host 2 exits
+// 3 without output. hvdrun notices at once (its channel is still read while the others are
+// paused), ends every rank, and the reader later gets every line, whole and in order.
+TEST(TestHostsJob, ARemoteFailureIsHandledWhileNothingReadsStdout) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  HvdrunProcess hvdrun(
+      {"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "flood", pids.path.string(), "3", "3"},
+      home.env());
+  const auto workers = wait_for_pids(pids.path, 4, seconds(20));
+  ASSERT_EQ(workers.size(), 4u);
+  EXPECT_TRUE(wait_until_gone(workers, seconds(20)).empty())
+      << "ranks still run while hvdrun's stdout is not read";
+  auto r = hvdrun.finish(seconds(60));
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "job failed: first failure was rank 3 on hvdt-h2")) << r.err;
+  const auto lines = check_flood_lines(r.out, false);
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_GT(lines.count(rank) ? lines.at(rank) : 0, 0) << "rank " << rank;
+  }
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
 TEST(TestHostsJob, CtrlCStopsEveryHost) {
   REQUIRE_TEST_HOSTS();
   TestHome home;

@@ -97,8 +97,7 @@ TEST(RestartElastic, TooFewSlotsForARestartFailAfterTheElasticTimeout) {
   const auto hosts = (dir.path / "hosts").string();
   // Rank 1 takes its slot away: the restart that follows finds one slot, below --min-np 2.
   const std::string worker = kReport + "if [ \"$RANK\" = 1 ]; then echo localhost:1 > '" + hosts +
-                             ".new' && mv '" + hosts + ".new' '" + hosts +
-                             "'; fi; exec sleep 30";
+                             ".new' && mv '" + hosts + ".new' '" + hosts + "'; fi; exec sleep 30";
   auto r = run_hvdrun({"-np", "2", "--min-np", "2", "--max-restarts", "3",
                        "--host-discovery-script", hosts_script(dir), "--discovery-interval", "0.1",
                        "--elastic-timeout", "1", "/bin/sh", "-c", worker},

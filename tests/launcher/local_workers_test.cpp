@@ -41,7 +41,8 @@ TEST(LocalWorkers, OnePassReportsAForeignSignalBeforeANonZeroExit) {
   setup_logging("warning");
   Watchdog watchdog = Watchdog::start();
   boost::asio::io_context io(1);
-  OutputSink sink({3, false, std::nullopt});
+  Console console(io);
+  OutputSink sink({3, false, std::nullopt}, console);
   std::vector<int> order;
   LocalWorkers workers(
       io, watchdog, sink,
@@ -56,7 +57,9 @@ TEST(LocalWorkers, OnePassReportsAForeignSignalBeforeANonZeroExit) {
   workers.spawn(
       {"/bin/sh", "-c", "case $R in 0) exit 1;; 2) sleep 0.1; kill -9 $$;; *) exit 0;; esac"},
       std::move(launches), false);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // all three are zombies now
+  // The exec reports (read by the io thread) say all three started; then all are zombies.
+  io.run_for(std::chrono::milliseconds(200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
   workers.reap();
   ASSERT_EQ(order.size(), 3u);
   EXPECT_EQ(order[0], 2);
@@ -77,7 +80,8 @@ TEST(LocalWorkers, ASecondBatchJoinsRunningWorkers) {
   const auto out_path = dir.path / "out";
   UniqueFd out(::open(out_path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0600));
   ASSERT_TRUE(out.valid());
-  OutputSink sink({4, false, std::nullopt, out.get(), out.get(), 10});
+  Console console(io, {out.get(), out.get()});
+  OutputSink sink({4, false, std::nullopt, 10}, console);
   std::map<WorkerId, int> exits;
   LocalWorkers workers(
       io, watchdog, sink,
@@ -105,6 +109,7 @@ TEST(LocalWorkers, ASecondBatchJoinsRunningWorkers) {
   }
   EXPECT_EQ(exits, (std::map<WorkerId, int>{{{0, 0, 0}, 3}, {{0, 1, 0}, 4}, {{0, 1, 1}, 5}}));
   EXPECT_EQ(workers.size(), 3u);
+  EXPECT_TRUE(console.drain(std::chrono::seconds(5), nullptr));
   const auto text = read_file(out_path);
   for (const char* line : {"[0]<stdout>:first-a\n", "[0]<stdout>:first-b\n", "[1]<stdout>:second\n",
                            "[2]<stdout>:replacement\n"}) {

@@ -8,6 +8,9 @@
 //   ignore-term DIR RANK     ignores SIGTERM and waits; rank RANK exits 1 after 300 ms
 //   close-pipes RANK         closes stdout/stderr and waits; rank RANK exits 1 after 300 ms
 //   orphan-pipe              leaves a child holding stdout, then exits 0
+//   flood DIR RANK CODE      records its pid in DIR; rank RANK exits CODE after 300 ms,
+//                            the others write numbered 1000-byte lines "R:I:xxx" to stdout
+//                            without end (RANK -1: every rank writes)
 // "Waits" is bounded: after 60 s a worker exits 4, so no test leaves strays behind.
 #include <signal.h>
 #include <sys/resource.h>
@@ -84,6 +87,27 @@ int sleep_mode(const std::string& dir, bool with_child) {
   wait_to_be_killed();
 }
 
+[[noreturn]] void flood(const std::string& dir, int failing_rank, int code) {
+  const int r = rank();
+  record_pid(dir, std::to_string(r));
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0;; ++i) {
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    if (r == failing_rank && elapsed > std::chrono::milliseconds(300)) {
+      write_all(2, "rank " + std::to_string(r) + " failing with " + std::to_string(code) + "\n");
+      std::exit(code);
+    }
+    if (elapsed > std::chrono::seconds(60)) std::exit(4);
+    if (r == failing_rank) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    std::string line = std::to_string(r) + ":" + std::to_string(i) + ":";
+    line.resize(999, 'x');
+    write_all(1, line + "\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +155,7 @@ int main(int argc, char** argv) {
     }
     return after_delay_or_wait(std::stoi(arg(2)), 1);
   }
+  if (mode == "flood") flood(arg(2), std::stoi(arg(3)), std::stoi(arg(4)));
   if (mode == "orphan-pipe") {
     if (::fork() == 0) wait_to_be_killed();
     write_all(1, "parent leaving\n");
