@@ -2,6 +2,7 @@
 #include "launcher/console.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -46,6 +47,10 @@ int write_entries(int fd, const std::vector<Entry>& entries, std::size_t& failed
     const ssize_t n = ::writev(fd, iov.data() + first, static_cast<int>(iov.size() - first));
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a console someone made non-blocking
+        pollfd ready{fd, POLLOUT, 0};
+        if (::poll(&ready, 1, -1) >= 0 || errno == EINTR) continue;
+      }
       failed = first;
       return errno;
     }
@@ -178,10 +183,9 @@ class ConsoleWriter {
       const int error = write_entries(s->fd.get(), batch, failed_at);
       std::string report;
       std::shared_ptr<State> report_to;
-      {
+      if (error != 0) {
         std::lock_guard lock(s->mutex);
-        s->bytes -= batch_bytes;
-        if (error != 0 && !s->broken) {
+        if (!s->broken) {
           s->broken = true;
           for (const auto& e : s->queue) s->bytes -= e.bytes.size();
           s->queue.clear();
@@ -196,6 +200,13 @@ class ConsoleWriter {
             report_to = s->report.lock();
           }
         }
+      }
+      // Queued before this batch counts as written, so a drain that sees it done sees the
+      // report too (on a shared writer, which is broken now, it is dropped).
+      if (report_to) State::push(*report_to, std::move(report), {});
+      {
+        std::lock_guard lock(s->mutex);
+        s->bytes -= batch_bytes;
         if (s->paused.load(std::memory_order_relaxed) && s->bytes <= s->resume_bytes) {
           s->paused.store(false, std::memory_order_relaxed);
           if (s->on_resume) s->on_resume();
@@ -204,7 +215,6 @@ class ConsoleWriter {
         }
         s->changed.notify_all();
       }
-      if (report_to) State::push(*report_to, std::move(report), {});
       batch.clear();
     }
     std::lock_guard lock(s->mutex);

@@ -207,6 +207,7 @@ class Supervisor {
   void stop_workers();
   void wait_signal();
   void on_signal(int signo);
+  void arm_drain_timer();
   void terminate();
   void kill_all(int signo);
   std::size_t running() const {
@@ -792,6 +793,7 @@ void Supervisor::on_signal(int signo) {
   if (state_ == JobState::kDraining) {  // every worker ended: only leftovers in their groups
     if (!outcome_) outcome_ = Outcome::interrupted(signo);
     kill_all(SIGKILL);
+    local_.close_streams();  // take what the pipes hold now, whatever the console does
     return;
   }
   if (state_ == JobState::kTerminating) {
@@ -881,15 +883,27 @@ void Supervisor::enter(JobState next) {
       stop_workers();
       break;
     case JobState::kDraining:
-      drain_timer_.expires_after(kDrainTimeout);
-      drain_timer_.async_wait([this](const boost::system::error_code& ec) {
-        if (!ec && state_ != JobState::kFinished) local_.close_streams();
-      });
+      arm_drain_timer();
       break;
     case JobState::kFinished:
       finish();
       break;
   }
+}
+
+// kDraining: the pipes get kDrainTimeout while the console takes output (an unread pipe is
+// not a held one; after a signal, no more waiting for the console); a pipe still open then is
+// held by a worker's leftover child.
+void Supervisor::arm_drain_timer() {
+  drain_timer_.expires_after(kDrainTimeout);
+  drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || state_ == JobState::kFinished) return;
+    if (sink_.console().any_paused() && !interrupted_) {
+      arm_drain_timer();
+      return;
+    }
+    local_.close_streams();
+  });
 }
 
 // kFinished's entry: stop every timer and signal watch, leave nothing behind, report.

@@ -70,7 +70,10 @@ class HostLoop {
   void signal(int id, int signo) {
     const auto control = agent_control_for_signal(signo).value_or(AgentControl::kTerm);
     for (auto& entry : entries_) {
-      if (id < 0 || entry.id == id) entry.command->write(encode_agent_control(control));
+      if (id >= 0 && entry.id != id) continue;
+      entry.command->write(encode_agent_control(control));
+      // Killed: what its channel holds is read even while output is paused, so its end is seen.
+      if (control == AgentControl::kKill) entry.command->drain_output();
     }
   }
 

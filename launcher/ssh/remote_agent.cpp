@@ -143,7 +143,9 @@ class Relay {
                      {err_.pending.empty() ? -1 : err_.fd, POLLOUT, 0}};
     auto deadline = Clock::now() + 60s;
     if (kill_deadline_) deadline = std::min(deadline, *kill_deadline_);
-    if (status_) deadline = std::min(deadline, drain_deadline_);
+    if (status_ && (worker_.out.valid() || worker_.err.valid())) {
+      deadline = std::min(deadline, drain_deadline_);
+    }
     if (::poll(fds, 6, poll_ms(deadline)) < 0) return;  // EINTR: loop again
     if (fds[0].revents != 0) on_control();
     if (fds[1].revents != 0) relay(worker_.out, out_);
@@ -152,9 +154,23 @@ class Relay {
     if (fds[4].revents != 0) flush(out_);
     if (fds[5].revents != 0) flush(err_);
     if (status_ && Clock::now() >= drain_deadline_) {  // pipes held open by the worker's children
-      worker_.out.reset();
-      worker_.err.reset();
+      take_rest(worker_.out, out_);
+      take_rest(worker_.err, err_);
     }
+  }
+
+  // Takes what a pipe still holds (bounded: its writers are the worker's leftovers) into the
+  // pending output, then closes it.
+  static void take_rest(UniqueFd& from, Output& to) {
+    char buffer[65536];
+    if (from.valid()) ::fcntl(from.get(), F_SETFL, O_NONBLOCK);
+    for (int i = 0; from.valid() && i < 16; ++i) {
+      const long n = ::read(from.get(), buffer, sizeof buffer);
+      if (n <= 0) break;
+      if (!to.dead) to.pending.append(buffer, static_cast<std::size_t>(n));
+    }
+    from.reset();
+    flush(to);
   }
 
   void relay(UniqueFd& from, Output& to) {
@@ -211,6 +227,12 @@ class Relay {
                         : *control == AgentControl::kInt ? SIGINT
                                                          : SIGTERM;
       if (!status_) ::kill(-worker_.pid, signo);
+      if (signo == SIGKILL) {  // the launcher wants this worker gone now: its output too
+        for (Output* out : {&out_, &err_}) {
+          out->dead = true;
+          out->pending.clear();
+        }
+      }
     }
   }
 

@@ -136,6 +136,7 @@ bool RemoteCommand::step_io(const Sink& sink, bool read_output) {
   // Paused: each channel may still take kPausedReadBytes. A quiet worker's last lines and
   // its exit then still arrive (a read also takes in the session's incoming packets), while
   // a chatty one stops once its window runs out.
+  read_output = read_output || draining_;
   if (read_output) paused_budget_ = kPausedReadBytes;
   char buffer[32768];
   for (const int stream : {0, SSH_EXTENDED_DATA_STDERR}) {

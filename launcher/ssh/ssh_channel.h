@@ -38,6 +38,8 @@ class RemoteCommand {
 
   // Queues bytes for stdin (control messages); dropped once the remote side closed.
   void write(std::string_view bytes);
+  // From now on, output is read whatever step()'s `read_output` says.
+  void drain_output() { draining_ = true; }
   // Sends EOF on stdin after the queued bytes.
   void close_input();
   // Ends a command that has not started yet (start timeout, shutdown): kFailedToStart.
@@ -64,6 +66,7 @@ class RemoteCommand {
   std::string where_, command_, pending_input_;
   static constexpr std::size_t kPausedReadBytes = 64 * 1024;
   std::size_t paused_budget_ = kPausedReadBytes;  // what a paused step may still read
+  bool draining_ = false;
   bool input_eof_wanted_ = false;
   bool input_eof_sent_ = false;
   bool session_failed_ = false;

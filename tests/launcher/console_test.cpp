@@ -89,6 +89,30 @@ TEST(Console, PausesWithoutBlockingAndResumesWhenTheReaderCatchesUp) {
   EXPECT_TRUE(got == expected) << "lines lost or out of order";
 }
 
+// A console that another process made non-blocking: a full pipe is waited for, not a failure.
+TEST(Console, ANonBlockingConsoleIsWaitedFor) {
+  Pipe pipe;
+  ASSERT_EQ(::fcntl(pipe.write.get(), F_SETFL, O_NONBLOCK), 0);
+  asio::io_context io(1);
+  std::string expected;
+  std::string got;
+  std::thread reader;
+  {
+    Console console(io, {pipe.write.get(), 2});
+    for (int i = 0; i < 512; ++i) {
+      expected += numbered_line(i);
+      console.write(StreamKind::kStdout, numbered_line(i), "rank 0's stdout");
+    }
+    std::this_thread::sleep_for(milliseconds(100));  // the writer has met a full pipe by now
+    reader = std::thread([&] { got = read_everything(pipe.read.get()); });
+    EXPECT_TRUE(console.drain(seconds(10), nullptr));
+    EXPECT_EQ(console.failure(), "");
+  }
+  pipe.write.reset();
+  reader.join();
+  EXPECT_TRUE(got == expected) << got.size() << " of " << expected.size() << " bytes";
+}
+
 // The reader is gone (`| head`): the stream is closed, what was queued is dropped, nothing
 // counts as a failure, and a paused waiter is woken to see it.
 TEST(Console, AReaderThatIsGoneClosesTheStream) {
