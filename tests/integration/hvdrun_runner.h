@@ -61,10 +61,10 @@ std::vector<pid_t> wait_until_gone(const std::vector<pid_t>& pids,
                                    std::chrono::milliseconds deadline);
 
 std::vector<std::string> lines_of(const std::string& text);
-// Checks the lines of test_worker's flood mode, "[R]<stdout>:R:I:" padded with the letter x to 1000 bytes with the
-// newline): each whole, each rank's numbers 0, 1, 2, … without a gap (gtest expectations).
-// `last_may_be_cut`: output abandoned at exit may end inside a line. Returns the number of
-// lines per rank.
+// Checks the lines of test_worker's flood mode, "[R]<stdout>:R:I:" padded with the letter x to 1000
+// bytes with the newline): each whole, each rank's numbers 0, 1, 2, … without a gap (gtest
+// expectations). `last_may_be_cut`: output abandoned at exit may end inside a line. Returns the
+// number of lines per rank.
 std::map<int, long> check_flood_lines(std::string out, bool last_may_be_cut);
 bool contains(const std::string& text, const std::string& part);
 std::string worker();  // path of the test worker program

@@ -9,8 +9,8 @@
 //   close-pipes RANK         closes stdout/stderr and waits; rank RANK exits 1 after 300 ms
 //   orphan-pipe              leaves a child holding stdout, then exits 0
 //   flood DIR RANK CODE      records its pid in DIR; rank RANK exits CODE after 300 ms,
-//                            the others write numbered lines "R:I:" padded with x to 1000 bytes on stdout
-//                            without end (RANK -1: every rank writes)
+//                            the others write numbered lines "R:I:" padded with x to 1000 bytes on
+//                            stdout without end (RANK -1: every rank writes)
 // "Waits" is bounded: after 60 s a worker exits 4, so no test leaves strays behind.
 #include <signal.h>
 #include <sys/resource.h>
