@@ -8,7 +8,8 @@
 //   ignore-term DIR RANK     ignores SIGTERM and waits; rank RANK exits 1 after 300 ms
 //   close-pipes RANK         closes stdout/stderr and waits; rank RANK exits 1 after 300 ms
 //   orphan-pipe              leaves a child holding stdout, then exits 0
-//   flood DIR RANK CODE      records its pid in DIR; rank RANK exits CODE after 300 ms,
+//   flood DIR RANK CODE      records its pid in DIR; rank RANK exits CODE 300 ms after every
+//                            rank recorded its pid (at most 20 s),
 //                            the others write numbered lines "R:I:" padded with x to 1000 bytes on
 //                            stdout without end (RANK -1: every rank writes)
 // "Waits" is bounded: after 60 s a worker exits 4, so no test leaves strays behind.
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -87,9 +89,25 @@ int sleep_mode(const std::string& dir, bool with_child) {
   wait_to_be_killed();
 }
 
+// Waits up to 20 s until DIR holds a pid file of every rank (WORLD_SIZE of them).
+void wait_for_every_pid(const std::string& dir) {
+  const char* size_text = std::getenv("WORLD_SIZE");
+  const long size = size_text ? std::atol(size_text) : 1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    long recorded = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() == ".pid") ++recorded;
+    }
+    if (recorded >= size || std::chrono::steady_clock::now() > deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 [[noreturn]] void flood(const std::string& dir, int failing_rank, int code) {
   const int r = rank();
   record_pid(dir, std::to_string(r));
+  if (r == failing_rank) wait_for_every_pid(dir);
   const auto start = std::chrono::steady_clock::now();
   for (long i = 0;; ++i) {
     const auto elapsed = std::chrono::steady_clock::now() - start;
