@@ -84,9 +84,12 @@ class Client::Impl {
     try {  // the handshake runs on this thread; the reader starts after it
       auto challenge = receive_direct(MsgType::kChallenge, deadline, "Challenge", timeout);
       const auto& nonce = std::get<Challenge>(challenge.body).nonce;
-      send(Message{0, Auth{compute_mac(secret, kAuthContext, nonce)}}, deadline, "Auth", timeout);
+      // Unanswered unless wrong: it goes out in one write with the first frame sent (the
+      // first request, or a heartbeat), whose reply (or the server's kAuthFailed) comes back
+      // on the reader thread.
+      auth_frame_ = encode(Message{0, Auth{compute_mac(secret, kAuthContext, nonce)}});
       // The server's current generation: the one a Join is for.
-      generation_ = receive_direct(MsgType::kAuthOk, deadline, "AuthOk", timeout).generation;
+      generation_ = challenge.generation;
       stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
       wake_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
       if (!stop_ || !wake_) {
@@ -234,8 +237,12 @@ class Client::Impl {
 
   void send(const Message& m, Clock::time_point deadline, const std::string& what,
             milliseconds timeout) {
-    const auto frame = encode(m);
+    auto frame = encode(m);
     std::lock_guard lock(write_mutex_);
+    if (!auth_frame_.empty()) {
+      frame.insert(frame.begin(), auth_frame_.begin(), auth_frame_.end());
+      auth_frame_.clear();
+    }
     const auto r = net::send_all(fd_.get(), frame.data(), frame.size(), deadline, interrupt_fd_);
     if (!r.ok()) io_failed(r, "send of " + what, timeout);
   }
@@ -419,7 +426,8 @@ class Client::Impl {
   UniqueFd wake_;  // readable when the reader added a reply, an end or a terminal error
   std::atomic<int> interrupt_fd_{-1};
   std::mutex write_mutex_;
-  mutable std::mutex mutex_;  // guards what follows
+  std::vector<std::uint8_t> auth_frame_;  // Auth, until the first frame sent carries it
+  mutable std::mutex mutex_;              // guards what follows
   std::condition_variable cv_;
   std::uint32_t generation_ = 0;
   std::deque<Message> replies_;

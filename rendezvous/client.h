@@ -2,8 +2,8 @@
 // with poll() deadlines: every call has a timeout and throws hvdrun::TimeoutError naming
 // what it waited for, NetworkError when the server is gone, ProtocolError on a bad frame
 // or a kError reply, AbortedError when interrupted (set_interrupt).
-// After authentication a reader thread owns the receiving side of the connection: it hands
-// replies to the calling thread, sends a heartbeat every heartbeat interval, and receives the
+// Once the challenge is answered a reader thread owns the receiving side of the connection: it
+// hands replies to the calling thread, sends a heartbeat every heartbeat interval, and receives the
 // server's pushes (a generation ended: broken, or hosts updated), which it reports through
 // the on_generation_end callback at once, whatever the calling thread is doing.
 // Thread rules: requests from one thread at a time; generation_end() from any thread;
@@ -44,14 +44,16 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeat{500};
 
 class Client {
  public:
-  // Connects (retrying refused connections until `timeout`) and authenticates.
+  // Connects (retrying refused connections until `timeout`) and answers the server's
+  // challenge. The server answers only a wrong secret: the first request then fails with
+  // ProtocolError "authentication failed".
   Client(const Endpoint& server, std::string_view secret, std::chrono::milliseconds timeout,
          std::chrono::milliseconds heartbeat = kDefaultHeartbeat);
   ~Client();
   Client(Client&&) noexcept;
   Client& operator=(Client&&) noexcept;
 
-  // Sends JOIN for the server's current generation (as of authentication) and waits for ASSIGN
+  // Sends JOIN for the server's current generation (as of the challenge) and waits for ASSIGN
   // (or the server's kError, rethrown with its text).
   Assignment join(const Join& join, std::chrono::milliseconds timeout);
   // After the server ended this client's generation (generation_end()): joins the next one

@@ -118,23 +118,30 @@ bool Generation::has_member(std::uint32_t key) const {
 
 void Generation::activate(const std::function<void(Session&, std::vector<std::uint8_t>)>& send) {
   phase_ = Phase::kActive;
+  const std::size_t n = slots_.size();
+  std::vector<std::size_t> by_rank(n);  // position of each rank
+  for (std::size_t position = 0; position < n; ++position) {
+    by_rank[static_cast<std::size_t>(slots_[position].rank)] = position;
+  }
+  const auto data_of = [&](std::size_t rank) {
+    const Join& j = entries_[by_rank[rank]].join;
+    return PeerAddr{j.data_addr, j.data_port};
+  };
   Message message{number_, Assign{}};
   auto& assign = std::get<Assign>(message.body);
-  assign.size = static_cast<std::int32_t>(slots_.size());
-  assign.peers.resize(slots_.size());
-  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-    const auto& j = entries_[slot].join;
-    assign.peers[static_cast<std::size_t>(slots_[slot].rank)] = PeerAddr{j.data_addr, j.data_port};
-  }
-  for (std::size_t slot = 0; slot < slots_.size(); ++slot) {
-    auto session = entries_[slot].session.lock();
+  assign.size = static_cast<std::int32_t>(n);
+  for (std::size_t position = 0; position < n; ++position) {
+    auto session = entries_[position].session.lock();
     if (!session) continue;
-    const Slot& info = slots_[slot];
+    const Slot& info = slots_[position];
+    const auto rank = static_cast<std::size_t>(info.rank);
     assign.rank = info.rank;
     assign.local_rank = info.local_rank;
     assign.local_size = info.local_size;
     assign.cross_rank = info.cross_rank;
     assign.cross_size = info.cross_size;
+    assign.prev = data_of((rank + n - 1) % n);
+    assign.next = data_of((rank + 1) % n);
     send(*session, encode(message));
   }
 }

@@ -46,7 +46,8 @@ class Generation {
                                std::weak_ptr<Session> session, const std::string& observed_ip);
   // A worker whose connection dropped; ignored once the generation is active or failed.
   void leave(std::uint32_t key);
-  // Marks the generation active and calls send(session, frame) with each member's ASSIGN.
+  // Marks the generation active and calls send(session, frame) with each member's ASSIGN
+  // (its place and its ring neighbours' addresses: O(1) bytes per member).
   void activate(const std::function<void(Session&, std::vector<std::uint8_t>)>& send);
   // Marks it failed with `text` (later joins are refused with it); returns the members.
   std::vector<std::shared_ptr<Session>> fail(std::string text);

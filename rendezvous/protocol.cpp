@@ -13,8 +13,6 @@ namespace {
 
 constexpr std::uint16_t kMaxType = static_cast<std::uint16_t>(MsgType::kGenerationEnd);
 constexpr std::uint16_t kMaxErrorCode = static_cast<std::uint16_t>(ErrorCode::kNotMember);
-// Smallest encoding of one peer: u32 address length + u16 port.
-constexpr std::size_t kMinPeerSize = 6;
 
 std::string hex32(std::uint32_t v) {
   char buf[16];
@@ -30,7 +28,6 @@ void encode_body(wire::Writer& w, const Body& body) {
           w.raw(m.nonce);
         } else if constexpr (std::is_same_v<T, Auth>) {
           w.raw(m.mac);
-        } else if constexpr (std::is_same_v<T, AuthOk>) {
         } else if constexpr (std::is_same_v<T, Join>) {
           w.u32(m.slot);
           w.u32(m.pid);
@@ -40,14 +37,9 @@ void encode_body(wire::Writer& w, const Body& body) {
         } else if constexpr (std::is_same_v<T, Assign>) {
           for (auto v : {m.rank, m.size, m.local_rank, m.local_size, m.cross_rank, m.cross_size})
             w.i32(v);
-          if (m.peers.size() > kMaxPeers) {
-            throw ProtocolError("cannot encode 'peers': count " + std::to_string(m.peers.size()) +
-                                " exceeds " + std::to_string(kMaxPeers));
-          }
-          w.u32(static_cast<std::uint32_t>(m.peers.size()));
-          for (const auto& p : m.peers) {
-            w.str("peer addr", p.addr, kMaxString);
-            w.u16(p.port);
+          for (const PeerAddr* p : {&m.prev, &m.next}) {
+            w.str("peer addr", p->addr, kMaxString);
+            w.u16(p->port);
           }
         } else if constexpr (std::is_same_v<T, KvSet> || std::is_same_v<T, KvValue>) {
           w.str("key", m.key, kMaxString);
@@ -77,11 +69,8 @@ void encode_body(wire::Writer& w, const Body& body) {
 bool read_assign(wire::Reader& r, Assign& a) {
   for (auto* v : {&a.rank, &a.size, &a.local_rank, &a.local_size, &a.cross_rank, &a.cross_size})
     r.i32("assign", *v);
-  std::uint32_t n = 0;
-  if (!r.u32("peer count", n) || !r.count("peers", n, kMaxPeers, kMinPeerSize)) return false;
-  a.peers.resize(n);
-  for (auto& p : a.peers) {
-    if (!r.str("peer addr", p.addr, kMaxString) || !r.u16("peer port", p.port)) return false;
+  for (PeerAddr* p : {&a.prev, &a.next}) {
+    if (!r.str("peer addr", p->addr, kMaxString) || !r.u16("peer port", p->port)) return false;
   }
   return true;
 }
@@ -110,8 +99,6 @@ Body read_body(wire::Reader& r, MsgType type) {
       r.raw("mac", a.mac);
       return a;
     }
-    case MsgType::kAuthOk:
-      return AuthOk{};
     case MsgType::kJoin: {
       Join j;
       r.u32("slot", j.slot) && r.u32("pid", j.pid) && r.str("host", j.host, kMaxString) &&
@@ -171,7 +158,7 @@ Body read_body(wire::Reader& r, MsgType type) {
     }
   }
   r.fail("unknown message type " + std::to_string(static_cast<unsigned>(type)));
-  return AuthOk{};
+  return Heartbeat{};
 }
 
 }  // namespace
@@ -181,9 +168,9 @@ MsgType type_of(const Body& body) noexcept {
 }
 
 std::string type_name(MsgType type) {
-  static constexpr const char* kNames[] = {
-      "Challenge", "Auth",    "AuthOk",      "Join",  "Assign",    "KvSet",        "KvGet",
-      "KvValue",   "Barrier", "BarrierDone", "Error", "Heartbeat", "GenerationEnd"};
+  static constexpr const char* kNames[] = {"Challenge",   "Auth",  "Join",      "Assign",
+                                           "KvSet",       "KvGet", "KvValue",   "Barrier",
+                                           "BarrierDone", "Error", "Heartbeat", "GenerationEnd"};
   const auto t = static_cast<std::uint16_t>(type);
   if (t >= 1 && t <= kMaxType) return kNames[t - 1];
   return "type " + std::to_string(t);
@@ -228,7 +215,8 @@ std::variant<Header, DecodeError> decode_header(std::span<const std::uint8_t> by
   }
   if (version != kVersion) {
     return DecodeError{"version " + std::to_string(version) + " unsupported (expected " +
-                       std::to_string(kVersion) + ")"};
+                       std::to_string(kVersion) +
+                       ": are the launcher and libhvdrun from one hvdrun release?)"};
   }
   if (type < 1 || type > kMaxType) {
     return DecodeError{"unknown message type " + std::to_string(type) + " (expected 1.." +

@@ -5,7 +5,8 @@
 // Frame = 20-byte header + body, all integers little-endian:
 //   u32 magic "HVDR" | u16 version | u16 type | u32 generation | u32 body length | u32 reserved(0)
 // Body fields: u8/u16/u32/i32 little-endian; strings and blobs are u32 length + bytes.
-// Limits: body <= kMaxBody, string <= kMaxString, blob <= kMaxBlob, peers <= kMaxPeers.
+// Limits: body <= kMaxBody, string <= kMaxString, blob <= kMaxBlob; a generation has at most
+// kMaxPeers members.
 #pragma once
 
 #include <array>
@@ -19,7 +20,7 @@
 namespace hvdrun::rdzv {
 
 inline constexpr std::uint32_t kMagic = 0x52445648;  // bytes 'H','V','D','R'
-inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::uint16_t kVersion = 2;         // 2: ASSIGN carries the ring neighbours only
 inline constexpr std::size_t kHeaderSize = 20;
 inline constexpr std::uint32_t kMaxBody = 16u << 20;
 inline constexpr std::uint32_t kMaxString = 4096;
@@ -28,20 +29,23 @@ inline constexpr std::uint32_t kMaxPeers = 65536;
 inline constexpr std::size_t kNonceSize = 32;
 inline constexpr std::size_t kMacSize = 32;
 
+// Version 2 numbering. The handshake takes one round trip: the server's Challenge, then the
+// client's Auth with its first request right behind it. Auth has no answer when it is right;
+// when it is wrong the server answers kError kAuthFailed and closes.
 enum class MsgType : std::uint16_t {
-  kChallenge = 1,  // server -> client, first message on a connection
+  kChallenge = 1,  // server -> client, first message on a connection; its header carries the
+                   // server's current generation (the one a Join is for)
   kAuth = 2,       // client -> server, HMAC of the nonce
-  kAuthOk = 3,     // server -> client
-  kJoin = 4,       // client -> server
-  kAssign = 5,     // server -> client, when the generation is complete
-  kKvSet = 6,      // client -> server, answered by kKvValue echoing the key
-  kKvGet = 7,      // client -> server, held until the key exists or timeout
-  kKvValue = 8,    // server -> client
-  kBarrier = 9,    // client -> server, held until every rank of the generation entered
-  kBarrierDone = 10,
-  kError = 11,          // either way; the sender then closes the connection
-  kHeartbeat = 12,      // either way, every heartbeat interval once a client joined
-  kGenerationEnd = 13,  // server -> client push: the generation in the header ends
+  kJoin = 3,       // client -> server
+  kAssign = 4,     // server -> client, when the generation is complete
+  kKvSet = 5,      // client -> server, answered by kKvValue echoing the key
+  kKvGet = 6,      // client -> server, held until the key exists or timeout
+  kKvValue = 7,    // server -> client
+  kBarrier = 8,    // client -> server, held until every rank of the generation entered
+  kBarrierDone = 9,
+  kError = 10,          // either way; the sender then closes the connection
+  kHeartbeat = 11,      // either way, every heartbeat interval once a client joined
+  kGenerationEnd = 12,  // server -> client push: the generation in the header ends
 };
 
 struct Challenge {
@@ -50,7 +54,6 @@ struct Challenge {
 struct Auth {
   std::array<std::uint8_t, kMacSize> mac{};
 };
-struct AuthOk {};
 struct Join {
   std::uint32_t slot = 0;  // the worker's key in the job (HVDRUN_SLOT), kept for its life
   std::uint32_t pid = 0;
@@ -63,9 +66,12 @@ struct PeerAddr {
   std::uint16_t port = 0;
   bool operator==(const PeerAddr&) const = default;
 };
+// What a worker needs of its generation: its place and topology, and the data listeners of its
+// ring neighbours, ranks (rank - 1) and (rank + 1) mod size (its own in a world of one). Its
+// size is constant, whatever the job's: a job's assignments take O(n) bytes.
 struct Assign {
   std::int32_t rank = 0, size = 0, local_rank = 0, local_size = 0, cross_rank = 0, cross_size = 0;
-  std::vector<PeerAddr> peers;  // indexed by rank
+  PeerAddr prev, next;
 };
 struct KvSet {
   std::string key;
@@ -112,7 +118,7 @@ struct ErrorMsg {
 };
 
 // Alternatives in MsgType order (type_of() relies on it).
-using Body = std::variant<Challenge, Auth, AuthOk, Join, Assign, KvSet, KvGet, KvValue, Barrier,
+using Body = std::variant<Challenge, Auth, Join, Assign, KvSet, KvGet, KvValue, Barrier,
                           BarrierDone, ErrorMsg, Heartbeat, GenerationEnd>;
 
 struct Message {
@@ -134,8 +140,8 @@ struct DecodeError {
 MsgType type_of(const Body& body) noexcept;
 // "Join", "KvGet", ... for logs and error messages; "type 99" style text for unknown values.
 std::string type_name(MsgType type);
-// Throws ProtocolError naming the field if a string, blob, peer count or the body exceeds
-// its limit (so a sender learns it before the peer refuses the frame).
+// Throws ProtocolError naming the field if a string, blob or the body exceeds its limit (so a
+// sender learns it before the peer refuses the frame).
 std::vector<std::uint8_t> encode(const Message& message);
 // Header only (the first kHeaderSize bytes; fewer is an error): checks magic, version, type,
 // length and reserved.

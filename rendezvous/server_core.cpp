@@ -48,6 +48,7 @@ asio::ip::tcp::acceptor listen_on(asio::io_context& io, const ServerOptions& o) 
 
 ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallbacks callbacks)
     : io_(io),
+      log_(logger()),
       options_(std::move(options)),
       callbacks_(std::move(callbacks)),
       acceptor_((validate_slots(options_.slots), listen_on(io, options_))),
@@ -56,8 +57,8 @@ ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallba
       start_timer_(io),
       heartbeat_timer_(io) {
   port_ = acceptor_.local_endpoint().port();
-  logger()->debug("listening on {}:{} for {} slots", options_.bind_address, port_,
-                  options_.slots.size());
+  log_->debug("listening on {}:{} for {} slots", options_.bind_address, port_,
+              options_.slots.size());
 }
 
 void ServerCore::start() {
@@ -71,20 +72,21 @@ asio::awaitable<void> ServerCore::accept_loop() {
   auto self = shared_from_this();
   asio::steady_timer backoff(io_);
   while (!closed_) {
-    auto [ec, socket] = co_await acceptor_.async_accept(kUseTuple);
+    asio::ip::tcp::endpoint remote;  // filled by accept itself (no getpeername)
+    auto [ec, socket] = co_await acceptor_.async_accept(remote, kUseTuple);
     if (closed_ || ec == asio::error::operation_aborted) break;
     if (ec) {  // e.g. out of file descriptors: recover after a pause
-      logger()->warn("accept on port {} failed: {}; retrying in 100 ms", port_, ec.message());
+      log_->warn("accept on port {} failed: {}; retrying in 100 ms", port_, ec.message());
       backoff.expires_after(std::chrono::milliseconds(100));
       co_await backoff.async_wait(kUseTuple);
       continue;
     }
     boost::system::error_code ignored;
     socket.set_option(asio::ip::tcp::no_delay(true), ignored);
-    auto session = std::make_shared<Session>(std::move(socket), self, next_session_id_++,
+    auto session = std::make_shared<Session>(std::move(socket), remote, self, next_session_id_++,
                                              options_.auth_timeout);
     sessions_.emplace(session->id(), session);
-    logger()->trace("accepted {}", session->peer());
+    log_->trace("accepted {}", session->peer());
     session->start();
   }
 }
@@ -125,7 +127,7 @@ std::uint32_t ServerCore::start_generation(std::vector<Member> members, Handover
       s->send(Message{ended, end});
     }
   }
-  logger()->debug("generation {} forming: {} slots", generation_.number(), generation_.size());
+  log_->debug("generation {} forming: {} slots", generation_.number(), generation_.size());
   return generation_.number();
 }
 
@@ -170,7 +172,7 @@ void ServerCore::check_heartbeats(std::chrono::steady_clock::time_point now) {
     s->lost_reported = true;
     const std::string why = "no heartbeat for " + std::to_string(silent.count()) + " ms (limit " +
                             describe_duration(options_.heartbeat_timeout) + ")";
-    logger()->info("worker {} (pid {}, {}): {}", *s->slot, s->pid, s->peer(), why);
+    log_->info("worker {} (pid {}, {}): {}", *s->slot, s->pid, s->peer(), why);
     if (auto on_lost = callbacks_.on_worker_lost) on_lost(*s->slot, why);
     if (closed_) return;
   }
@@ -198,13 +200,15 @@ void ServerCore::close() {
     }
   }
   callbacks_ = {};
-  logger()->debug("closed port {}", port_);
+  log_->debug("closed port {}", port_);
 }
 
 void ServerCore::on_message(const std::shared_ptr<Session>& session, Message message) {
   if (closed_ || !session->is_open()) return;
   const MsgType type = type_of(message.body);
-  logger()->trace("<- {} {} gen {}", session->peer(), type_name(type), message.generation);
+  if (log_->should_log(spdlog::level::trace)) {
+    log_->trace("<- {} {} gen {}", session->peer(), type_name(type), message.generation);
+  }
   if (session->state() == Session::State::kChallenged) {
     if (auto* auth = std::get_if<Auth>(&message.body)) {
       on_auth(*session, *auth);
@@ -226,7 +230,7 @@ void ServerCore::on_message(const std::shared_ptr<Session>& session, Message mes
       return;  // the read loop noted the time
     case MsgType::kError: {
       const auto& e = std::get<ErrorMsg>(message.body);
-      logger()->warn("{} reports error {}: {}", session->peer(), static_cast<int>(e.code), e.text);
+      log_->warn("{} reports error {}: {}", session->peer(), static_cast<int>(e.code), e.text);
       return session->close();
     }
     default:
@@ -239,16 +243,15 @@ void ServerCore::on_auth(Session& session, const Auth& auth) {
   try {
     expected = compute_mac(options_.secret, kAuthContext, session.nonce());
   } catch (const std::exception& e) {
-    logger()->error("cannot check authentication of {}: {}", session.peer(), e.what());
+    log_->error("cannot check authentication of {}: {}", session.peer(), e.what());
     return session.fail(ErrorCode::kAuthFailed, "authentication failed");
   }
   if (!mac_equal(expected, auth.mac)) {
     log_refusal(session.peer(), "authentication failed (wrong secret)");
     return session.fail(ErrorCode::kAuthFailed, "authentication failed");
   }
-  session.authenticated();
-  logger()->debug("{} authenticated", session.peer());
-  session.send(Message{generation_.number(), AuthOk{}});
+  session.authenticated();  // no answer: the client's first request follows right behind
+  log_->debug("{} authenticated", session.peer());
 }
 
 void ServerCore::refuse(Session& session, const std::string& why) {
@@ -260,9 +263,9 @@ void ServerCore::log_refusal(const std::string& peer, const std::string& why) {
   std::uint64_t held_back = 0;
   if (!refusals_.admit(held_back)) return;
   if (held_back == 0) {
-    logger()->warn("closing {}: {}", peer, why);
+    log_->warn("closing {}: {}", peer, why);
   } else {
-    logger()->warn("closing {}: {} ({} more refused connections not shown)", peer, why, held_back);
+    log_->warn("closing {}: {} ({} more refused connections not shown)", peer, why, held_back);
   }
 }
 
@@ -275,9 +278,9 @@ void ServerCore::session_gone(Session& session) {
   if (session.slot && generation_.phase() == Generation::Phase::kForming &&
       generation_.has_member(*session.slot) && session.joined_generation == generation_.number()) {
     generation_.leave(*session.slot);
-    logger()->debug("slot {} (pid {}) left before generation {} was complete: {}/{} joined",
-                    *session.slot, session.pid, generation_.number(), generation_.joined(),
-                    generation_.size());
+    log_->debug("slot {} (pid {}) left before generation {} was complete: {}/{} joined",
+                *session.slot, session.pid, generation_.number(), generation_.joined(),
+                generation_.size());
     if (generation_.joined() == 0) {  // the start timeout counts from the next first Join
       start_timer_.cancel();
       first_join_ = {};

@@ -5,6 +5,8 @@
 // callback and touches no launcher state.
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -45,6 +47,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   // See Server::start_generation.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   const ServerOptions& options() const noexcept { return options_; }
+  // The "rdzv" logger, looked up once (a lookup takes the registry's lock).
+  spdlog::logger& log() const noexcept { return *log_; }
 
   // Called by sessions.
   void on_message(const std::shared_ptr<Session>& session, Message message);
@@ -79,6 +83,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void add_wait(Session& session, const std::shared_ptr<Wait>& wait);
 
   boost::asio::io_context& io_;
+  std::shared_ptr<spdlog::logger> log_;
   ServerOptions options_;
   ServerCallbacks callbacks_;
   boost::asio::ip::tcp::acceptor acceptor_;

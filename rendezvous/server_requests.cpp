@@ -24,13 +24,13 @@ bool ServerCore::check_generation(Session& session, std::uint32_t gen, MsgType t
   if (session.slot && gen < generation_.number()) {
     // A worker's request that crossed the GenerationEnd pushed to it: the push ends the
     // client's wait, and the connection serves the worker's next generation.
-    logger()->debug("{}: {} for ended generation {} dropped", session.peer(), type_name(type), gen);
+    log_->debug("{}: {} for ended generation {} dropped", session.peer(), type_name(type), gen);
     return false;
   }
   const std::string text = type_name(type) + " for generation " + std::to_string(gen) +
                            " refused: current generation is " +
                            std::to_string(generation_.number());
-  logger()->warn("closing {}: {}", session.peer(), text);
+  log_->warn("closing {}: {}", session.peer(), text);
   session.fail(ErrorCode::kStaleGeneration, text);
   return false;
 }
@@ -56,15 +56,15 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
   }
   if (auto error = generation_.join(gen, join, session, session->peer_ip())) {
     // A worker the launcher left out (its slot was removed) is told so: no fault of anyone's.
-    logger()->log(error->code == ErrorCode::kNotMember ? spdlog::level::info : spdlog::level::warn,
-                  "closing {}: {}", session->peer(), error->text);
+    log_->log(error->code == ErrorCode::kNotMember ? spdlog::level::info : spdlog::level::warn,
+              "closing {}: {}", session->peer(), error->text);
     return session->fail(error->code, std::move(error->text));
   }
   session->slot = join.slot;
   session->joined_generation = gen;
   session->pid = join.pid;
-  logger()->debug("slot {} joined from {} (pid {}, host {}): {}/{}", join.slot, session->peer(),
-                  join.pid, join.host, generation_.joined(), generation_.size());
+  log_->debug("slot {} joined from {} (pid {}, host {}): {}/{}", join.slot, session->peer(),
+              join.pid, join.host, generation_.joined(), generation_.size());
   if (generation_.joined() == 1 && first_join_ == std::chrono::steady_clock::time_point{}) {
     first_join_ = std::chrono::steady_clock::now();
     start_timer_.expires_after(form_timeout_);
@@ -81,7 +81,7 @@ void ServerCore::complete_generation() {
         [](Session& s, std::vector<std::uint8_t> frame) { s.send_frame(std::move(frame)); });
   } catch (const std::exception& e) {  // an ASSIGN over the frame limit
     const std::string text = "cannot build the assignment: " + std::string(e.what());
-    logger()->error("{}", text);
+    log_->error("{}", text);
     for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kJobFailed, text);
     if (auto on_error = callbacks_.on_error) on_error({ErrorCode::kJobFailed, text});
     return;
@@ -92,8 +92,8 @@ void ServerCore::complete_generation() {
     previous_.reset();
     kv_.drop_before(generation_.number());
   }
-  logger()->info("generation {} complete: {} ranks joined in {} ms", generation_.number(),
-                 generation_.size(), elapsed.count());
+  log_->info("generation {} complete: {} ranks joined in {} ms", generation_.number(),
+             generation_.size(), elapsed.count());
   if (auto on_complete = callbacks_.on_complete) on_complete();
 }
 
@@ -109,9 +109,9 @@ void ServerCore::start_timed_out() {
   const std::string text =
       "start timeout after " + describe_duration(form_timeout_) + ": " + generation_.join_status();
   if (callbacks_.on_error) {
-    logger()->info("{}", text);  // the owner reports it
+    log_->info("{}", text);  // the owner reports it
   } else {
-    logger()->error("{}", text);
+    log_->error("{}", text);
   }
   for (auto& s : generation_.fail(text)) s->fail(ErrorCode::kTimeout, text);
   if (auto on_error = callbacks_.on_error) on_error({ErrorCode::kTimeout, text});
@@ -124,7 +124,7 @@ void ServerCore::on_kv_set(Session& session, std::uint32_t gen, KvSet set) {
       !why.empty()) {
     why = "KvSet of '" + set.key + "' (" + std::to_string(set.value.size()) +
           " bytes) refused: " + why;
-    logger()->warn("closing {}: {}", session.peer(), why);
+    log_->warn("closing {}: {}", session.peer(), why);
     return session.fail(ErrorCode::kBadRequest, why);
   }
   const std::string& value = set.value;
@@ -176,7 +176,7 @@ void ServerCore::on_barrier(const std::shared_ptr<Session>& session, std::uint32
     }
     return;
   }
-  logger()->debug("barrier '{}' of generation {} complete", barrier.name, gen);
+  log_->debug("barrier '{}' of generation {} complete", barrier.name, gen);
   for (auto& w : entered.released) {
     w->done = true;
     w->timer.cancel();
@@ -214,7 +214,7 @@ void ServerCore::wait_expired(Wait& wait) {
   finish(wait);
   auto session = wait.session.lock();
   if (!session) return;
-  logger()->warn("{}: {}", session->peer(), text);
+  log_->warn("{}: {}", session->peer(), text);
   session->fail(ErrorCode::kTimeout, std::move(text));
 }
 

@@ -10,6 +10,8 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <cstring>
+#include <span>
 
 #include "rendezvous/auth.h"
 #include "rendezvous/log.h"
@@ -23,36 +25,33 @@ constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 // Largest body accepted before authentication (an Auth body is kMacSize bytes).
 constexpr std::uint32_t kMaxPreAuthBody = 64;
 constexpr std::chrono::seconds kCloseGrace{1};
+// Bytes read at once while no larger frame is under way (a Join is about 100).
+constexpr std::size_t kReadBuffer = 256;
 
 }  // namespace
 
-Session::Session(asio::ip::tcp::socket socket, std::shared_ptr<ServerCore> core, std::uint64_t id,
+Session::Session(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& remote,
+                 std::shared_ptr<ServerCore> core, std::uint64_t id,
                  std::chrono::milliseconds auth_timeout)
     : socket_(std::move(socket)),
       core_(std::move(core)),
       id_(id),
       wake_(socket_.get_executor(), asio::steady_timer::time_point::max()),
       deadline_(socket_.get_executor(), auth_timeout) {
-  boost::system::error_code ec;
-  auto remote = socket_.remote_endpoint(ec);
-  if (ec) {
-    peer_ = peer_ip_ = "unknown peer";
-  } else {
-    peer_ip_ = remote.address().to_string();
-    peer_ = (remote.address().is_v6() ? "[" + peer_ip_ + "]" : peer_ip_) + ":" +
-            std::to_string(remote.port());
-  }
+  peer_ip_ = remote.address().to_string();
+  peer_ = (remote.address().is_v6() ? "[" + peer_ip_ + "]" : peer_ip_) + ":" +
+          std::to_string(remote.port());
 }
 
 void Session::start() {
   try {
     nonce_ = make_nonce();
   } catch (const std::exception& e) {
-    logger()->error("cannot challenge {}: {}", peer_, e.what());
+    core_->log().error("cannot challenge {}: {}", peer_, e.what());
     close();
     return;
   }
-  send(Message{0, Challenge{nonce_}});
+  send(Message{core_->generation(), Challenge{nonce_}});
   auto self = shared_from_this();
   auto on_done = [self](std::exception_ptr e) {
     if (e) self->close();  // not expected: every handler turns errors into values
@@ -64,11 +63,15 @@ void Session::start() {
 
 void Session::send(const Message& message) {
   if (!is_open()) return;
-  logger()->trace("-> {} {} gen {}", peer_, type_name(type_of(message.body)), message.generation);
+  if (core_->log().should_log(spdlog::level::trace)) {
+    core_->log().trace("-> {} {} gen {}", peer_, type_name(type_of(message.body)),
+                       message.generation);
+  }
   try {
     send_frame(encode(message));
   } catch (const std::exception& e) {
-    logger()->error("cannot send {} to {}: {}", type_name(type_of(message.body)), peer_, e.what());
+    core_->log().error("cannot send {} to {}: {}", type_name(type_of(message.body)), peer_,
+                       e.what());
     fail(ErrorCode::kBadRequest, std::string("server cannot encode its reply: ") + e.what());
   }
 }
@@ -78,8 +81,8 @@ void Session::send_frame(std::vector<std::uint8_t> frame) {
   outbox_bytes_ += frame.size();
   const std::size_t limit = kv_limits_for(core_->options()).max_unsent_bytes;
   if (outbox_bytes_ > limit) {  // the client does not read its replies
-    logger()->warn("closing {}: {} bytes of replies unread, over the limit of {}", peer_,
-                   outbox_bytes_, limit);
+    core_->log().warn("closing {}: {} bytes of replies unread, over the limit of {}", peer_,
+                      outbox_bytes_, limit);
     return close();
   }
   outbox_.push_back(std::move(frame));
@@ -121,39 +124,52 @@ void Session::gone() {
 
 asio::awaitable<void> Session::read_loop() {
   auto self = shared_from_this();
-  std::vector<std::uint8_t> frame;
+  // What arrived and is not handled yet: whole frames are taken from the front, so a client
+  // that sends several at once costs one read. The buffer grows to the frame being read and
+  // shrinks back after a large one.
+  std::vector<std::uint8_t> buffer(kReadBuffer);
+  std::size_t have = 0;
   while (is_open()) {
-    frame.resize(kHeaderSize);
-    auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(frame), kUseTuple);
+    std::size_t need = kHeaderSize;
+    if (have >= kHeaderSize) {
+      auto header = decode_header(std::span(buffer.data(), kHeaderSize));
+      if (auto* e = std::get_if<DecodeError>(&header)) {
+        core_->refuse(*this, e->text);
+        break;
+      }
+      const auto length = std::get<Header>(header).length;
+      if (state_ == State::kChallenged && length > kMaxPreAuthBody) {
+        core_->refuse(*this, "frame body of " + std::to_string(length) +
+                                 " bytes before authentication (limit " +
+                                 std::to_string(kMaxPreAuthBody) + ")");
+        break;
+      }
+      need = kHeaderSize + length;
+    }
+    if (have >= need) {
+      auto message = decode(std::span(buffer.data(), need));
+      last_heard = std::chrono::steady_clock::now();
+      if (auto* e = std::get_if<DecodeError>(&message)) {
+        core_->refuse(*this, e->text);
+        break;
+      }
+      std::memmove(buffer.data(), buffer.data() + need, have - need);
+      have -= need;
+      if (buffer.size() > kReadBuffer && have <= kReadBuffer) {
+        buffer.resize(kReadBuffer);
+        buffer.shrink_to_fit();
+      }
+      core_->on_message(self, std::move(std::get<Message>(message)));
+      continue;
+    }
+    if (buffer.size() < need) buffer.resize(need);
+    auto [ec, n] = co_await socket_.async_read_some(
+        asio::buffer(buffer.data() + have, buffer.size() - have), kUseTuple);
     if (ec || !is_open()) break;
-    auto header = decode_header(frame);
-    if (auto* e = std::get_if<DecodeError>(&header)) {
-      core_->refuse(*this, e->text);
-      break;
-    }
-    const auto length = std::get<Header>(header).length;
-    if (state_ == State::kChallenged && length > kMaxPreAuthBody) {
-      core_->refuse(*this, "frame body of " + std::to_string(length) +
-                               " bytes before authentication (limit " +
-                               std::to_string(kMaxPreAuthBody) + ")");
-      break;
-    }
-    frame.resize(kHeaderSize + length);
-    if (length > 0) {
-      auto body = asio::buffer(frame.data() + kHeaderSize, length);
-      auto [ec2, n2] = co_await asio::async_read(socket_, body, kUseTuple);
-      if (ec2 || !is_open()) break;
-    }
-    auto message = decode(frame);
-    last_heard = std::chrono::steady_clock::now();
-    if (auto* e = std::get_if<DecodeError>(&message)) {
-      core_->refuse(*this, e->text);
-      break;
-    }
-    core_->on_message(self, std::move(std::get<Message>(message)));
+    have += n;
   }
   if (state_ != State::kClosing) {
-    logger()->debug("{} disconnected", peer_);
+    core_->log().debug("{} disconnected", peer_);
     close();
   }
 }
@@ -166,12 +182,15 @@ asio::awaitable<void> Session::write_loop() {
       co_await wake_.async_wait(kUseTuple);
       continue;
     }
-    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(outbox_.front()), kUseTuple);
+    // Everything queued goes out in one gathered write.
+    std::vector<std::vector<std::uint8_t>> sending;
+    sending.swap(outbox_);
+    std::vector<asio::const_buffer> buffers;
+    buffers.reserve(sending.size());
+    for (const auto& frame : sending) buffers.push_back(asio::buffer(frame));
+    auto [ec, n] = co_await asio::async_write(socket_, buffers, kUseTuple);
     if (ec) break;
-    if (!outbox_.empty()) {
-      outbox_bytes_ -= outbox_.front().size();
-      outbox_.pop_front();
-    }
+    outbox_bytes_ -= n;
   }
   close();
 }

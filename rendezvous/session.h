@@ -10,7 +10,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,7 +26,9 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   enum class State { kChallenged, kAuthenticated, kClosing, kClosed };
 
-  Session(boost::asio::ip::tcp::socket socket, std::shared_ptr<ServerCore> core, std::uint64_t id,
+  // `remote`: the peer's address as accept returned it.
+  Session(boost::asio::ip::tcp::socket socket, const boost::asio::ip::tcp::endpoint& remote,
+          std::shared_ptr<ServerCore> core, std::uint64_t id,
           std::chrono::milliseconds auth_timeout);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -71,7 +72,7 @@ class Session : public std::enable_shared_from_this<Session> {
   State state_ = State::kChallenged;
   std::string peer_, peer_ip_;
   std::array<std::uint8_t, kNonceSize> nonce_{};
-  std::deque<std::vector<std::uint8_t>> outbox_;
+  std::vector<std::vector<std::uint8_t>> outbox_;  // frames not yet handed to the writer
   std::size_t outbox_bytes_ = 0;
   boost::asio::steady_timer wake_;      // signals the writer; never expires by itself
   boost::asio::steady_timer deadline_;  // auth timeout, then the close-after-error grace

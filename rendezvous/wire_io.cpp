@@ -101,19 +101,4 @@ bool Reader::str(std::string_view field, std::string& v, std::uint32_t limit,
   return true;
 }
 
-bool Reader::count(std::string_view field, std::uint32_t count, std::uint32_t limit,
-                   std::size_t min_item_size) {
-  if (error_) return false;
-  if (count > limit) {
-    return fail("count '" + std::string(field) + "' " + std::to_string(count) + " exceeds " +
-                std::to_string(limit));
-  }
-  if (static_cast<std::uint64_t>(count) * min_item_size > remaining()) {
-    return fail("body truncated: " + std::to_string(count) + " '" + std::string(field) +
-                "' entries need at least " + std::to_string(count * min_item_size) +
-                " bytes, have " + std::to_string(remaining()));
-  }
-  return true;
-}
-
 }  // namespace hvdrun::rdzv::wire

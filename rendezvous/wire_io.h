@@ -40,9 +40,6 @@ class Reader {
   // u32 length (checked against `limit` and the bytes left before allocating) + bytes.
   bool str(std::string_view field, std::string& v, std::uint32_t limit,
            std::string_view kind = "string");
-  // Checks that `count` items of at least `min_item_size` bytes can still follow.
-  bool count(std::string_view field, std::uint32_t count, std::uint32_t limit,
-             std::size_t min_item_size);
   bool fail(std::string text);
 
   std::size_t remaining() const noexcept { return bytes_.size() - pos_; }

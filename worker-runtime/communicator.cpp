@@ -53,7 +53,7 @@ Communicator::Communicator(Topology topology, std::unique_ptr<tcp::Ring> ring,
 }
 
 std::unique_ptr<Communicator> Communicator::single_process() {
-  auto ring = std::make_unique<tcp::Ring>(0, 1, std::vector<rdzv::PeerAddr>{}, tcp::Listener{},
+  auto ring = std::make_unique<tcp::Ring>(0, 1, tcp::RingAddresses{}, tcp::Listener{},
                                           std::string{}, 0, std::chrono::milliseconds(1));
   return std::make_unique<Communicator>(Topology{}, std::move(ring));
 }

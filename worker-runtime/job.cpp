@@ -15,10 +15,13 @@ namespace hvdrun {
 namespace {
 
 void check_assignment(const rdzv::Assign& a) {
-  if (a.size < 1 || a.rank < 0 || a.rank >= a.size ||
-      a.peers.size() != static_cast<std::size_t>(a.size)) {
-    throw ProtocolError("assignment is inconsistent: rank " + std::to_string(a.rank) + ", size " +
-                        std::to_string(a.size) + ", " + std::to_string(a.peers.size()) + " peers");
+  if (a.size < 1 || a.rank < 0 || a.rank >= a.size || a.local_size < 1 || a.local_rank < 0 ||
+      a.local_rank >= a.local_size || a.cross_size < 1 || a.cross_rank < 0 ||
+      a.cross_rank >= a.cross_size) {
+    throw ProtocolError("assignment is inconsistent: rank " + std::to_string(a.rank) + "/" +
+                        std::to_string(a.size) + ", local " + std::to_string(a.local_rank) + "/" +
+                        std::to_string(a.local_size) + ", cross " + std::to_string(a.cross_rank) +
+                        "/" + std::to_string(a.cross_size));
   }
 }
 
@@ -158,9 +161,10 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   if (const auto end = client_->generation_end(); end && end->end.kind == rdzv::EndKind::kBroken) {
     on_generation_end(*end);  // it ended before the watch was set
   }
-  auto ring =
-      std::make_unique<tcp::Ring>(a.rank, a.size, a.peers, std::move(listener), options.secret,
-                                  assignment.generation, options.timeout, abort.get());
+  const rdzv::PeerAddr self{request.data_addr, request.data_port};
+  auto ring = std::make_unique<tcp::Ring>(a.rank, a.size, tcp::RingAddresses{self, a.prev, a.next},
+                                          std::move(listener), options.secret,
+                                          assignment.generation, options.timeout, abort.get());
   ring->set_failure_board(std::move(board));
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));

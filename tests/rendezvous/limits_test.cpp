@@ -83,7 +83,7 @@ TEST(Limits, AClientThatDoesNotReadIsDisconnected) {
   Client setter(server.endpoint(), kSecret, kTimeout);
   setter.set("big", std::string(64 << 10, 'v'), kTimeout);
   RawConn raw(server.endpoint().port);
-  ASSERT_TRUE(raw.authenticate(kSecret));
+  raw.authenticate(kSecret);
   for (int i = 0; i < 400; ++i) raw.send(Message{0, KvGet{"big", 1000}});
   std::this_thread::sleep_for(300ms);  // the server answers all 400 into a full socket
   int replies = 0;
@@ -101,7 +101,7 @@ TEST(Limits, AJoinThatGoesAwayStopsTheStartTimeout) {
   ServerThread server(options, {[&](const JobError&) { ++errors; }, {}, {}});
   {
     RawConn raw(server.endpoint().port);
-    ASSERT_TRUE(raw.authenticate(kSecret));
+    raw.authenticate(kSecret);
     raw.send(Message{0, make_join(0)});
     while (server.joined() == 0) std::this_thread::sleep_for(5ms);
   }

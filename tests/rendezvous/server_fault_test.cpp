@@ -40,7 +40,7 @@ void expect_server_still_serves(ServerThread& server) {
 TEST(ServerFaults, GarbageBytesCloseOnlyThatConnection) {
   ServerThread server(slot_options(1));
   RawConn bystander(server.endpoint().port);
-  ASSERT_TRUE(std::holds_alternative<AuthOk>(bystander.authenticate(kSecret)->body));
+  bystander.authenticate(kSecret);
   RawConn raw(server.endpoint().port);
   ASSERT_TRUE(raw.receive());  // the challenge
   raw.send_bytes(std::vector<std::uint8_t>(40, 0xEE));
@@ -55,7 +55,7 @@ TEST(ServerFaults, GarbageBytesCloseOnlyThatConnection) {
 TEST(ServerFaults, OversizedHeaderClosesOnlyThatConnection) {
   ServerThread server(slot_options(1));
   RawConn raw(server.endpoint().port);
-  ASSERT_TRUE(std::holds_alternative<AuthOk>(raw.authenticate(kSecret)->body));
+  raw.authenticate(kSecret);
   raw.send_bytes(frame_header(MsgType::kKvSet, kMaxBody + 1));
   expect_error_then_close(raw, ErrorCode::kBadRequest, "body length 16777217 exceeds 16777216");
   expect_server_still_serves(server);
@@ -81,7 +81,8 @@ TEST(ServerFaults, RequestBeforeAuthIsRefused) {
 TEST(ServerFaults, WrongMacGetsAuthFailed) {
   ServerThread server(slot_options(1));
   RawConn raw(server.endpoint().port);
-  auto reply = raw.authenticate("wrong");
+  raw.authenticate("wrong");
+  auto reply = raw.receive();
   ASSERT_TRUE(reply);
   ASSERT_TRUE(std::holds_alternative<ErrorMsg>(reply->body));
   EXPECT_EQ(std::get<ErrorMsg>(reply->body).code, ErrorCode::kAuthFailed);
@@ -103,12 +104,12 @@ TEST(ServerFaults, SilentPeerIsClosedAfterAuthTimeout) {
 TEST(ServerFaults, StaleJoinAndSecondJoinAreRefused) {
   ServerThread server(slot_options(2));
   RawConn stale(server.endpoint().port);
-  ASSERT_TRUE(std::holds_alternative<AuthOk>(stale.authenticate(kSecret)->body));
+  stale.authenticate(kSecret);
   stale.send(Message{5, make_join(0)});
   expect_error_then_close(stale, ErrorCode::kStaleGeneration,
                           "Join of slot 0 for generation 5 refused: current generation is 0");
   RawConn twice(server.endpoint().port);
-  ASSERT_TRUE(std::holds_alternative<AuthOk>(twice.authenticate(kSecret)->body));
+  twice.authenticate(kSecret);
   twice.send(Message{0, make_join(0)});
   twice.send(Message{0, make_join(1)});
   expect_error_then_close(twice, ErrorCode::kBadRequest, "second Join on one connection");
@@ -118,7 +119,7 @@ TEST(ServerFaults, SlotThatDropsBeforeCompletionCanJoinAgain) {
   ServerThread server(slot_options(2));
   {
     RawConn raw(server.endpoint().port);
-    ASSERT_TRUE(std::holds_alternative<AuthOk>(raw.authenticate(kSecret)->body));
+    raw.authenticate(kSecret);
     raw.send(Message{0, make_join(0)});
     for (int i = 0; i < 200 && server.joined() == 0; ++i) std::this_thread::sleep_for(5ms);
     ASSERT_EQ(server.joined(), 1u);

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "hvdrun/error.h"
+#include "rendezvous/auth.h"
 #include "tests/rendezvous/test_util.h"
 
 namespace hvdrun::rdzv {
@@ -41,7 +42,7 @@ std::vector<Assignment> join_all(const Endpoint& ep, std::size_t n,
 
 class Joins : public ::testing::TestWithParam<int> {};
 
-TEST_P(Joins, EveryRankGetsItsAssignmentAndThePeerTable) {
+TEST_P(Joins, EveryRankGetsItsAssignmentAndItsRingNeighbours) {
   const int n = GetParam();
   std::atomic<int> completed{0};
   ServerOptions options;
@@ -58,11 +59,11 @@ TEST_P(Joins, EveryRankGetsItsAssignmentAndThePeerTable) {
     EXPECT_EQ(a.assign.local_size, info.local_size);
     EXPECT_EQ(a.assign.cross_rank, info.cross_rank);
     EXPECT_EQ(a.assign.cross_size, info.cross_size);
-    ASSERT_EQ(a.assign.peers.size(), static_cast<std::size_t>(n));
-    for (int r = 0; r < n; ++r) {
-      const Join j = make_join(static_cast<std::uint32_t>(r));
-      EXPECT_EQ(a.assign.peers[r], (PeerAddr{j.data_addr, j.data_port})) << "rank " << r;
-    }
+    // make_slots gives slot s rank s: the neighbours are the joins of slots s - 1 and s + 1.
+    const Join prev = make_join(static_cast<std::uint32_t>((slot + n - 1) % n));
+    const Join next = make_join(static_cast<std::uint32_t>((slot + 1) % n));
+    EXPECT_EQ(a.assign.prev, (PeerAddr{prev.data_addr, prev.data_port})) << "slot " << slot;
+    EXPECT_EQ(a.assign.next, (PeerAddr{next.data_addr, next.data_port})) << "slot " << slot;
   }
   EXPECT_EQ(completed.load(), 1);
   EXPECT_EQ(server.joined(), static_cast<std::size_t>(n));
@@ -70,7 +71,7 @@ TEST_P(Joins, EveryRankGetsItsAssignmentAndThePeerTable) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, Joins, ::testing::Values(1, 4, 16));
 
-TEST(Server, PeerTableIsIndexedByRankAndFillsEmptyAddresses) {
+TEST(Server, NeighboursAreFoundByRankAndEmptyAddressesFilledIn) {
   ServerOptions options;
   options.slots = make_slots(3);
   for (int s = 0; s < 3; ++s) options.slots[static_cast<std::size_t>(s)].rank = 2 - s;
@@ -80,12 +81,18 @@ TEST(Server, PeerTableIsIndexedByRankAndFillsEmptyAddresses) {
     if (slot == 1) j.data_addr.clear();  // the server fills in the address it observed
     return j;
   });
+  // Slot s has rank 2 - s: slot 0 is rank 2, whose next is rank 0 (slot 2), prev rank 1 (slot 1).
   EXPECT_EQ(joined[0].assign.rank, 2);
   EXPECT_EQ(joined[2].assign.rank, 0);
-  const auto& peers = joined[0].assign.peers;
-  EXPECT_EQ(peers[2], (PeerAddr{make_join(0).data_addr, make_join(0).data_port}));
-  EXPECT_EQ(peers[1], (PeerAddr{"127.0.0.1", make_join(1).data_port}));
-  EXPECT_EQ(peers[0], (PeerAddr{make_join(2).data_addr, make_join(2).data_port}));
+  const PeerAddr slot0{make_join(0).data_addr, make_join(0).data_port};
+  const PeerAddr slot1{"127.0.0.1", make_join(1).data_port};
+  const PeerAddr slot2{make_join(2).data_addr, make_join(2).data_port};
+  EXPECT_EQ(joined[0].assign.prev, slot1);
+  EXPECT_EQ(joined[0].assign.next, slot2);
+  EXPECT_EQ(joined[1].assign.prev, slot2);
+  EXPECT_EQ(joined[1].assign.next, slot0);
+  EXPECT_EQ(joined[2].assign.prev, slot0);
+  EXPECT_EQ(joined[2].assign.next, slot1);
 }
 
 TEST(Server, RefusesSlotTablesThatAreNotAPermutation) {
@@ -102,12 +109,47 @@ TEST(Server, WrongSecretIsRejectedAndOthersAreStillServed) {
   ServerThread server(options);
   try {
     Client bad(server.endpoint(), "not-the-secret", kTimeout);
-    FAIL() << "authenticated with a wrong secret";
+    bad.join(make_join(0), kTimeout);  // the first request learns of the refusal
+    FAIL() << "joined with a wrong secret";
   } catch (const ProtocolError& e) {
     EXPECT_NE(std::string(e.what()).find("authentication failed"), std::string::npos) << e.what();
   }
   const auto joined = join_all(server.endpoint(), 1);
   EXPECT_EQ(joined[0].assign.size, 1);
+}
+
+// The handshake takes one round trip: Auth and the first request may arrive in one segment, and
+// the challenge names the generation a Join is for.
+TEST(Server, AuthAndJoinInOneWriteAreBothHandled) {
+  ServerOptions options;
+  options.slots = make_slots(1);
+  ServerThread server(options);
+  test::RawConn raw(server.endpoint().port);
+  const Message challenge = raw.receive().value();
+  ASSERT_TRUE(std::holds_alternative<Challenge>(challenge.body));
+  EXPECT_EQ(challenge.generation, 0u);
+  auto bytes = encode(
+      Message{0, Auth{compute_mac(kSecret, "rdzv", std::get<Challenge>(challenge.body).nonce)}});
+  const auto join = encode(Message{challenge.generation, make_join(0)});
+  bytes.insert(bytes.end(), join.begin(), join.end());
+  raw.send_bytes(bytes);
+  const auto reply = raw.receive();
+  ASSERT_TRUE(reply);
+  ASSERT_TRUE(std::holds_alternative<Assign>(reply->body)) << type_name(type_of(reply->body));
+  EXPECT_EQ(std::get<Assign>(reply->body).rank, 0);
+}
+
+TEST(Server, TheChallengeCarriesTheCurrentGeneration) {
+  ServerOptions options;
+  options.slots = make_slots(1);
+  ServerThread server(options);
+  server.start_generation(make_slots(1));
+  test::RawConn raw(server.endpoint().port);
+  EXPECT_EQ(raw.authenticate(kSecret).generation, 1u);
+  raw.send(Message{1, make_join(0)});
+  const auto reply = raw.receive();
+  ASSERT_TRUE(reply);
+  ASSERT_TRUE(std::holds_alternative<Assign>(reply->body)) << type_name(type_of(reply->body));
 }
 
 TEST(Server, DuplicateSlotNamesTheSlotAndBothPids) {
@@ -216,11 +258,8 @@ TEST(Server, ThousandJoinsComplete) {
     ASSERT_EQ(a.rank, slot);
     ASSERT_EQ(a.local_rank, slot % 8);
     ASSERT_EQ(a.cross_rank, slot / 8);
-    ASSERT_EQ(a.peers.size(), static_cast<std::size_t>(kN));
-  }
-  for (int r = 0; r < kN; ++r) {
-    const Join j = make_join(static_cast<std::uint32_t>(r));
-    ASSERT_EQ(joined[999].assign.peers[r], (PeerAddr{j.data_addr, j.data_port}));
+    const Join next = make_join(static_cast<std::uint32_t>((slot + 1) % kN));
+    ASSERT_EQ(a.next, (PeerAddr{next.data_addr, next.data_port}));
   }
 }
 

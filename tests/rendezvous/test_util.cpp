@@ -127,13 +127,13 @@ std::optional<Message> RawConn::receive() {
   return std::get<Message>(std::move(decoded));
 }
 
-std::optional<Message> RawConn::authenticate(std::string_view secret) {
+Message RawConn::authenticate(std::string_view secret) {
   auto challenge = receive();
   if (!challenge || !std::holds_alternative<Challenge>(challenge->body)) {
     throw std::runtime_error("no challenge from server");
   }
   send(Message{0, Auth{compute_mac(secret, "rdzv", std::get<Challenge>(challenge->body).nonce)}});
-  return receive();
+  return std::move(*challenge);
 }
 
 bool RawConn::closed_by_server() {

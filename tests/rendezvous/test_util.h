@@ -71,8 +71,9 @@ class RawConn {
   void send(const Message& m) { send_bytes(encode(m)); }
   // Next message, or nullopt when the server closed the connection.
   std::optional<Message> receive();
-  // Reads the challenge and answers it; returns the server's reply (AuthOk or ErrorMsg).
-  std::optional<Message> authenticate(std::string_view secret);
+  // Reads the challenge and answers it (the server answers only a wrong secret, with
+  // ErrorMsg kAuthFailed); returns the challenge.
+  Message authenticate(std::string_view secret);
   // True if the server closed the connection (EOF) before the receive timeout.
   bool closed_by_server();
 

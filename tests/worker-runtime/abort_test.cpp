@@ -91,9 +91,9 @@ TEST(AbortSignal, InterruptsTheRingSetup) {
   AbortSignal signal;
   const auto start = Clock::now();
   RaiseLater raise(signal, 100ms);
-  EXPECT_THROW(
-      tcp::Ring(0, 2, l.peers, std::move(l.listeners[0]), std::string(kSecret), 0, 30s, &signal),
-      AbortedError);
+  EXPECT_THROW(tcp::Ring(0, 2, test::addresses_of(l, 0), std::move(l.listeners[0]),
+                         std::string(kSecret), 0, 30s, &signal),
+               AbortedError);
   EXPECT_LT(Clock::now() - start, 5s);
 }
 
@@ -106,7 +106,8 @@ TEST(AbortSignal, InterruptsTheRingSetupsConnectRetries) {
   const auto start = Clock::now();
   RaiseLater raise(signal, 100ms);
   try {
-    tcp::Ring(0, 2, l.peers, std::move(l.listeners[0]), std::string(kSecret), 0, 30s, &signal);
+    tcp::Ring(0, 2, test::addresses_of(l, 0), std::move(l.listeners[0]), std::string(kSecret), 0,
+              30s, &signal);
     ADD_FAILURE() << "the ring formed without rank 1";
   } catch (const AbortedError& e) {
     const std::string what = e.what();

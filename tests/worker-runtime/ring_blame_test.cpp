@@ -26,9 +26,10 @@ bool starts_with(const std::string& text, const std::string& head) {
   return text.rfind(head, 0) == 0;
 }
 
-std::string peer_of(const tcp::Ring& ring, int rank) {
-  return "rank " + std::to_string(rank) + " (127.0.0.1:" + std::to_string(ring.peers()[rank].port) +
-         ")";
+// How the other ranks name `ring`'s rank: by its data listener.
+std::string peer_of(const tcp::Ring& ring) {
+  return "rank " + std::to_string(ring.rank()) +
+         " (127.0.0.1:" + std::to_string(ring.addresses().self.port) + ")";
 }
 
 // The error message of fn(), which must throw a NetworkError or (timeout_ok) a TimeoutError.
@@ -61,7 +62,7 @@ void expect_names(const std::string& message, const std::string& what, const std
 void destroy_one_rank(int n, int dead) {
   auto board = std::make_shared<test::LocalFailureBoard>();
   auto rings = test::make_rings(n, milliseconds(10000), 0, board);
-  const std::string dead_peer = peer_of(*rings[0], dead);
+  const std::string dead_peer = peer_of(*rings[dead]);
   test::run_ranks(n, [&](int r) {
     if (r == dead) {
       std::this_thread::sleep_for(milliseconds(100));
@@ -111,7 +112,7 @@ TEST(RingFailure, SilentRankIsNamedByEveryRank) {
   constexpr int silent = 2;
   auto board = std::make_shared<test::LocalFailureBoard>();
   auto rings = test::make_rings(n, milliseconds(300), 0, board);
-  const std::string silent_peer = peer_of(*rings[0], silent);
+  const std::string silent_peer = peer_of(*rings[silent]);
   test::run_ranks(n, [&](int r) {
     if (r == silent) {  // keeps its ring open until the others gave up
       std::this_thread::sleep_for(milliseconds(1500));
@@ -134,18 +135,27 @@ TEST(RingFailure, SilentRankIsNamedByEveryRank) {
 }
 
 TEST(FailureReport, RoundTripsAndRejectsMalformedText) {
-  const tcp::FailureReport report{2, 1, "connection lost: closed by peer"};
+  const tcp::FailureReport report{2, 1, "10.0.0.3:4242", "connection lost: closed by peer"};
   const auto back = tcp::decode_report(tcp::encode(report), 3);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->culprit, 2);
   EXPECT_EQ(back->seen_by, 1);
+  EXPECT_EQ(back->where, "10.0.0.3:4242");
   EXPECT_EQ(back->how, report.how);
+  // An unknown address (or one that could not be told from the text) travels as unknown.
+  for (const std::string where : {"", "a b:1"}) {
+    const auto unknown = tcp::decode_report(tcp::encode({0, 1, where, "x y"}), 3);
+    ASSERT_TRUE(unknown.has_value()) << where;
+    EXPECT_EQ(unknown->where, "");
+    EXPECT_EQ(unknown->how, "x y");
+  }
   EXPECT_FALSE(tcp::decode_report("", 3).has_value());
-  EXPECT_FALSE(tcp::decode_report("2 1", 3).has_value());
-  EXPECT_FALSE(tcp::decode_report("3 1 how", 3).has_value());  // rank outside the world
-  EXPECT_FALSE(tcp::decode_report("-1 1 how", 3).has_value());
-  EXPECT_FALSE(tcp::decode_report("x 1 how", 3).has_value());
-  const auto empty_how = tcp::decode_report("0 0 ", 1);
+  EXPECT_FALSE(tcp::decode_report("2 1 -", 3).has_value());
+  EXPECT_FALSE(tcp::decode_report("3 1 - how", 3).has_value());  // rank outside the world
+  EXPECT_FALSE(tcp::decode_report("-1 1 - how", 3).has_value());
+  EXPECT_FALSE(tcp::decode_report("x 1 - how", 3).has_value());
+  EXPECT_FALSE(tcp::decode_report("0 1  how", 3).has_value());  // no address field
+  const auto empty_how = tcp::decode_report("0 0 - ", 1);
   ASSERT_TRUE(empty_how.has_value());
   EXPECT_EQ(empty_how->how, "");
 }

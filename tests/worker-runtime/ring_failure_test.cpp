@@ -135,8 +135,9 @@ TEST(RingSetup, StrayAndUnauthenticatedConnectionsDoNotBreakTheRing) {
 
   std::vector<std::unique_ptr<tcp::Ring>> rings(n);
   const auto errors = test::run_ranks(n, [&](int r) {
-    rings[r] = std::make_unique<tcp::Ring>(r, n, l.peers, std::move(l.listeners[r]),
-                                           std::string(test::kSecret), 0, milliseconds(5000));
+    rings[r] =
+        std::make_unique<tcp::Ring>(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
+                                    std::string(test::kSecret), 0, milliseconds(5000));
     std::int32_t value = r + 1;
     rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
     EXPECT_EQ(value, 6);
@@ -175,8 +176,9 @@ TEST(RingSetup, AFloodOfConnectionsFromAnotherUserDoesNotBreakTheRing) {
   std::this_thread::sleep_for(milliseconds(300));  // the flood is under way
   std::vector<std::unique_ptr<tcp::Ring>> rings(n);
   const auto errors = test::run_ranks(n, [&](int r) {
-    rings[r] = std::make_unique<tcp::Ring>(r, n, l.peers, std::move(l.listeners[r]),
-                                           std::string(test::kSecret), 0, milliseconds(10000));
+    rings[r] =
+        std::make_unique<tcp::Ring>(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
+                                    std::string(test::kSecret), 0, milliseconds(10000));
     std::int32_t value = r + 1;
     rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
     EXPECT_EQ(value, 6);
@@ -195,7 +197,8 @@ TEST(RingSetup, WrongSecretTimesOutNamingTheRank) {
   test::Listeners l = test::bind_listeners(n);
   const auto errors = test::run_ranks(n, [&](int r) {
     const std::string secret = r == 1 ? "another-job" : std::string(test::kSecret);
-    tcp::Ring ring(r, n, l.peers, std::move(l.listeners[r]), secret, 0, milliseconds(300));
+    tcp::Ring ring(r, n, test::addresses_of(l, r), std::move(l.listeners[r]), secret, 0,
+                   milliseconds(300));
   });
   ASSERT_NE(errors[0], nullptr);
   const std::string message = test::what(errors[0]);

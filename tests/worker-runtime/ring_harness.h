@@ -34,6 +34,12 @@ inline Listeners bind_listeners(int n) {
   return out;
 }
 
+// What rank r of the rings over `l` is given: its own listener and its neighbours'.
+inline tcp::RingAddresses addresses_of(const Listeners& l, int r) {
+  const int n = static_cast<int>(l.peers.size());
+  return {l.peers[r], l.peers[(r + n - 1) % n], l.peers[(r + 1) % n]};
+}
+
 // The failure reports of rings in one process (what the rendezvous store holds in a job).
 class LocalFailureBoard final : public tcp::FailureBoard {
  public:
@@ -91,7 +97,7 @@ inline std::vector<std::unique_ptr<tcp::Ring>> make_rings(
   Listeners l = bind_listeners(n);
   std::vector<std::unique_ptr<tcp::Ring>> rings(n);
   const auto errors = run_ranks(n, [&](int r) {
-    rings[r] = std::make_unique<tcp::Ring>(r, n, l.peers, std::move(l.listeners[r]),
+    rings[r] = std::make_unique<tcp::Ring>(r, n, addresses_of(l, r), std::move(l.listeners[r]),
                                            std::string(kSecret), generation, timeout);
     rings[r]->set_failure_board(board);
   });

@@ -16,9 +16,19 @@ bool parse_rank(std::string_view text, int size, int& rank) {
   return ec == std::errc() && end == text.data() + text.size() && rank >= 0 && rank < size;
 }
 
-std::string peer_text(const RingPlace& place, int rank) {
-  const rdzv::PeerAddr& peer = (*place.peers)[rank];
-  return "rank " + std::to_string(rank) + " (" + peer.addr + ":" + std::to_string(peer.port) + ")";
+constexpr std::string_view kUnknown = "-";  // an unknown address in an encoded report
+
+// The data listener of `rank` as this rank knows it: its own or a neighbour's; else empty.
+std::string address_of(const RingPlace& place, int rank) {
+  if (rank == place.rank) return place.self_addr;
+  if (rank == place.next_rank) return place.next_addr;
+  if (rank == place.prev_rank) return place.prev_addr;
+  return {};
+}
+
+std::string culprit_text(const FailureReport& report) {
+  const std::string rank = "rank " + std::to_string(report.culprit);
+  return report.where.empty() ? rank : rank + " (" + report.where + ")";
 }
 
 void post_quietly(FailureBoard& board, const RingPlace& place, const FailureReport& report) {
@@ -72,8 +82,9 @@ std::exception_ptr attribute(FailureBoard& board, const RingPlace& place, std::s
     text = e.what();
     fault = dynamic_cast<const LinkFault*>(&e);
   }
-  const FailureReport own = fault ? FailureReport{fault->peer, place.rank, fault->how}
-                                  : FailureReport{place.rank, place.rank, text};
+  const FailureReport own =
+      fault ? FailureReport{fault->peer, place.rank, address_of(place, fault->peer), fault->how}
+            : FailureReport{place.rank, place.rank, place.self_addr, text};
   FailureReport found = own;
   if (fault && fault->kind != LinkFault::Kind::kBreach) {
     const bool stalled = fault->kind == LinkFault::Kind::kStalled;
@@ -86,29 +97,35 @@ std::exception_ptr attribute(FailureBoard& board, const RingPlace& place, std::s
   if (found.seen_by == place.rank) return error;
   runtime_log().debug("ring: rank {} reports that rank {} failed first", found.seen_by,
                       found.culprit);
-  return same_kind(
-      error, std::string(what) + ": " + peer_text(place, found.culprit) + " failed: " + found.how +
-                 " (seen by rank " + std::to_string(found.seen_by) + ", generation " +
-                 std::to_string(place.generation) + "); here: " + (fault ? fault->observed : text));
+  return same_kind(error, std::string(what) + ": " + culprit_text(found) + " failed: " + found.how +
+                              " (seen by rank " + std::to_string(found.seen_by) + ", generation " +
+                              std::to_string(place.generation) +
+                              "); here: " + (fault ? fault->observed : text));
 }
 
 }  // namespace
 
 std::string encode(const FailureReport& report) {
-  return std::to_string(report.culprit) + " " + std::to_string(report.seen_by) + " " + report.how;
+  const bool known = !report.where.empty() && report.where.find(' ') == std::string::npos;
+  return std::to_string(report.culprit) + " " + std::to_string(report.seen_by) + " " +
+         (known ? report.where : std::string(kUnknown)) + " " + report.how;
 }
 
 std::optional<FailureReport> decode_report(std::string_view text, int size) {
-  const std::size_t first = text.find(' ');
-  if (first == std::string_view::npos) return std::nullopt;
-  const std::size_t second = text.find(' ', first + 1);
-  if (second == std::string_view::npos) return std::nullopt;
+  std::string_view fields[3];  // culprit, seen_by, where; the rest is `how`
+  for (auto& field : fields) {
+    const std::size_t space = text.find(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    field = text.substr(0, space);
+    text.remove_prefix(space + 1);
+  }
   FailureReport report;
-  if (!parse_rank(text.substr(0, first), size, report.culprit) ||
-      !parse_rank(text.substr(first + 1, second - first - 1), size, report.seen_by)) {
+  if (!parse_rank(fields[0], size, report.culprit) ||
+      !parse_rank(fields[1], size, report.seen_by) || fields[2].empty()) {
     return std::nullopt;
   }
-  report.how = std::string(text.substr(second + 1));
+  if (fields[2] != kUnknown) report.where = std::string(fields[2]);
+  report.how = std::string(text);
   return report;
 }
 

@@ -8,10 +8,9 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <string>
 #include <string_view>
-#include <vector>
 
-#include "rendezvous/protocol.h"
 #include "worker-runtime/tcp/failure_board.h"
 
 namespace hvdrun::tcp {
@@ -20,7 +19,11 @@ struct RingPlace {
   int rank = 0;
   int size = 1;
   std::uint32_t generation = 0;
-  const std::vector<rdzv::PeerAddr>* peers = nullptr;  // every rank's data address
+  // "addr:port" of this rank's data listener and its neighbours': a report names its culprit's,
+  // which the poster knows (the culprit is itself or a neighbour).
+  std::string self_addr;
+  int prev_rank = 0, next_rank = 0;
+  std::string prev_addr, next_addr;
   // Longest wait for the report of a neighbour that stalled (it may be failing at the same
   // moment). A neighbour that closed its link posted first, so that read does not wait.
   std::chrono::milliseconds wait{1000};

@@ -28,7 +28,8 @@ class FailureBoard {
 struct FailureReport {
   int culprit = -1;
   int seen_by = -1;
-  std::string how;  // "connection lost: closed by peer", "sent no data for 60 s", ...
+  std::string where;  // the culprit's data listener, "addr:port" (no spaces); empty: unknown
+  std::string how;    // "connection lost: closed by peer", "sent no data for 60 s", ...
 };
 
 std::string encode(const FailureReport& report);

@@ -73,11 +73,6 @@ std::string check_hello(const Hello& hello, const RingIdentity& me, int from) {
   return {};
 }
 
-std::string peer_text(const std::vector<rdzv::PeerAddr>& peers, int rank) {
-  return "rank " + std::to_string(rank) + " (" + peers[rank].addr + ":" +
-         std::to_string(peers[rank].port) + ")";
-}
-
 std::string gen_text(const RingIdentity& me) {
   return " (generation " + std::to_string(me.generation) + ")";
 }
@@ -147,7 +142,7 @@ void accept_pending(Listener& listener, std::vector<Candidate>& pending,
 }
 
 // Accepts connections until one carries a valid hello from rank `from`.
-UniqueFd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int from,
+UniqueFd accept_from(const RingIdentity& me, const rdzv::PeerAddr& address, int from,
                      Listener& listener, Clock::time_point deadline) {
   std::vector<Candidate> pending;
   IgnoredConnections ignored;
@@ -162,7 +157,7 @@ UniqueFd accept_from(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& 
     const int n = ::poll(fds.data(), fds.size(), net::poll_timeout_ms(wake));
     if (me.abort != nullptr) me.abort->check("ring setup");
     if (n == 0 && Clock::now() >= deadline) {
-      throw TimeoutError("ring setup: " + peer_text(peers, from) + " did not connect to rank " +
+      throw TimeoutError("ring setup: " + peer_text(from, address) + " did not connect to rank " +
                          std::to_string(me.rank) + " on port " + std::to_string(listener.port()) +
                          " in time" + gen_text(me));
     }
@@ -193,58 +188,63 @@ void check_abort(const RingIdentity& me, const std::string& what) {
   if (me.abort != nullptr) me.abort->check("ring setup: " + what + gen_text(me));
 }
 
-void send_hello(int fd, const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers, int to,
+void send_hello(int fd, const RingIdentity& me, const rdzv::PeerAddr& address, int to,
                 Clock::time_point deadline) {
   const Hello hello = make_hello(me, to);
   const net::IoResult result =
       net::send_all(fd, hello.data(), hello.size(), deadline, abort_fd(me));
   if (result.status == net::IoResult::Status::kInterrupted) {
-    check_abort(me, "sending hello to " + peer_text(peers, to));
+    check_abort(me, "sending hello to " + peer_text(to, address));
   }
   if (!result.ok()) {
-    throw NetworkError("ring setup: sending hello to " + peer_text(peers, to) +
+    throw NetworkError("ring setup: sending hello to " + peer_text(to, address) +
                        " failed: " + result.text() + gen_text(me));
   }
 }
 
 }  // namespace
 
-RingLinks connect_ring(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers,
-                       Listener& listener, Clock::time_point deadline) {
+std::string peer_text(int rank, const rdzv::PeerAddr& address) {
+  return "rank " + std::to_string(rank) + " (" + address.addr + ":" + std::to_string(address.port) +
+         ")";
+}
+
+RingLinks connect_ring(const RingIdentity& me, const RingAddresses& addresses, Listener& listener,
+                       Clock::time_point deadline) {
   const int next = (me.rank + 1) % me.size;
   const int prev = (me.rank - 1 + me.size) % me.size;
+  const std::string next_text = peer_text(next, addresses.next);
   RingLinks links;
   try {
-    links.next = connect_with_retry(peers[next].addr, peers[next].port, deadline, abort_fd(me));
+    links.next =
+        connect_with_retry(addresses.next.addr, addresses.next.port, deadline, abort_fd(me));
   } catch (const AbortedError& e) {
-    check_abort(me, "connecting to " + peer_text(peers, next));
+    check_abort(me, "connecting to " + next_text);
     throw;
   } catch (const TimeoutError& e) {
-    throw TimeoutError("ring setup: " + peer_text(peers, next) + ": " + e.what() + gen_text(me));
+    throw TimeoutError("ring setup: " + next_text + ": " + e.what() + gen_text(me));
   } catch (const NetworkError& e) {
-    throw NetworkError("ring setup: " + peer_text(peers, next) + ": " + e.what() + gen_text(me));
+    throw NetworkError("ring setup: " + next_text + ": " + e.what() + gen_text(me));
   }
-  send_hello(links.next.get(), me, peers, next, deadline);
-  links.prev = accept_from(me, peers, prev, listener, deadline);
-  send_hello(links.prev.get(), me, peers, prev, deadline);
+  send_hello(links.next.get(), me, addresses.next, next, deadline);
+  links.prev = accept_from(me, addresses.prev, prev, listener, deadline);
+  send_hello(links.prev.get(), me, addresses.prev, prev, deadline);
 
   Hello answer{};
   const net::IoResult result =
       net::recv_all(links.next.get(), answer.data(), answer.size(), deadline, abort_fd(me));
   if (result.status == net::IoResult::Status::kInterrupted) {
-    check_abort(me, "waiting for the answer of " + peer_text(peers, next));
+    check_abort(me, "waiting for the answer of " + next_text);
   }
   if (result.status == net::IoResult::Status::kTimeout) {
-    throw TimeoutError("ring setup: " + peer_text(peers, next) + " did not answer the hello" +
-                       gen_text(me));
+    throw TimeoutError("ring setup: " + next_text + " did not answer the hello" + gen_text(me));
   }
   if (!result.ok()) {
-    throw NetworkError("ring setup: " + peer_text(peers, next) +
-                       " dropped the connection: " + result.text() + gen_text(me));
+    throw NetworkError("ring setup: " + next_text + " dropped the connection: " + result.text() +
+                       gen_text(me));
   }
   if (const std::string why = check_hello(answer, me, next); !why.empty()) {
-    throw ProtocolError("ring setup: " + peer_text(peers, next) + " answered wrongly: " + why +
-                        gen_text(me));
+    throw ProtocolError("ring setup: " + next_text + " answered wrongly: " + why + gen_text(me));
   }
   return links;
 }

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "rendezvous/protocol.h"
 #include "worker-runtime/abort_signal.h"
@@ -27,6 +26,12 @@ struct RingIdentity {
   const AbortSignal* abort = nullptr;  // the wait for the previous rank watches it
 };
 
+// The data listeners a rank needs: its own (named in its failure reports) and those of its
+// neighbours, ranks (rank - 1) and (rank + 1) mod size, as advertised.
+struct RingAddresses {
+  rdzv::PeerAddr self, prev, next;
+};
+
 struct RingLinks {
   UniqueFd next;  // connected to rank+1, send-only
   UniqueFd prev;  // accepted from rank-1, receive-only
@@ -34,7 +39,9 @@ struct RingLinks {
 
 // Connects both links (size >= 2). Throws TimeoutError naming the rank that did not
 // connect or answer by `deadline`, NetworkError/ProtocolError for a peer that answers wrong.
-RingLinks connect_ring(const RingIdentity& me, const std::vector<rdzv::PeerAddr>& peers,
-                       Listener& listener, Clock::time_point deadline);
+RingLinks connect_ring(const RingIdentity& me, const RingAddresses& addresses, Listener& listener,
+                       Clock::time_point deadline);
+// "rank 3 (10.0.0.4:4242)"
+std::string peer_text(int rank, const rdzv::PeerAddr& address);
 
 }  // namespace hvdrun::tcp

@@ -97,10 +97,9 @@ std::uint64_t get_u64(const std::byte* in) {
 
 }  // namespace
 
-Ring::Ring(int rank, int size, std::vector<rdzv::PeerAddr> peers, Listener listener,
-           std::string secret, std::uint32_t generation, std::chrono::milliseconds timeout,
-           const AbortSignal* abort)
-    : rank_(rank), size_(size), peers_(std::move(peers)), staging_(kChunkBytes) {
+Ring::Ring(int rank, int size, RingAddresses addresses, Listener listener, std::string secret,
+           std::uint32_t generation, std::chrono::milliseconds timeout, const AbortSignal* abort)
+    : rank_(rank), size_(size), addresses_(std::move(addresses)), staging_(kChunkBytes) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw UsageError("ring: rank " + std::to_string(rank) + " is outside a world of size " +
                      std::to_string(size));
@@ -109,21 +108,17 @@ Ring::Ring(int rank, int size, std::vector<rdzv::PeerAddr> peers, Listener liste
   links_.timeout = timeout;
   links_.abort = abort;
   if (size == 1) return;
-  if (peers_.size() != static_cast<std::size_t>(size)) {
-    throw UsageError("ring: " + std::to_string(peers_.size()) + " peer addresses for " +
-                     std::to_string(size) + " ranks");
-  }
   const auto start = Clock::now();
   RingLinks links = connect_ring(RingIdentity{rank, size, generation, std::move(secret), abort},
-                                 peers_, listener, start + timeout);
+                                 addresses_, listener, start + timeout);
   listener.close();
   next_ = std::move(links.next);
   prev_ = std::move(links.prev);
   links_.next_rank = (rank + 1) % size;
   links_.prev_rank = (rank - 1 + size) % size;
-  const auto text = [this](int r) { return peers_[r].addr + ":" + std::to_string(peers_[r].port); };
-  links_.next_addr = text(links_.next_rank);
-  links_.prev_addr = text(links_.prev_rank);
+  const auto text = [](const rdzv::PeerAddr& a) { return a.addr + ":" + std::to_string(a.port); };
+  links_.next_addr = text(addresses_.next);
+  links_.prev_addr = text(addresses_.prev);
   links_.next_fd = next_.get();
   links_.prev_fd = prev_.get();
   runtime_log().debug(
@@ -164,7 +159,14 @@ void Ring::guarded(std::string_view what, Fn&& fn) {
         ours ? std::current_exception()
              : std::make_exception_ptr(BackendError(std::string(what) + ": " + e.what()));
     if (board_ && size_ > 1) {
-      const RingPlace place{rank_, size_, links_.generation, &peers_,
+      const RingPlace place{rank_,
+                            size_,
+                            links_.generation,
+                            addresses_.self.addr + ":" + std::to_string(addresses_.self.port),
+                            links_.prev_rank,
+                            links_.next_rank,
+                            links_.prev_addr,
+                            links_.next_addr,
                             std::min(links_.timeout, kMaxReportWait)};
       error = attribute_failure(*board_, place, what, error);  // before the links close
     }

@@ -26,6 +26,7 @@
 #include "rendezvous/protocol.h"
 #include "worker-runtime/tcp/collective_check.h"
 #include "worker-runtime/tcp/failure_board.h"
+#include "worker-runtime/tcp/handshake.h"
 #include "worker-runtime/tcp/socket.h"
 #include "worker-runtime/tcp/transfer.h"
 
@@ -33,12 +34,12 @@ namespace hvdrun::tcp {
 
 class Ring {
  public:
-  // Connects the ring (size >= 2: peers[i] is rank i's data listener and `listener` is
-  // this rank's, already bound; it is closed once the ring is up). Waits at most `timeout`
-  // for the setup; afterwards `timeout` bounds every wait for a peer.
-  // `abort` (null: none) interrupts the setup's wait for the previous rank and, kept for every
-  // collective, any later wait (see set_abort_signal).
-  Ring(int rank, int size, std::vector<rdzv::PeerAddr> peers, Listener listener, std::string secret,
+  // Connects the ring (size >= 2: `addresses` are this rank's advertised data listener and its
+  // neighbours'; `listener` is this rank's, already bound; it is closed once the ring is up). Waits
+  // at most `timeout` for the setup; afterwards `timeout` bounds every wait for a peer. `abort`
+  // (null: none) interrupts the setup's wait for the previous rank and, kept for every collective,
+  // any later wait (see set_abort_signal).
+  Ring(int rank, int size, RingAddresses addresses, Listener listener, std::string secret,
        std::uint32_t generation, std::chrono::milliseconds timeout,
        const AbortSignal* abort = nullptr);
   ~Ring();
@@ -49,8 +50,8 @@ class Ring {
   int size() const noexcept { return size_; }
   std::uint32_t generation() const noexcept { return links_.generation; }
   bool broken() const noexcept { return static_cast<bool>(failure_); }
-  // Every rank's data listener as advertised (empty for a size-1 Ring).
-  const std::vector<rdzv::PeerAddr>& peers() const noexcept { return peers_; }
+  // This rank's data listener and its neighbours', as given.
+  const RingAddresses& addresses() const noexcept { return addresses_; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op);
   void broadcast(void* buffer, std::size_t count, DataType dtype, int root);
@@ -95,7 +96,7 @@ class Ring {
 
   int rank_;
   int size_;
-  std::vector<rdzv::PeerAddr> peers_;
+  RingAddresses addresses_;
   UniqueFd next_, prev_;
   Links links_;
   std::vector<std::byte> staging_;
