@@ -41,7 +41,12 @@ void validate_slots(const std::vector<Slot>& slots) {
 }
 
 asio::ip::tcp::acceptor listen_on(asio::io_context& io, const ServerOptions& o) {
-  return listen_tcp(io, o.bind_address, o.port, "rendezvous");
+  auto acceptor = listen_tcp(io, o.bind_address, o.port, "rendezvous");
+  // Replies go out at once (no Nagle delay behind an unacknowledged one). Linux copies the
+  // option to every accepted socket: one call here instead of one per connection.
+  boost::system::error_code ignored;
+  acceptor.set_option(asio::ip::tcp::no_delay(true), ignored);
+  return acceptor;
 }
 
 }  // namespace
@@ -81,8 +86,6 @@ asio::awaitable<void> ServerCore::accept_loop() {
       co_await backoff.async_wait(kUseTuple);
       continue;
     }
-    boost::system::error_code ignored;
-    socket.set_option(asio::ip::tcp::no_delay(true), ignored);
     auto session = std::make_shared<Session>(std::move(socket), remote, self, next_session_id_++,
                                              options_.auth_timeout);
     sessions_.emplace(session->id(), session);

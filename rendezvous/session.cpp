@@ -7,6 +7,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -36,7 +37,6 @@ Session::Session(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& re
     : socket_(std::move(socket)),
       core_(std::move(core)),
       id_(id),
-      wake_(socket_.get_executor(), asio::steady_timer::time_point::max()),
       deadline_(socket_.get_executor(), auth_timeout) {
   peer_ip_ = remote.address().to_string();
   peer_ = (remote.address().is_v6() ? "[" + peer_ip_ + "]" : peer_ip_) + ":" +
@@ -57,8 +57,7 @@ void Session::start() {
     if (e) self->close();  // not expected: every handler turns errors into values
   };
   asio::co_spawn(socket_.get_executor(), read_loop(), on_done);
-  asio::co_spawn(socket_.get_executor(), write_loop(), on_done);
-  asio::co_spawn(socket_.get_executor(), watchdog(), on_done);
+  watch_deadline();
 }
 
 void Session::send(const Message& message) {
@@ -86,17 +85,19 @@ void Session::send_frame(std::vector<std::uint8_t> frame) {
     return close();
   }
   outbox_.push_back(std::move(frame));
-  wake_.cancel();
+  if (!writing_) {  // started from a posted handler: the rest of this one's sends join it
+    writing_ = true;
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->write_outbox(); });
+  }
 }
 
 void Session::fail(ErrorCode code, std::string text) {
   if (!is_open()) return;
   if (text.size() > kMaxString) text.resize(kMaxString);
   send(Message{core_->generation(), ErrorMsg{code, std::move(text)}});
-  if (!is_open()) return;  // send() itself failed
-  state_ = State::kClosing;
+  if (!is_open()) return;    // send() itself failed
+  state_ = State::kClosing;  // closed once the error is written (write_done)
   deadline_.expires_after(kCloseGrace);
-  wake_.cancel();
   gone();
 }
 
@@ -106,7 +107,6 @@ void Session::close() {
   boost::system::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
-  wake_.cancel();
   deadline_.cancel();
   gone();
 }
@@ -174,41 +174,43 @@ asio::awaitable<void> Session::read_loop() {
   }
 }
 
-asio::awaitable<void> Session::write_loop() {
-  auto self = shared_from_this();
-  while (state_ != State::kClosed) {
-    if (outbox_.empty()) {
-      if (state_ == State::kClosing) break;
-      co_await wake_.async_wait(kUseTuple);
-      continue;
-    }
-    // Everything queued goes out in one gathered write.
-    std::vector<std::vector<std::uint8_t>> sending;
-    sending.swap(outbox_);
-    std::vector<asio::const_buffer> buffers;
-    buffers.reserve(sending.size());
-    for (const auto& frame : sending) buffers.push_back(asio::buffer(frame));
-    auto [ec, n] = co_await asio::async_write(socket_, buffers, kUseTuple);
-    if (ec) break;
-    outbox_bytes_ -= n;
-  }
-  close();
+void Session::write_outbox() {
+  // Everything queued goes out in one gathered write; what is queued meanwhile, in the next.
+  if (state_ == State::kClosed) return;
+  sending_.swap(outbox_);
+  outbox_.clear();
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(sending_.size());
+  for (const auto& frame : sending_) buffers.push_back(asio::buffer(frame));
+  asio::async_write(socket_, buffers,
+                    [self = shared_from_this()](const boost::system::error_code& ec,
+                                                std::size_t n) { self->write_done(ec, n); });
 }
 
-asio::awaitable<void> Session::watchdog() {
-  auto self = shared_from_this();
-  while (state_ != State::kClosed) {
-    co_await deadline_.async_wait(kUseTuple);
-    if (state_ == State::kClosed) break;
-    if (asio::steady_timer::clock_type::now() < deadline_.expiry()) continue;  // moved
-    if (state_ == State::kChallenged) {
-      core_->log_refusal(peer_, "did not authenticate in time");
-      fail(ErrorCode::kTimeout, "not authenticated within " +
-                                    std::to_string(core_->options().auth_timeout.count()) + " ms");
-    } else {
-      close();  // close-after-error grace expired
-    }
+void Session::write_done(const boost::system::error_code& ec, std::size_t written) {
+  sending_.clear();
+  outbox_bytes_ -= written;
+  if (ec || state_ == State::kClosed) return close();
+  if (!outbox_.empty()) return write_outbox();
+  writing_ = false;
+  if (state_ == State::kClosing) close();  // the error that ends the session is out
+}
+
+void Session::watch_deadline() {
+  // A plain handler, not a coroutine: it is pending for the session's whole life.
+  deadline_.async_wait(
+      [self = shared_from_this()](const boost::system::error_code&) { self->on_deadline(); });
+}
+
+void Session::on_deadline() {
+  if (state_ == State::kClosed) return;
+  if (asio::steady_timer::clock_type::now() >= deadline_.expiry()) {
+    if (state_ != State::kChallenged) return close();  // close-after-error grace expired
+    core_->log_refusal(peer_, "did not authenticate in time");
+    fail(ErrorCode::kTimeout, "not authenticated within " +
+                                  std::to_string(core_->options().auth_timeout.count()) + " ms");
   }
+  if (state_ != State::kClosed) watch_deadline();  // a new or moved deadline
 }
 
 }  // namespace hvdrun::rdzv

@@ -1,7 +1,8 @@
-// One rendezvous connection on the server: a reader, a writer and a deadline coroutine,
+// One rendezvous connection on the server: a reader coroutine, a writer and a deadline,
 // kept alive by shared_from_this. Messages go to ServerCore; replies are queued with send().
 // Thread: the server's io_context thread only. Lifetime: until the socket is closed and the
-// three coroutines have returned; holds the ServerCore alive meanwhile.
+// reader, a write under way and the deadline's handler have returned; holds the ServerCore alive
+// meanwhile.
 #pragma once
 
 #include <array>
@@ -33,7 +34,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Sends the challenge and starts the coroutines.
+  // Sends the challenge and starts the reader and the deadline.
   void start();
   void send(const Message& message);
   void send_frame(std::vector<std::uint8_t> frame);
@@ -62,8 +63,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   boost::asio::awaitable<void> read_loop();
-  boost::asio::awaitable<void> write_loop();
-  boost::asio::awaitable<void> watchdog();
+  // The writer: one async_write at a time, of everything queued when it starts.
+  void write_outbox();
+  void write_done(const boost::system::error_code& ec, std::size_t written);
+  // The deadline_ handler: the auth timeout, then the close-after-error grace.
+  void watch_deadline();
+  void on_deadline();
   void gone();
 
   boost::asio::ip::tcp::socket socket_;
@@ -72,9 +77,10 @@ class Session : public std::enable_shared_from_this<Session> {
   State state_ = State::kChallenged;
   std::string peer_, peer_ip_;
   std::array<std::uint8_t, kNonceSize> nonce_{};
-  std::vector<std::vector<std::uint8_t>> outbox_;  // frames not yet handed to the writer
-  std::size_t outbox_bytes_ = 0;
-  boost::asio::steady_timer wake_;      // signals the writer; never expires by itself
+  std::vector<std::vector<std::uint8_t>> outbox_;   // frames not yet handed to the writer
+  std::vector<std::vector<std::uint8_t>> sending_;  // the frames of the write under way
+  bool writing_ = false;                            // a write is posted or under way
+  std::size_t outbox_bytes_ = 0;                    // queued and under way
   boost::asio::steady_timer deadline_;  // auth timeout, then the close-after-error grace
   bool notified_gone_ = false;
 };
