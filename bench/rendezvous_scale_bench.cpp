@@ -1,0 +1,410 @@
+// Rendezvous at scale: N simulated workers join one rendezvous server and receive their
+// assignments. The server is the launcher's own (rdzv::Server, set up as hvdrun sets it up
+// for -np N, here 8 slots per host) in a process of its own. The workers are spread over P
+// client processes, each a single-threaded Asio loop that holds N/P connections and opens
+// at most kLanes of them at a time. Each worker connects from a loopback address of its own
+// (127.1.x.y), so that the kernel's search for a free source port does not grow with N, and
+// does what libhvdrun does: it answers the challenge, sends its Join in the same write, and
+// reads its ASSIGN, which is checked (rank, size, topology and both ring neighbours).
+//
+// Prints one line: the time from the start signal to the last assignment received, the time
+// at which the server saw the generation complete, the server's CPU time until then, and its
+// resident memory per worker (its growth from before listening until then, divided by N).
+//
+// usage: rendezvous_scale_bench N [client_processes=1]
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/unique_fd.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/server.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace rdzv = hvdrun::rdzv;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one time line for every process
+
+constexpr int kSlotsPerHost = 8;
+constexpr int kLanes = 256;                 // connections a client process opens at once
+constexpr std::chrono::seconds kWait{300};  // for any one report of a child
+constexpr std::string_view kAuthContext = "rdzv";
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// CPU time this process used so far (user and system), in ns.
+std::int64_t cpu_ns() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto ns = [](const timeval& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000;
+  };
+  return ns(usage.ru_utime) + ns(usage.ru_stime);
+}
+
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+hvdrun::Slot slot_of(int rank, int n) {
+  const int host = rank / kSlotsPerHost;
+  const int hosts = (n + kSlotsPerHost - 1) / kSlotsPerHost;
+  const int local_size = std::min(kSlotsPerHost, n - host * kSlotsPerHost);
+  return {rank,
+          rank % kSlotsPerHost,
+          local_size,
+          host,
+          hosts,
+          static_cast<std::size_t>(host),
+          "host-" + std::to_string(host)};
+}
+
+// Each simulated worker advertises a data listener of its own (nothing listens there).
+rdzv::PeerAddr data_of(int rank) {
+  return {"10." + std::to_string(rank >> 16) + "." + std::to_string((rank >> 8) & 255) + "." +
+              std::to_string(rank & 255),
+          static_cast<std::uint16_t>(1024 + rank % 60000)};
+}
+
+void raise_fd_limit(rlim_t need) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur >= need) return;
+  limit.rlim_cur = need;
+  limit.rlim_max = std::max(limit.rlim_max, need);
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    throw std::runtime_error("needs " + std::to_string(need) +
+                             " open files and cannot raise the limit (ulimit -n): run as root "
+                             "or raise the hard limit");
+  }
+}
+
+// One line from `fd`, waiting at most kWait.
+std::string read_line(int fd, const std::string& from) {
+  std::string line;
+  const auto deadline = Clock::now() + kWait;
+  char c = 0;
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    if (hvdrun::read_some(fd, &c, 1) != 1) throw std::runtime_error(from + " ended early");
+    if (c == '\n') return line;
+    line += c;
+  }
+  throw std::runtime_error(from + " did not report within " + std::to_string(kWait.count()) + " s");
+}
+
+void report(int fd, const std::string& line) {
+  if (hvdrun::write_all(fd, line + "\n") != 0) std::_Exit(3);
+}
+
+// The server process: reports "port P", then "complete T RSS_GROWTH CPU" (T and its CPU time
+// since it started to listen in ns, RSS_GROWTH in bytes); runs until SIGTERM.
+int run_server(int n, const std::string& secret, int report_fd) {
+  const std::size_t before = resident_bytes();
+  const std::int64_t cpu_before = cpu_ns();
+  asio::io_context io;
+  rdzv::ServerOptions options;
+  options.secret = secret;
+  for (int r = 0; r < n; ++r) options.slots.push_back(slot_of(r, n));
+  options.start_timeout = std::chrono::seconds(120);
+  rdzv::Server server(
+      io, std::move(options),
+      rdzv::ServerCallbacks{[&](const rdzv::JobError& e) {
+                              report(report_fd, "error " + e.message);
+                              io.stop();
+                            },
+                            [&] {
+                              report(report_fd, "complete " + std::to_string(now_ns()) + " " +
+                                                    std::to_string(resident_bytes() - before) +
+                                                    " " + std::to_string(cpu_ns() - cpu_before));
+                            },
+                            nullptr});
+  asio::signal_set stop(io, SIGTERM);
+  stop.async_wait([&](auto, int) { io.stop(); });
+  report(report_fd, "port " + std::to_string(server.port()));
+  io.run();
+  return 0;
+}
+
+// One client process: workers [first, end).
+struct Clients {
+  asio::io_context io;
+  tcp::endpoint server;
+  std::string secret;
+  int n = 0, first = 0, end = 0;
+  std::uint32_t pid = static_cast<std::uint32_t>(::getpid());
+  std::vector<std::unique_ptr<tcp::socket>> sockets;  // kept open until the process ends
+  int assigned = 0;
+  std::int64_t last_ns = 0;
+  std::string error;
+};
+
+// The server's next frame. It sends a worker one frame at a time here (the challenge, then the
+// assignment), so what one read returns is read into one buffer and must be that frame.
+asio::awaitable<rdzv::Message> read_message(tcp::socket& socket) {
+  std::vector<std::uint8_t> frame(512);
+  std::size_t have = 0;
+  std::size_t need = rdzv::kHeaderSize;
+  while (have < need) {
+    if (frame.size() < need) frame.resize(need);
+    have += co_await socket.async_read_some(asio::buffer(frame.data() + have, frame.size() - have),
+                                            asio::use_awaitable);
+    if (have < rdzv::kHeaderSize) continue;
+    const auto header = rdzv::decode_header(frame);
+    if (const auto* e = std::get_if<rdzv::DecodeError>(&header)) throw std::runtime_error(e->text);
+    need = rdzv::kHeaderSize + std::get<rdzv::Header>(header).length;
+  }
+  if (have > need) throw std::runtime_error("the server sent more than one frame at once");
+  frame.resize(need);
+  auto decoded = rdzv::decode(frame);
+  if (const auto* e = std::get_if<rdzv::DecodeError>(&decoded)) throw std::runtime_error(e->text);
+  co_return std::get<rdzv::Message>(std::move(decoded));
+}
+
+template <class T>
+T expect(const rdzv::Message& message, int rank) {
+  if (const auto* e = std::get_if<rdzv::ErrorMsg>(&message.body)) {
+    throw std::runtime_error("worker " + std::to_string(rank) + ": " + e->text);
+  }
+  if (const auto* body = std::get_if<T>(&message.body)) return *body;
+  throw std::runtime_error("worker " + std::to_string(rank) + ": unexpected " +
+                           rdzv::type_name(rdzv::type_of(message.body)));
+}
+
+void check_assignment(const rdzv::Assign& a, int rank, int n) {
+  const hvdrun::Slot s = slot_of(rank, n);
+  const bool place = a.rank == rank && a.size == n && a.local_rank == s.local_rank &&
+                     a.local_size == s.local_size && a.cross_rank == s.cross_rank &&
+                     a.cross_size == s.cross_size;
+  if (!place || a.prev != data_of((rank + n - 1) % n) || a.next != data_of((rank + 1) % n)) {
+    throw std::runtime_error("worker " + std::to_string(rank) + ": wrong assignment (rank " +
+                             std::to_string(a.rank) + ", next " + a.next.addr + ")");
+  }
+}
+
+asio::awaitable<void> await_assignment(Clients& c, tcp::socket& socket, int rank) {
+  // One co_await per statement: GCC 12 mishandles temporaries around a co_await in a call.
+  const rdzv::Message message = co_await read_message(socket);
+  check_assignment(expect<rdzv::Assign>(message, rank), rank, c.n);
+  c.last_ns = std::max(c.last_ns, now_ns());
+  ++c.assigned;
+}
+
+// Joins workers first, first + kLanes, ... one after the other; their assignments are awaited
+// apart (they come only once every worker joined).
+asio::awaitable<void> lane(Clients& c, int first) {
+  for (int rank = first; rank < c.end; rank += kLanes) {
+    auto socket = std::make_unique<tcp::socket>(c.io);
+    socket->open(c.server.protocol());
+    // The port is picked at connect, for the whole address pair (a bind to port 0 would search
+    // every port in use, the TIME_WAIT ones of earlier runs included).
+    const int on = 1;
+    ::setsockopt(socket->native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
+    socket->bind(tcp::endpoint(asio::ip::address_v4(0x7F010000u + static_cast<unsigned>(rank)), 0));
+    co_await socket->async_connect(c.server, asio::use_awaitable);
+    const rdzv::Message hello = co_await read_message(*socket);
+    const auto challenge = expect<rdzv::Challenge>(hello, rank);
+    const rdzv::Message auth{
+        0, rdzv::Auth{rdzv::compute_mac(c.secret, kAuthContext, challenge.nonce)}};
+    const rdzv::PeerAddr data = data_of(rank);
+    const rdzv::Message join{hello.generation,
+                             rdzv::Join{static_cast<std::uint32_t>(rank), c.pid,
+                                        slot_of(rank, c.n).host, data.addr, data.port}};
+    // As libhvdrun does: Auth (unanswered unless wrong) and Join in one write.
+    std::vector<std::uint8_t> frames = rdzv::encode(auth);
+    const std::vector<std::uint8_t> join_frame = rdzv::encode(join);
+    frames.insert(frames.end(), join_frame.begin(), join_frame.end());
+    co_await asio::async_write(*socket, asio::buffer(frames), asio::use_awaitable);
+    c.sockets.push_back(std::move(socket));
+    asio::co_spawn(c.io, await_assignment(c, *c.sockets.back(), rank), [&c](std::exception_ptr e) {
+      if (!e || !c.error.empty()) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& what) {
+        c.error = what.what();
+      }
+      c.io.stop();
+    });
+  }
+}
+
+// Waits for the start (EOF on `go`), runs the workers and reports "done ASSIGNED LAST_NS [error]".
+int run_clients(Clients& c, int go_fd, int report_fd) {
+  char byte = 0;
+  (void)hvdrun::read_some(go_fd, &byte, 1);
+  for (int first = c.first; first < std::min(c.end, c.first + kLanes); ++first) {
+    asio::co_spawn(c.io, lane(c, first), [&c](std::exception_ptr e) {
+      if (!e || !c.error.empty()) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& what) {
+        c.error = what.what();
+      }
+      c.io.stop();
+    });
+  }
+  c.io.run();
+  report(report_fd,
+         "done " + std::to_string(c.assigned) + " " + std::to_string(c.last_ns) + " " + c.error);
+  return 0;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+long long number(const std::string& text) {
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    throw std::runtime_error("bad number " + text);
+  }
+  return v;
+}
+
+// Forks a child that runs fn() and exits with its status.
+template <class Fn>
+pid_t fork_child(Fn&& fn) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid > 0) return pid;
+  int status = 1;
+  try {
+    status = fn();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rendezvous_scale_bench: %s\n", e.what());
+  }
+  std::_Exit(status);
+}
+
+// Ends and reaps the children, whatever happened.
+struct Children {
+  std::vector<pid_t> pids;
+  ~Children() {
+    for (pid_t pid : pids) ::kill(pid, SIGTERM);
+    for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+  }
+};
+
+int run(int n, int processes) {
+  raise_fd_limit(static_cast<rlim_t>(n) + 256);
+  const std::string secret = rdzv::make_secret();
+  Children children;
+  hvdrun::Pipe server_report = hvdrun::make_pipe();
+  children.pids.push_back(fork_child([&] {
+    server_report.read.reset();
+    return run_server(n, secret, server_report.write.get());
+  }));
+  server_report.write.reset();
+  const auto port_line = words(read_line(server_report.read.get(), "the server"));
+  if (port_line.size() != 2 || port_line[0] != "port") {
+    throw std::runtime_error("the server: " + (port_line.empty() ? "" : port_line.back()));
+  }
+  const auto port = static_cast<std::uint16_t>(number(port_line[1]));
+
+  hvdrun::Pipe go = hvdrun::make_pipe();
+  hvdrun::Pipe client_report = hvdrun::make_pipe();
+  for (int p = 0; p < processes; ++p) {
+    children.pids.push_back(fork_child([&] {
+      go.write.reset();
+      client_report.read.reset();
+      Clients c;
+      c.server = tcp::endpoint(asio::ip::make_address("127.0.0.1"), port);
+      c.secret = secret;
+      c.n = n;
+      c.first = static_cast<int>(static_cast<long long>(n) * p / processes);
+      c.end = static_cast<int>(static_cast<long long>(n) * (p + 1) / processes);
+      return run_clients(c, go.read.get(), client_report.write.get());
+    }));
+  }
+  go.read.reset();
+  client_report.write.reset();
+  const std::int64_t start = now_ns();
+  go.write.reset();  // every client process reads EOF: start
+
+  std::int64_t last = 0;
+  long long assigned = 0;
+  for (int p = 0; p < processes; ++p) {
+    const std::string line = read_line(client_report.read.get(), "a client process");
+    const auto w = words(line);
+    if (w.size() < 3 || w[0] != "done") throw std::runtime_error("a client process: " + line);
+    if (w.size() > 3) throw std::runtime_error("a client process failed: " + line.substr(5));
+    assigned += number(w[1]);
+    last = std::max<std::int64_t>(last, number(w[2]));
+  }
+  if (assigned != n) {
+    throw std::runtime_error(std::to_string(assigned) + " of " + std::to_string(n) +
+                             " workers got an assignment");
+  }
+  const auto done = words(read_line(server_report.read.get(), "the server"));
+  if (done.size() != 4 || done[0] != "complete") {
+    throw std::runtime_error("the server did not complete the generation");
+  }
+  const double complete_ms = static_cast<double>(number(done[1]) - start) / 1e6;
+  const double last_ms = static_cast<double>(last - start) / 1e6;
+  const long long grown = number(done[2]);
+  std::printf(
+      "workers %d  client_processes %d  last_assignment_ms %.1f  server_complete_ms %.1f  "
+      "server_cpu_ms %.1f  server_rss_growth_mib %.1f  server_bytes_per_worker %.0f\n",
+      n, processes, last_ms, complete_ms, static_cast<double>(number(done[3])) / 1e6,
+      static_cast<double>(grown) / (1 << 20), static_cast<double>(grown) / n);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2 || argc > 3) {
+      std::fprintf(stderr, "usage: rendezvous_scale_bench N [client_processes=1]\n");
+      return 2;
+    }
+    const long long n = number(argv[1]);
+    const long long processes = argc > 2 ? number(argv[2]) : 1;
+    if (n < 1 || n > static_cast<long long>(rdzv::kMaxPeers)) {
+      throw std::runtime_error("N " + std::string(argv[1]) + " is outside 1.." +
+                               std::to_string(rdzv::kMaxPeers));
+    }
+    if (processes < 1 || processes > 200 || processes > n) {
+      throw std::runtime_error("client_processes " + std::to_string(processes) +
+                               " is outside 1..min(200, N)");
+    }
+    return run(static_cast<int>(n), static_cast<int>(processes));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rendezvous_scale_bench: %s\n", e.what());
+    return 1;
+  }
+}
