@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# README command 2: install what is missing, build with warnings as errors, run every test,
-# then each fuzz target for 10 seconds over its kept corpus (scripts/fuzz.sh).
+# README command 2: install what is missing, then
+#   1. build with GCC, warnings as errors, and run every test (BUILD_DIR, default build/);
+#   2. build with clang under AddressSanitizer and UndefinedBehaviorSanitizer and run every
+#      test again, then each fuzz target for 10 seconds over its kept corpus, in the same tree
+#      (BUILD_DIR-asan; scripts/sanitize.sh, scripts/fuzz.sh);
+#   3. build under ThreadSanitizer and run the rendezvous, runtime and integration tests
+#      (BUILD_DIR-tsan).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 BUILD_DIR=$build "$root/scripts/build.sh" -DHVDRUN_WERROR=ON -DBUILD_TESTING=ON
-cd "$build"
-ctest --output-on-failure --timeout 300 -j "$(nproc)"
-"$root/scripts/fuzz.sh" 10 "$build-fuzz"
+(cd "$build" && ctest --output-on-failure --timeout 300 -j "$(nproc)")
+"$root/scripts/sanitize.sh" address "$build-asan"
+"$root/scripts/fuzz.sh" 10 "$build-asan"
+"$root/scripts/sanitize.sh" thread "$build-tsan"

@@ -115,7 +115,7 @@ class HVDRUN_API State {
                          std::size_t count);
 
  private:
-  struct Impl;
+  struct HVDRUN_LOCAL Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# usage: install_test.sh BUILD_DIR CONSUMER_SRC WORK_DIR CXX
+# usage: install_test.sh BUILD_DIR CONSUMER_SRC WORK_DIR CXX [CXXFLAGS]
 # Installs BUILD_DIR into WORK_DIR/prefix, builds the consumer with find_package and with
 # pkg-config, runs it alone (a world of one) and under the installed hvdrun with 3 ranks.
 set -euo pipefail
-build=$1 src=$2 work=$3 cxx=$4
+build=$1 src=$2 work=$3 cxx=$4 cxxflags=${5:-}
 rm -rf "$work"
 mkdir -p "$work"
 prefix="$work/prefix"
@@ -18,12 +18,13 @@ libdir=$(dirname "$(find "$prefix" -name 'libhvdrun.so' | head -n 1)")
 [ -f "$libdir/cmake/hvdrun/hvdrunConfig.cmake" ] || fail "no CMake package config under $libdir/cmake/hvdrun"
 [ -f "$libdir/pkgconfig/hvdrun.pc" ] || fail "no pkg-config file under $libdir/pkgconfig"
 
-cmake -S "$src" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" > "$work/configure.log"
+cmake -S "$src" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$cxxflags" > "$work/configure.log"
 cmake --build "$work/cmake-build" > "$work/build.log"
 
 PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --exists hvdrun || fail "pkg-config does not find hvdrun"
-# shellcheck disable=SC2046
-"$cxx" "$src/consumer.cpp" -o "$work/consumer-pc" $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs hvdrun)
+# shellcheck disable=SC2046,SC2086
+"$cxx" $cxxflags "$src/consumer.cpp" -o "$work/consumer-pc" $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs hvdrun)
 
 out=$("$work/cmake-build/consumer")
 [ "$out" = "rank 0 of 1: sum 1" ] || fail "alone: unexpected output '$out'"

@@ -26,13 +26,13 @@ bool contains(const std::string& text, const std::string& part) {
 // whether it was a MismatchError.
 struct Outcome {
   std::vector<std::string> messages;
-  std::vector<bool> mismatch;
+  std::vector<char> mismatch;  // not vector<bool>: each rank's thread writes its own element
 };
 
 Outcome run(int n, const std::vector<std::function<void(tcp::Ring&)>>& calls) {
   auto board = std::make_shared<test::LocalFailureBoard>();
   auto rings = test::make_rings(n, milliseconds(5000), 0, board);
-  Outcome out{std::vector<std::string>(n), std::vector<bool>(n, false)};
+  Outcome out{std::vector<std::string>(n), std::vector<char>(n, 0)};
   test::run_ranks(n, [&](int r) {
     try {
       calls[r](*rings[r]);
