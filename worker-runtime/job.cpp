@@ -25,6 +25,15 @@ void check_assignment(const rdzv::Assign& a) {
   }
 }
 
+// How long a survivor waits in re-join. The launcher decides, within --elastic-timeout,
+// whether a next generation forms or the job fails (and says why); the worker's own wait
+// lasts longer, so that it never gives up first with a less telling error of its own. A
+// launcher that is gone closes the connection, which ends the wait at once.
+std::chrono::milliseconds rejoin_wait(const Options& options) {
+  constexpr std::chrono::seconds kLauncherDecidesFirst{10};
+  return options.elastic_timeout + kLauncherDecidesFirst;
+}
+
 }  // namespace
 
 Runtime::Runtime(Options options) : options_(std::move(options)) {
@@ -71,7 +80,7 @@ void Runtime::reform() {
       break;
     } catch (const Error& e) {
       // The generation being formed broke too (another worker failed meanwhile): re-join,
-      // which waits (up to the elastic timeout) for the launcher to end it and form the
+      // which waits (see rejoin_wait) for the launcher to end it and form the
       // next. Each retry needs a newer assignment, so the retries are bounded.
       const bool broke =
           dynamic_cast<const AbortedError*>(&e) || dynamic_cast<const NetworkError*>(&e) ||
@@ -141,7 +150,7 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   request.host = options.hostname;
   request.data_addr = advertise;
   request.data_port = listener.port();
-  rdzv::Assignment assignment = rejoin ? client_->rejoin(request, options.elastic_timeout)
+  rdzv::Assignment assignment = rejoin ? client_->rejoin(request, rejoin_wait(options))
                                        : client_->join(request, options.start_timeout);
   const auto assigned = tcp::Clock::now();
   const rdzv::Assign& a = assignment.assign;
