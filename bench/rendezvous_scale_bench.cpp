@@ -8,8 +8,9 @@
 // reads its ASSIGN, which is checked (rank, size, topology and both ring neighbours).
 //
 // Prints one line: the time from the start signal to the last assignment received, the time
-// at which the server saw the generation complete, the server's CPU time until then, and its
-// resident memory per worker (its growth from before listening until then, divided by N).
+// at which the server saw the generation complete, the server's CPU time until then, the
+// client processes' CPU time, and the server's resident memory per worker (its growth from
+// before listening until the generation completed, divided by N).
 //
 // usage: rendezvous_scale_bench N [client_processes=1]
 #include <netinet/in.h>
@@ -212,6 +213,19 @@ void check_assignment(const rdzv::Assign& a, int rank, int n) {
   }
 }
 
+// The completion of a worker's coroutine: the first error stops the process's workers.
+auto stop_on_error(Clients& c) {
+  return [&c](std::exception_ptr e) {
+    if (!e || !c.error.empty()) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& what) {
+      c.error = what.what();
+    }
+    c.io.stop();
+  };
+}
+
 asio::awaitable<void> await_assignment(Clients& c, tcp::socket& socket, int rank) {
   // One co_await per statement: GCC 12 mishandles temporaries around a co_await in a call.
   const rdzv::Message message = co_await read_message(socket);
@@ -246,36 +260,27 @@ asio::awaitable<void> lane(Clients& c, int first) {
     frames.insert(frames.end(), join_frame.begin(), join_frame.end());
     co_await asio::async_write(*socket, asio::buffer(frames), asio::use_awaitable);
     c.sockets.push_back(std::move(socket));
-    asio::co_spawn(c.io, await_assignment(c, *c.sockets.back(), rank), [&c](std::exception_ptr e) {
-      if (!e || !c.error.empty()) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& what) {
-        c.error = what.what();
-      }
-      c.io.stop();
-    });
+    asio::co_spawn(c.io, await_assignment(c, *c.sockets.back(), rank), stop_on_error(c));
   }
 }
 
-// Waits for the start (EOF on `go`), runs the workers and reports "done ASSIGNED LAST_NS [error]".
+// Waits for the start (EOF on `go`), runs the workers and reports
+// "done ASSIGNED LAST_NS CPU_NS [error]" (CPU_NS: the CPU time its workers took).
 int run_clients(Clients& c, int go_fd, int report_fd) {
   char byte = 0;
   (void)hvdrun::read_some(go_fd, &byte, 1);
+  const std::int64_t cpu_before = cpu_ns();
   for (int first = c.first; first < std::min(c.end, c.first + kLanes); ++first) {
-    asio::co_spawn(c.io, lane(c, first), [&c](std::exception_ptr e) {
-      if (!e || !c.error.empty()) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& what) {
-        c.error = what.what();
-      }
-      c.io.stop();
-    });
+    asio::co_spawn(c.io, lane(c, first), stop_on_error(c));
   }
   c.io.run();
-  report(report_fd,
-         "done " + std::to_string(c.assigned) + " " + std::to_string(c.last_ns) + " " + c.error);
+  const std::int64_t cpu = cpu_ns() - cpu_before;
+  // Reset rather than close, whenever this process ends: no TIME_WAIT left behind to slow
+  // the next run down.
+  boost::system::error_code ignored;
+  for (auto& socket : c.sockets) socket->set_option(asio::socket_base::linger(true, 0), ignored);
+  report(report_fd, "done " + std::to_string(c.assigned) + " " + std::to_string(c.last_ns) + " " +
+                        std::to_string(cpu) + " " + c.error);
   return 0;
 }
 
@@ -310,12 +315,15 @@ pid_t fork_child(Fn&& fn) {
   std::_Exit(status);
 }
 
-// Ends and reaps the children, whatever happened.
+// Ends and reaps the children, whatever happened: the last started first, so that the
+// client processes are gone (their connections reset) before the server closes its side.
 struct Children {
   std::vector<pid_t> pids;
   ~Children() {
-    for (pid_t pid : pids) ::kill(pid, SIGTERM);
-    for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+    for (auto it = pids.rbegin(); it != pids.rend(); ++it) {
+      ::kill(*it, SIGTERM);
+      ::waitpid(*it, nullptr, 0);
+    }
   }
 };
 
@@ -357,13 +365,15 @@ int run(int n, int processes) {
 
   std::int64_t last = 0;
   long long assigned = 0;
+  std::int64_t clients_cpu = 0;
   for (int p = 0; p < processes; ++p) {
     const std::string line = read_line(client_report.read.get(), "a client process");
     const auto w = words(line);
-    if (w.size() < 3 || w[0] != "done") throw std::runtime_error("a client process: " + line);
-    if (w.size() > 3) throw std::runtime_error("a client process failed: " + line.substr(5));
+    if (w.size() < 4 || w[0] != "done") throw std::runtime_error("a client process: " + line);
+    if (w.size() > 4) throw std::runtime_error("a client process failed: " + line.substr(5));
     assigned += number(w[1]);
     last = std::max<std::int64_t>(last, number(w[2]));
+    clients_cpu += number(w[3]);
   }
   if (assigned != n) {
     throw std::runtime_error(std::to_string(assigned) + " of " + std::to_string(n) +
@@ -378,9 +388,11 @@ int run(int n, int processes) {
   const long long grown = number(done[2]);
   std::printf(
       "workers %d  client_processes %d  last_assignment_ms %.1f  server_complete_ms %.1f  "
-      "server_cpu_ms %.1f  server_rss_growth_mib %.1f  server_bytes_per_worker %.0f\n",
+      "server_cpu_ms %.1f  clients_cpu_ms %.1f  server_rss_growth_mib %.1f  "
+      "server_bytes_per_worker %.0f\n",
       n, processes, last_ms, complete_ms, static_cast<double>(number(done[3])) / 1e6,
-      static_cast<double>(grown) / (1 << 20), static_cast<double>(grown) / n);
+      static_cast<double>(clients_cpu) / 1e6, static_cast<double>(grown) / (1 << 20),
+      static_cast<double>(grown) / n);
   return 0;
 }
 
