@@ -114,21 +114,20 @@ class Client::Impl {
     return join_following(join, generation(), Clock::now() + timeout);
   }
 
-  Assignment rejoin(const Join& join, milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
+  Assignment rejoin(const Join& join, milliseconds end_timeout, milliseconds form_timeout) {
     std::uint32_t next = 0;
     {
       std::unique_lock lock(mutex_);
       const auto ended = [&] { return end_ && end_->ended >= generation_; };
-      if (!cv_.wait_until(lock, deadline, [&] { return ended() || terminal_; })) {
+      if (!cv_.wait_until(lock, Clock::now() + end_timeout, [&] { return ended() || terminal_; })) {
         throw TimeoutError(where_ + ": generation " + std::to_string(generation_) +
-                           " did not end within " + std::to_string(timeout.count()) +
+                           " did not end within " + std::to_string(end_timeout.count()) +
                            " ms (no re-formation to join)");
       }
       if (!ended()) throw NetworkError(*terminal_);
       next = end_->end.next;
     }
-    return join_following(join, next, deadline);
+    return join_following(join, next, Clock::now() + form_timeout);
   }
 
   void set(std::string_view key, std::string_view value, milliseconds timeout) {
@@ -372,6 +371,21 @@ class Client::Impl {
       const int n = ::poll(fds, 2, net::poll_timeout_ms(next_heartbeat));
       if (n < 0 && errno != EINTR) return lost("poll failed: " + net::errno_text(errno));
       if (fds[1].revents != 0) return;
+      // What arrived first (a server's last error before it closed is worth more than a
+      // heartbeat that fails on the closed connection).
+      if (n > 0 && fds[0].revents != 0) {
+        auto got = read_frame(Clock::now() + kFrameTime, stop_.get());
+        if (auto* r = std::get_if<net::IoResult>(&got)) {
+          if (r->status == net::IoResult::Status::kInterrupted) return;
+          return lost(r->status == net::IoResult::Status::kClosed
+                          ? where_ + " closed the connection"
+                          : where_ + ": I/O error: " + r->text());
+        }
+        if (auto* e = std::get_if<DecodeError>(&got)) {
+          return lost(where_ + ": bad frame: " + e->text);
+        }
+        dispatch(std::move(std::get<Message>(got)));
+      }
       if (Clock::now() >= next_heartbeat) {
         next_heartbeat = Clock::now() + heartbeat_;
         try {
@@ -380,16 +394,6 @@ class Client::Impl {
           return lost(e.what());
         }
       }
-      if (n <= 0 || fds[0].revents == 0) continue;
-      auto got = read_frame(Clock::now() + kFrameTime, stop_.get());
-      if (auto* r = std::get_if<net::IoResult>(&got)) {
-        if (r->status == net::IoResult::Status::kInterrupted) return;
-        return lost(r->status == net::IoResult::Status::kClosed
-                        ? where_ + " closed the connection"
-                        : where_ + ": I/O error: " + r->text());
-      }
-      if (auto* e = std::get_if<DecodeError>(&got)) return lost(where_ + ": bad frame: " + e->text);
-      dispatch(std::move(std::get<Message>(got)));
     }
   }
 
@@ -425,7 +429,7 @@ class Client::Impl {
   UniqueFd stop_;
   UniqueFd wake_;  // readable when the reader added a reply, an end or a terminal error
   std::atomic<int> interrupt_fd_{-1};
-  std::mutex write_mutex_;
+  std::mutex write_mutex_;                // guards the socket's sending side and:
   std::vector<std::uint8_t> auth_frame_;  // Auth, until the first frame sent carries it
   mutable std::mutex mutex_;              // guards what follows
   std::condition_variable cv_;
@@ -467,8 +471,8 @@ void Client::barrier(std::string_view name, milliseconds timeout) {
 void Client::set_interrupt(int fd) noexcept {
   impl_->set_interrupt(fd);
 }
-Assignment Client::rejoin(const Join& join, milliseconds timeout) {
-  return live(impl_).rejoin(join, timeout);
+Assignment Client::rejoin(const Join& join, milliseconds end_timeout, milliseconds form_timeout) {
+  return live(impl_).rejoin(join, end_timeout, form_timeout);
 }
 std::optional<GenerationEndEvent> Client::generation_end() const {
   return impl_ ? impl_->generation_end() : std::nullopt;

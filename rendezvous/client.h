@@ -2,10 +2,10 @@
 // with poll() deadlines: every call has a timeout and throws hvdrun::TimeoutError naming
 // what it waited for, NetworkError when the server is gone, ProtocolError on a bad frame
 // or a kError reply, AbortedError when interrupted (set_interrupt).
-// Once the challenge is answered a reader thread owns the receiving side of the connection: it
-// hands replies to the calling thread, sends a heartbeat every heartbeat interval, and receives the
-// server's pushes (a generation ended: broken, or hosts updated), which it reports through
-// the on_generation_end callback at once, whatever the calling thread is doing.
+// Once the challenge is received a reader thread owns the receiving side of the connection:
+// it hands replies to the calling thread, sends a heartbeat every heartbeat interval, and
+// receives the server's pushes (a generation ended: broken, or hosts updated), which it
+// reports through the on_generation_end callback at once, whatever the calling thread does.
 // Thread rules: requests from one thread at a time; generation_end() from any thread;
 // move-only.
 #pragma once
@@ -44,8 +44,10 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeat{500};
 
 class Client {
  public:
-  // Connects (retrying refused connections until `timeout`) and answers the server's
-  // challenge. The server answers only a wrong secret: the first request then fails with
+  // Connects (retrying refused connections until `timeout`) and reads the server's
+  // challenge. Its answer goes out with the first frame sent: the first request, or else the
+  // first heartbeat (so `heartbeat` must stay below the server's auth timeout, 10 s by
+  // default). The server answers only a wrong secret: the first request then fails with
   // ProtocolError "authentication failed".
   Client(const Endpoint& server, std::string_view secret, std::chrono::milliseconds timeout,
          std::chrono::milliseconds heartbeat = kDefaultHeartbeat);
@@ -57,11 +59,13 @@ class Client {
   // (or the server's kError, rethrown with its text).
   Assignment join(const Join& join, std::chrono::milliseconds timeout);
   // After the server ended this client's generation (generation_end()): joins the next one
-  // on the same connection, waiting up to `timeout` for the end to be pushed if it has not
-  // been yet; a next generation that itself ends before it formed is followed to the one
-  // after. Throws TimeoutError if no end came, WorkerFailedError if this worker is not a
-  // member of the next generation.
-  Assignment rejoin(const Join& join, std::chrono::milliseconds timeout);
+  // on the same connection. Waits up to `end_timeout` for the end to be pushed if it has not
+  // been yet, then up to `form_timeout` for the next generation to form; a next generation
+  // that itself ends before it formed is followed to the one after. Throws TimeoutError if no
+  // end came or nothing formed, WorkerFailedError if this worker is not a member of the next
+  // generation.
+  Assignment rejoin(const Join& join, std::chrono::milliseconds end_timeout,
+                    std::chrono::milliseconds form_timeout);
   // The end of this client's generation (generation()), once the server pushed it.
   std::optional<GenerationEndEvent> generation_end() const;
   // Called on the reader thread for each generation end pushed; set it before join().

@@ -13,8 +13,8 @@ inline constexpr const char* kSecret = "HVDRUN_SECRET";
 inline constexpr const char* kSlot = "HVDRUN_SLOT";
 // 1 in an elastic job: libhvdrun re-forms after a generation ends (hvdrun/elastic.h).
 inline constexpr const char* kElastic = "HVDRUN_ELASTIC";
-// --elastic-timeout in seconds: a survivor waits that long, and 10 s more, for the next
-// generation to form (the launcher fails the job first if none does).
+// --elastic-timeout in seconds: a survivor waits that long, and 10 s more, for its generation
+// to end and then as long again for the next to form (the launcher decides first).
 inline constexpr const char* kElasticTimeout = "HVDRUN_ELASTIC_TIMEOUT";
 // Host name of the slot as the user wrote it (-H / host file).
 inline constexpr const char* kHostname = "HVDRUN_HOSTNAME";

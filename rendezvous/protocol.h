@@ -44,7 +44,8 @@ enum class MsgType : std::uint16_t {
   kBarrier = 8,    // client -> server, held until every rank of the generation entered
   kBarrierDone = 9,
   kError = 10,          // either way; the sender then closes the connection
-  kHeartbeat = 11,      // either way, every heartbeat interval once a client joined
+  kHeartbeat = 11,      // every heartbeat interval: client -> server from the challenge on
+                        // (Auth may ride ahead of the first), server -> client once joined
   kGenerationEnd = 12,  // server -> client push: the generation in the header ends
 };
 

@@ -1,8 +1,8 @@
 // One rendezvous connection on the server: a reader coroutine, a writer and a deadline,
 // kept alive by shared_from_this. Messages go to ServerCore; replies are queued with send().
 // Thread: the server's io_context thread only. Lifetime: until the socket is closed and the
-// reader, a write under way and the deadline's handler have returned; holds the ServerCore alive
-// meanwhile.
+// reader, a posted or running write and the deadline's handler have returned; holds the
+// ServerCore alive meanwhile.
 #pragma once
 
 #include <array>

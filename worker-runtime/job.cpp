@@ -25,10 +25,11 @@ void check_assignment(const rdzv::Assign& a) {
   }
 }
 
-// How long a survivor waits in re-join. The launcher decides, within --elastic-timeout,
-// whether a next generation forms or the job fails (and says why); the worker's own wait
-// lasts longer, so that it never gives up first with a less telling error of its own. A
-// launcher that is gone closes the connection, which ends the wait at once.
+// How long a survivor waits in re-join, for the end of its generation and then for the next
+// to form. The launcher decides each within --elastic-timeout (slots to come back; the next
+// generation to form); the worker's waits last longer, so that it never gives up first with a
+// less telling error of its own. A launcher that is gone closes the connection, which ends
+// either wait at once.
 std::chrono::milliseconds rejoin_wait(const Options& options) {
   constexpr std::chrono::seconds kLauncherDecidesFirst{10};
   return options.elastic_timeout + kLauncherDecidesFirst;
@@ -150,8 +151,9 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   request.host = options.hostname;
   request.data_addr = advertise;
   request.data_port = listener.port();
-  rdzv::Assignment assignment = rejoin ? client_->rejoin(request, rejoin_wait(options))
-                                       : client_->join(request, options.start_timeout);
+  rdzv::Assignment assignment =
+      rejoin ? client_->rejoin(request, rejoin_wait(options), rejoin_wait(options))
+             : client_->join(request, options.start_timeout);
   const auto assigned = tcp::Clock::now();
   const rdzv::Assign& a = assignment.assign;
   check_assignment(a);

@@ -66,8 +66,8 @@ TEST(Handover, SurvivorsAreToldAndRejoinOnTheirConnectionWithNewRanks) {
   ASSERT_TRUE(clients[1]->generation_end());
 
   Assignment a1, a2;
-  std::thread t1([&] { a1 = clients[1]->rejoin(make_join(1), kTimeout); });
-  a2 = clients[2]->rejoin(make_join(2), kTimeout);
+  std::thread t1([&] { a1 = clients[1]->rejoin(make_join(1), kTimeout, kTimeout); });
+  a2 = clients[2]->rejoin(make_join(2), kTimeout, kTimeout);
   t1.join();
   EXPECT_EQ(a2.generation, 1u);
   EXPECT_EQ(a2.assign.rank, 0);
@@ -79,7 +79,7 @@ TEST(Handover, SurvivorsAreToldAndRejoinOnTheirConnectionWithNewRanks) {
   clients[2]->set("k", "v", kTimeout);
   EXPECT_EQ(clients[1]->get("k", kTimeout), "v");
   // Worker 0, left out, is told it is not a member.
-  EXPECT_THROW(clients[0]->rejoin(make_join(0), kTimeout), NotMemberError);
+  EXPECT_THROW(clients[0]->rejoin(make_join(0), kTimeout, kTimeout), NotMemberError);
 }
 
 TEST(Handover, APendingGetOfTheEndedGenerationEndsAtOnceAndTheConnectionLives) {
@@ -100,8 +100,8 @@ TEST(Handover, APendingGetOfTheEndedGenerationEndsAtOnceAndTheConnectionLives) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   breaker.join();
   clients[0]->set_interrupt(-1);
-  std::thread other([&] { clients[1]->rejoin(make_join(1), kTimeout); });
-  EXPECT_EQ(clients[0]->rejoin(make_join(0), kTimeout).generation, 1u);
+  std::thread other([&] { clients[1]->rejoin(make_join(1), kTimeout, kTimeout); });
+  EXPECT_EQ(clients[0]->rejoin(make_join(0), kTimeout, kTimeout).generation, 1u);
   other.join();
 }
 
@@ -111,10 +111,10 @@ TEST(Handover, AGenerationThatEndsBeforeItFormedIsFollowedToTheNext) {
   server.start_generation(members({0, 1, 2}), Handover::kBroken, "first failure");
   // Worker 0 re-joins generation 1, which cannot form: 1 and 2 are away.
   std::promise<Assignment> first;
-  std::thread t0([&] { first.set_value(clients[0]->rejoin(make_join(0), kTimeout)); });
+  std::thread t0([&] { first.set_value(clients[0]->rejoin(make_join(0), kTimeout, kTimeout)); });
   while (server.joined() == 0) std::this_thread::sleep_for(5ms);
   server.start_generation(members({0, 1}), Handover::kBroken, "second failure");
-  std::thread t1([&] { clients[1]->rejoin(make_join(1), kTimeout); });
+  std::thread t1([&] { clients[1]->rejoin(make_join(1), kTimeout, kTimeout); });
   auto a0 = first.get_future().get();
   t0.join();
   t1.join();
@@ -142,8 +142,8 @@ TEST(Handover, HostsUpdatedKeepsTheOldStoreUntilEveryMemberRejoined) {
     EXPECT_EQ(c.generation(), 1u);
     newcomer = c.join(make_join(7), kTimeout);
   });
-  joins.emplace_back([&] { clients[1]->rejoin(make_join(1), kTimeout); });
-  EXPECT_EQ(clients[0]->rejoin(make_join(0), kTimeout).assign.size, 3);
+  joins.emplace_back([&] { clients[1]->rejoin(make_join(1), kTimeout, kTimeout); });
+  EXPECT_EQ(clients[0]->rejoin(make_join(0), kTimeout, kTimeout).assign.size, 3);
   for (auto& t : joins) t.join();
   EXPECT_EQ(newcomer.assign.rank, 2);
   EXPECT_THROW(clients[0]->get("before", 200ms), TimeoutError);  // generation 0's store is gone

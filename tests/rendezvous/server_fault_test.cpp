@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "hvdrun/error.h"
+#include "rendezvous/auth.h"
 #include "tests/rendezvous/test_util.h"
 
 namespace hvdrun::rdzv {
@@ -56,9 +57,42 @@ TEST(ServerFaults, OversizedHeaderClosesOnlyThatConnection) {
   ServerThread server(slot_options(1));
   RawConn raw(server.endpoint().port);
   raw.authenticate(kSecret);
+  raw.send(Message{0, KvSet{"first", "ok"}});  // authenticated: the request is answered
+  auto ack = raw.receive();
+  ASSERT_TRUE(ack);
+  ASSERT_TRUE(std::holds_alternative<KvValue>(ack->body)) << type_name(type_of(ack->body));
   raw.send_bytes(frame_header(MsgType::kKvSet, kMaxBody + 1));
   expect_error_then_close(raw, ErrorCode::kBadRequest, "body length 16777217 exceeds 16777216");
   expect_server_still_serves(server);
+}
+
+// The server reads what arrived and takes whole frames from it: frames that come a byte at a
+// time, and several of them (one larger than its first read) in one segment, are all handled.
+TEST(ServerFaults, FramesSplitOrRunTogetherAreAllHandled) {
+  ServerThread server(slot_options(1));
+  RawConn raw(server.endpoint().port);
+  const Message challenge = raw.receive().value();
+  std::vector<std::uint8_t> bytes = encode(
+      Message{0, Auth{compute_mac(kSecret, "rdzv", std::get<Challenge>(challenge.body).nonce)}});
+  for (const auto& more : {encode(Message{0, KvSet{"big", std::string(3000, 'b')}}),
+                           encode(Message{0, KvSet{"small", "s"}})}) {
+    bytes.insert(bytes.end(), more.begin(), more.end());
+  }
+  raw.send_bytes(bytes);  // Auth, a 3 KB frame and a small one in one write
+  for (const char* key : {"big", "small"}) {
+    auto ack = raw.receive();
+    ASSERT_TRUE(ack);
+    ASSERT_TRUE(std::holds_alternative<KvValue>(ack->body)) << type_name(type_of(ack->body));
+    EXPECT_EQ(std::get<KvValue>(ack->body).key, key);
+  }
+  for (std::uint8_t byte : encode(Message{0, KvGet{"big", 1000}})) {
+    raw.send_bytes({byte});  // one segment per byte (RawConn sets TCP_NODELAY)
+    std::this_thread::sleep_for(1ms);
+  }
+  auto value = raw.receive();
+  ASSERT_TRUE(value);
+  ASSERT_TRUE(std::holds_alternative<KvValue>(value->body)) << type_name(type_of(value->body));
+  EXPECT_EQ(std::get<KvValue>(value->body).value, std::string(3000, 'b'));
 }
 
 TEST(ServerFaults, LargeFrameBeforeAuthenticationIsRefused) {

@@ -118,6 +118,28 @@ TEST(Server, WrongSecretIsRejectedAndOthersAreStillServed) {
   EXPECT_EQ(joined[0].assign.size, 1);
 }
 
+// The refusal is reported even when the server resets the connection (the rest of a long Join
+// unread) and a heartbeat falls due at once: the reader takes what arrived before it sends.
+TEST(Server, WrongSecretIsReportedWhenTheConnectionIsReset) {
+  ServerOptions options;
+  options.slots = make_slots(1);
+  ServerThread server(options);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    Client bad(server.endpoint(), "not-the-secret", kTimeout, std::chrono::milliseconds(1));
+    Join join = make_join(0);
+    join.host.assign(3000, 'h');
+    try {
+      bad.join(join, kTimeout);
+      FAIL() << "joined with a wrong secret";
+    } catch (const ProtocolError& e) {
+      ASSERT_NE(std::string(e.what()).find("authentication failed"), std::string::npos)
+          << "attempt " << attempt << ": " << e.what();
+    } catch (const std::exception& e) {
+      FAIL() << "attempt " << attempt << ": " << e.what();
+    }
+  }
+}
+
 // The handshake takes one round trip: Auth and the first request may arrive in one segment, and
 // the challenge names the generation a Join is for.
 TEST(Server, AuthAndJoinInOneWriteAreBothHandled) {

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -88,6 +89,8 @@ RawConn::RawConn(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   timeval tv{5, 0};
   ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const int on = 1;  // each send goes out as it is (tests split frames on purpose)
+  ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   if (!fd_ || ::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     throw std::runtime_error(std::string("RawConn connect: ") + std::strerror(errno));
   }
