@@ -311,7 +311,17 @@ class Client::Impl {
       if (terminal_) throw NetworkError(*terminal_);
     }
     const auto deadline = Clock::now() + timeout + grace;
-    send(m, deadline, type_name(type_of(m.body)), timeout);
+    try {
+      send(m, deadline, type_name(type_of(m.body)), timeout);
+    } catch (const NetworkError&) {
+      // The connection is gone; the reader reads what the server sent before it closed.
+      std::unique_lock lock(mutex_);
+      cv_.wait_until(lock, deadline, [&] { return terminal_.has_value(); });
+      for (const auto& reply : replies_) {
+        if (auto* error = std::get_if<ErrorMsg>(&reply.body)) throw_server_error(where_, *error);
+      }
+      throw;
+    }
     for (;;) {
       drain(wake_.get());  // then look: what the reader adds afterwards wakes the poll below
       std::unique_lock lock(mutex_);
@@ -366,17 +376,19 @@ class Client::Impl {
   // The reader thread: frames to replies_ or the push handler, heartbeats on idle.
   void read_loop() {
     auto next_heartbeat = Clock::now() + heartbeat_;
+    // A server's last error before it closed is worth more than a heartbeat that fails on the
+    // closed connection: what arrived is read first, and after a failed send, what is left.
+    std::optional<std::string> send_failed;
     for (;;) {
       pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-      const int n = ::poll(fds, 2, net::poll_timeout_ms(next_heartbeat));
+      const int n = ::poll(fds, 2, send_failed ? 0 : net::poll_timeout_ms(next_heartbeat));
       if (n < 0 && errno != EINTR) return lost("poll failed: " + net::errno_text(errno));
       if (fds[1].revents != 0) return;
-      // What arrived first (a server's last error before it closed is worth more than a
-      // heartbeat that fails on the closed connection).
       if (n > 0 && fds[0].revents != 0) {
         auto got = read_frame(Clock::now() + kFrameTime, stop_.get());
         if (auto* r = std::get_if<net::IoResult>(&got)) {
           if (r->status == net::IoResult::Status::kInterrupted) return;
+          if (send_failed) return lost(*send_failed);
           return lost(r->status == net::IoResult::Status::kClosed
                           ? where_ + " closed the connection"
                           : where_ + ": I/O error: " + r->text());
@@ -385,13 +397,15 @@ class Client::Impl {
           return lost(where_ + ": bad frame: " + e->text);
         }
         dispatch(std::move(std::get<Message>(got)));
+      } else if (send_failed) {
+        return lost(*send_failed);  // nothing more to read
       }
-      if (Clock::now() >= next_heartbeat) {
+      if (!send_failed && Clock::now() >= next_heartbeat) {
         next_heartbeat = Clock::now() + heartbeat_;
         try {
           send(Message{0, Heartbeat{}}, Clock::now() + kHeartbeatSend, "Heartbeat", kHeartbeatSend);
         } catch (const Error& e) {
-          return lost(e.what());
+          send_failed = e.what();
         }
       }
     }
