@@ -90,7 +90,7 @@ LIBSSH2_SESSION* handshake(int socket, const std::string& where, Clock::time_poi
   }
   libssh2_session_set_blocking(out, 1);
   libssh2_session_set_timeout(out, remaining_ms(deadline));
-  if (const int rc = libssh2_session_handshake(out, socket); rc != 0) {
+  if (const int rc = session_handshake(out, socket); rc != 0) {
     check_cancel(canceller, where);
     throw_libssh2_error(out, rc, "SSH handshake with " + where, SshFailure::kHandshake);
   }
