@@ -36,7 +36,7 @@ for n in $sizes; do
       continue 2
     fi
     if [ "$n" -le "$peer_max" ] &&
-      ! /usr/bin/python3 "$here/tcpstore_rendezvous.py" "$n" 2 >> "$tmp/peer" 2> "$tmp/err"; then
+      ! timeout 1200 /usr/bin/python3 "$here/tcpstore_rendezvous.py" "$n" 2 >> "$tmp/peer" 2> "$tmp/err"; then
       echo "workers $n: peer not measured: $(tail -n 1 "$tmp/err")"
       : > "$tmp/peer"
       peer_max=0

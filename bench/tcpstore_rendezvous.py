@@ -29,13 +29,22 @@ TIMEOUT = datetime.timedelta(seconds=300)
 WAIT_S = 300  # for any one report of a child
 
 
-def raise_fd_limit(need):
+def raise_fd_limit():
+    """The soft open-file limit up to the hard one (a TCPStore client holds several fds)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft >= need:
-        return
-    if hard != resource.RLIM_INFINITY and hard < need:
-        sys.exit("needs %d open files and cannot raise the limit (ulimit -n)" % need)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def receive(conn, what):
+    """The next message on `conn`, waiting at most WAIT_S."""
+    if not conn.poll(WAIT_S):
+        sys.exit("tcpstore_rendezvous: no word from %s within %d s" % (what, WAIT_S))
+    try:
+        return conn.recv()
+    except EOFError:
+        sys.exit("tcpstore_rendezvous: %s ended early" % what)
 
 
 def cpu_ns():
@@ -53,21 +62,32 @@ def data_of(rank):
 
 
 def serve(n, conn):
-    raise_fd_limit(n + 256)
-    before, cpu_before = resident_bytes(), cpu_ns()
+    limit = raise_fd_limit()
+    if limit < 2 * n + 256:
+        conn.send(("error", "needs %d open files (ulimit -n)" % (2 * n + 256)))
+        return
     store = dist.TCPStore("127.0.0.1", 0, None, True, TIMEOUT, wait_for_workers=False)
-    conn.send(store.port)
-    if not conn.poll(WAIT_S):  # the clients are done
-        sys.exit("tcpstore_rendezvous: the clients did not finish")
-    conn.recv()
-    conn.send((resident_bytes() - before, cpu_ns() - cpu_before))
-    conn.recv()  # hold the store (and every connection) until told to end
-    del store
+    # One client and one request first: the code and buffers that every run touches are in
+    # before the baseline, which then counts what the workers' connections add.
+    warm = dist.TCPStore("127.0.0.1", store.port, None, False, TIMEOUT)
+    warm.set("warm", "up")
+    del warm
+    before, cpu_before = resident_bytes(), cpu_ns()
+    conn.send(("port", store.port))
+    receive(conn, "the launcher (measure)")  # the clients are done
+    conn.send(("measured", resident_bytes() - before, cpu_ns() - cpu_before))
+    receive(conn, "the launcher (end)")  # hold the store and every connection until then
 
 
 def clients(n, count, port, go, conn):
-    raise_fd_limit(count + 256)
-    go.wait(WAIT_S)
+    limit = raise_fd_limit()
+    if limit < 4 * count + 256:
+        conn.send(("error", "needs %d open files (ulimit -n)" %
+                   (4 * count + 256)))
+        return
+    conn.send(("ready",))
+    if not go.wait(WAIT_S):
+        return
     cpu_before = cpu_ns()
     stores, ranks = [], []
     for _ in range(count):
@@ -83,50 +103,63 @@ def clients(n, count, port, go, conn):
             conn.send(("error", "worker %d: wrong neighbours %s %s" % (rank, prev, nxt)))
             return
     conn.send(("done", time.monotonic_ns(), cpu_ns() - cpu_before))
-    conn.recv()  # keep the connections open until the server was measured
+    receive(conn, "the launcher (end)")  # connections open until the server was measured
+
+
+def expect(conn, kind, what):
+    report = receive(conn, what)
+    if report[0] != kind:
+        sys.exit("tcpstore_rendezvous: %s: %s" % (what, report[-1]))
+    return report
+
+
+def run(n, procs, ctx, children):
+    server_end, here = ctx.Pipe()
+    server = ctx.Process(target=serve, args=(n, server_end), daemon=True)
+    server.start()
+    server_end.close()  # a child that dies is seen as the end of its pipe
+    children.append(server)
+    port = expect(here, "port", "the server")[1]
+    go = ctx.Event()
+    links = []
+    for p in range(procs):
+        count = n // procs + (1 if p < n % procs else 0)
+        mine, theirs = ctx.Pipe()
+        proc = ctx.Process(target=clients, args=(n, count, port, go, theirs), daemon=True)
+        proc.start()
+        theirs.close()
+        children.append(proc)
+        links.append(mine)
+    for conn in links:
+        expect(conn, "ready", "a client process")
+    start = time.monotonic_ns()
+    go.set()
+    last, cpu = 0, 0
+    for conn in links:
+        report = expect(conn, "done", "a client process")
+        last, cpu = max(last, report[1]), cpu + report[2]
+    here.send("measure")
+    _, growth, server_cpu = expect(here, "measured", "the server")
+    for conn in links + [here]:
+        conn.send("end")
+    print("workers %d last_assignment_ms %.1f server_cpu_ms %.1f server_bytes_per_worker %.0f "
+          "clients_cpu_ms %.1f" % (n, (last - start) / 1e6, server_cpu / 1e6, growth / n,
+                                   cpu / 1e6))
 
 
 def main():
     n = int(sys.argv[1])
     procs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     ctx = multiprocessing.get_context("fork")
-    server_end, here = ctx.Pipe()
-    server = ctx.Process(target=serve, args=(n, server_end))
-    server.start()
-    if not here.poll(WAIT_S):
-        sys.exit("tcpstore_rendezvous: the server did not start")
-    port = here.recv()
-    go = ctx.Event()
     children = []
-    for p in range(procs):
-        count = n // procs + (1 if p < n % procs else 0)
-        mine, theirs = ctx.Pipe()
-        proc = ctx.Process(target=clients, args=(n, count, port, go, theirs))
-        proc.start()
-        children.append((proc, mine))
-    time.sleep(0.2)  # every client process is waiting
-    start = time.monotonic_ns()
-    go.set()
-    last, cpu = 0, 0
-    for proc, conn in children:
-        if not conn.poll(WAIT_S):
-            sys.exit("tcpstore_rendezvous: a client process did not report")
-        report = conn.recv()
-        if report[0] != "done":
-            sys.exit("tcpstore_rendezvous: " + report[1])
-        last, cpu = max(last, report[1]), cpu + report[2]
-    here.send("measure")
-    if not here.poll(WAIT_S):
-        sys.exit("tcpstore_rendezvous: the server did not report")
-    growth, server_cpu = here.recv()
-    for proc, conn in children:
-        conn.send("end")
-        proc.join(WAIT_S)
-    here.send("end")
-    server.join(WAIT_S)
-    print("workers %d last_assignment_ms %.1f server_cpu_ms %.1f server_bytes_per_worker %.0f "
-          "clients_cpu_ms %.1f" % (n, (last - start) / 1e6, server_cpu / 1e6, growth / n,
-                                   cpu / 1e6))
+    try:
+        run(n, procs, ctx, children)
+    finally:
+        for child in children:
+            child.join(10)
+            if child.is_alive():
+                child.kill()
+                child.join(10)
 
 
 if __name__ == "__main__":

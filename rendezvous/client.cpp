@@ -314,9 +314,10 @@ class Client::Impl {
     try {
       send(m, deadline, type_name(type_of(m.body)), timeout);
     } catch (const NetworkError&) {
-      // The connection is gone; the reader reads what the server sent before it closed.
-      std::unique_lock lock(mutex_);
-      cv_.wait_until(lock, deadline, [&] { return terminal_.has_value(); });
+      // The connection is likely gone: the reader reads what the server sent before it closed,
+      // and its error, if one came, is reported instead.
+      await_reader_end(std::min(deadline, Clock::now() + kReaderEnd));
+      std::lock_guard lock(mutex_);
       for (const auto& reply : replies_) {
         if (auto* error = std::get_if<ErrorMsg>(&reply.body)) throw_server_error(where_, *error);
       }
@@ -348,6 +349,22 @@ class Client::Impl {
         throw TimeoutError(where_ + ": no " + what + " within " + std::to_string(timeout.count()) +
                            " ms");
       }
+    }
+  }
+
+  // Waits until the reader has seen the connection end, `limit` passes or the interrupt fd
+  // is raised.
+  void await_reader_end(Clock::time_point limit) {
+    for (;;) {
+      drain(wake_.get());
+      {
+        std::lock_guard lock(mutex_);
+        if (terminal_) return;
+      }
+      const int interrupt = interrupt_fd_;
+      pollfd fds[2] = {{wake_.get(), POLLIN, 0}, {interrupt, POLLIN, 0}};
+      const int n = ::poll(fds, interrupt >= 0 ? 2 : 1, net::poll_timeout_ms(limit));
+      if ((n > 0 && interrupt >= 0 && fds[1].revents != 0) || Clock::now() >= limit) return;
     }
   }
 
@@ -436,6 +453,8 @@ class Client::Impl {
 
   static constexpr milliseconds kHeartbeatSend{5000};
   static constexpr milliseconds kFrameTime{10000};  // a started frame must arrive whole
+  // How long a request whose send failed waits for the reader to take the server's last words.
+  static constexpr milliseconds kReaderEnd{2000};
 
   std::string where_;
   milliseconds heartbeat_;

@@ -17,8 +17,9 @@ void ensure_libssh2_initialized();
 // libssh2_session_handshake. libssh2 (1.10, Debian 12's) frees the server's host key object
 // only for a session whose key exchange completed: a handshake that fails or is cancelled after
 // the host key arrived leaves that object (about 1 KiB) behind when the session is freed. Under
-// LeakSanitizer what the handshake allocates is not reported, so that a cancelled connection
-// does not fail a sanitized run; the session itself and everything else stay checked.
+// LeakSanitizer what the handshake allocates (key exchange state, crypto contexts) is not
+// reported, so that a cancelled connection does not fail a sanitized run; the session itself
+// and what later calls allocate stay checked.
 int session_handshake(LIBSSH2_SESSION* session, int socket);
 
 // "message (code)" of the session's last error.
