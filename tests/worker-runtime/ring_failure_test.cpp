@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,6 +191,56 @@ TEST(RingSetup, AFloodOfConnectionsFromAnotherUserDoesNotBreakTheRing) {
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
   const auto lines = sink->last_formatted();
   EXPECT_LE(lines.size(), 3u * 4) << (lines.empty() ? "" : lines.back());
+}
+
+// More silent connections than a rank holds unauthenticated (1024) are queued on every data
+// port before the ring forms, so each peer's own connection arrives when the rank's room is full:
+// the oldest silent one makes room and the peer is taken. (Closing the newcomer instead closed
+// the peer's only connection, and the ring timed out.)
+TEST(RingSetup, ThePeerIsTakenWhenMoreSilentConnectionsThanTheRankHoldsCameFirst) {
+  constexpr int n = 2;
+  constexpr int kSilent = 1100;
+  rlimit limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  }
+  ASSERT_GE(limit.rlim_cur, rlim_t{2 * n * kSilent + 256}) << "raise the open-file limit";
+  test::Listeners l = test::bind_listeners(n);
+  std::vector<UniqueFd> silent;
+  for (const auto& peer : l.peers) {
+    for (int i = 0; i < kSilent; ++i) {
+      UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      ASSERT_TRUE(fd);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(peer.port);
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+      silent.push_back(std::move(fd));
+    }
+  }
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+  runtime_log().sinks().push_back(sink);
+  std::vector<std::unique_ptr<tcp::Ring>> rings(n);
+  const auto errors = test::run_ranks(n, [&](int r) {
+    rings[r] =
+        std::make_unique<tcp::Ring>(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
+                                    std::string(test::kSecret), 0, milliseconds(10000));
+    std::int32_t value = r + 1;
+    rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(value, 3);
+  });
+  runtime_log().sinks().pop_back();
+  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+  bool made_room = false;
+  for (const auto& line : sink->last_formatted()) {
+    made_room = made_room || line.find(
+                                 "closed for room: 1024 unauthenticated connections "
+                                 "pending") != std::string::npos;
+  }
+  EXPECT_TRUE(made_room) << "the rank never held 1024 connections: the test did not test";
 }
 
 TEST(RingSetup, WrongSecretTimesOutNamingTheRank) {

@@ -19,9 +19,10 @@ namespace {
 constexpr std::uint32_t kDataMagic = 0x44445648;  // bytes 'H','V','D','D'
 constexpr std::size_t kPayloadSize = 16;
 constexpr std::size_t kHelloSize = kPayloadSize + rdzv::kMacSize;
-// Unauthenticated connections held at once; more are closed on arrival. Each has its own short
-// deadline for its hello, so connections that are not the peer cannot crowd the peer out: it
-// sends its hello as soon as it is connected.
+// Unauthenticated connections held at once. When one more arrives, the oldest is closed: it has
+// had the longest to send its hello, and the peer sends its hello as soon as it is connected.
+// Each connection is read as soon as it is accepted, so a peer whose hello is already there is
+// taken before it is ever held, and one that closed at once is never held.
 constexpr std::size_t kMaxPending = 1024;
 constexpr auto kHelloDeadline = std::chrono::seconds(1);
 constexpr std::string_view kMacContext = "data";
@@ -129,21 +130,53 @@ bool read_candidate(Candidate& c, IgnoredConnections& ignored) {
   return false;
 }
 
-void accept_pending(Listener& listener, std::vector<Candidate>& pending,
-                    IgnoredConnections& ignored) {
+// The connection accept_from waits for: rank `from`'s hello, in this ring's generation.
+struct Expected {
+  const RingIdentity& me;
+  int from;
+};
+
+// Reads what `c` has sent and judges it: true when it is the peer's valid hello. A wrong hello
+// or a closed connection is dropped (fd reset); otherwise `c` waits for more.
+bool is_the_peer(Candidate& c, const Expected& expected, IgnoredConnections& ignored) {
+  if (!read_candidate(c, ignored)) return false;
+  const std::string why = check_hello(c.hello, expected.me, expected.from);
+  if (why.empty()) return true;
+  ignored.add(c.peer, why);
+  c.fd.reset();
+  return false;
+}
+
+// Accepts what is queued on the listener (at most kMaxPending at a time, so that the held
+// candidates are looked at between rounds) and returns the peer's connection if one of them, or
+// the oldest held candidate about to be closed for room, is the peer.
+UniqueFd accept_pending(Listener& listener, std::vector<Candidate>& pending,
+                        const Expected& expected, IgnoredConnections& ignored) {
   std::string peer;
-  while (UniqueFd fd = listener.accept_one(peer)) {
+  for (std::size_t round = 0; round < kMaxPending; ++round) {
+    UniqueFd fd = listener.accept_one(peer);
+    if (!fd) break;
+    Candidate c{std::move(fd), peer, Clock::now() + kHelloDeadline};
+    if (is_the_peer(c, expected, ignored)) return std::move(c.fd);
+    if (!c.fd) continue;
     if (pending.size() >= kMaxPending) {
-      ignored.add(peer, std::to_string(kMaxPending) + " unauthenticated connections pending");
-      continue;  // closed: the peer's own connection is among those already held or to come
+      Candidate& oldest = pending.front();
+      if (is_the_peer(oldest, expected, ignored)) return std::move(oldest.fd);
+      if (oldest.fd) {
+        ignored.add(oldest.peer, "closed for room: " + std::to_string(kMaxPending) +
+                                     " unauthenticated connections pending");
+      }
+      pending.erase(pending.begin());
     }
-    pending.push_back(Candidate{std::move(fd), peer, Clock::now() + kHelloDeadline});
+    pending.push_back(std::move(c));
   }
+  return {};
 }
 
 // Accepts connections until one carries a valid hello from rank `from`.
 UniqueFd accept_from(const RingIdentity& me, const rdzv::PeerAddr& address, int from,
                      Listener& listener, Clock::time_point deadline) {
+  const Expected expected{me, from};
   std::vector<Candidate> pending;
   IgnoredConnections ignored;
   for (;;) {
@@ -164,18 +197,16 @@ UniqueFd accept_from(const RingIdentity& me, const rdzv::PeerAddr& address, int 
     const auto now = Clock::now();
     for (std::size_t i = 0; i < pending.size(); ++i) {
       Candidate& c = pending[i];
-      if (fds[i + 1].revents != 0 && read_candidate(c, ignored)) {
-        const std::string why = check_hello(c.hello, me, from);
-        if (why.empty()) return std::move(c.fd);
-        ignored.add(c.peer, why);
-        c.fd.reset();
-      } else if (c.fd && now >= c.deadline) {
+      if (fds[i + 1].revents != 0 && is_the_peer(c, expected, ignored)) return std::move(c.fd);
+      if (c.fd && now >= c.deadline) {
         ignored.add(c.peer, "no hello within 1 s");
         c.fd.reset();
       }
     }
     std::erase_if(pending, [](const Candidate& c) { return !c.fd; });
-    if (fds[0].revents != 0) accept_pending(listener, pending, ignored);
+    if (fds[0].revents != 0) {
+      if (UniqueFd fd = accept_pending(listener, pending, expected, ignored)) return fd;
+    }
   }
 }
 
