@@ -57,13 +57,13 @@ class LocalWorkers final : public WorkerPool {
   void signal(const WorkerId& worker, int signo) override;
   // SIGKILL to every group that may still hold a process (a worker's leftovers).
   void close() override { signal_all(SIGKILL); }
-  std::size_t open_streams() const noexcept { return open_streams_; }
+  std::size_t open_streams() const noexcept override { return open_streams_; }
   // Whether a pipe of `worker` is still open.
-  bool streams_open(const WorkerId& worker) const;
+  bool streams_open(const WorkerId& worker) const override;
   std::size_t size() const noexcept { return workers_.size(); }
   // Every worker exited but a pipe stays open (held by a worker's child): kill the groups and
   // take what the pipes hold without waiting.
-  void close_streams();
+  void close_streams() override;
 
  private:
   struct Worker {

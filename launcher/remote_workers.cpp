@@ -2,6 +2,7 @@
 // into output lines, --verbose phase lines and rank ends.
 #include "launcher/remote_workers.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "launcher/logging.h"
@@ -81,9 +82,14 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
       if (!closed_) on_output(number, stream, bytes);
     });
   };
-  events.on_exit = [this](int number, ProcessEnd exit) {
-    asio::post(io_, [this, number, exit = std::move(exit)] {
-      if (!closed_) on_exit(number, exit);
+  events.on_exit = [this](int number, ProcessEnd exit, bool output_open) {
+    asio::post(io_, [this, number, exit = std::move(exit), output_open] {
+      if (!closed_) on_exit(number, exit, output_open);
+    });
+  };
+  events.on_output_closed = [this](int number) {
+    asio::post(io_, [this, number] {
+      if (!closed_) on_output_closed(number);
     });
   };
   return events;
@@ -134,16 +140,59 @@ void RemoteWorkers::on_output(int number, ssh::OutputStream stream, const std::s
   splitter.feed(bytes, [&](std::string_view chunk) { sink_.write(id, kind, chunk); });
 }
 
-void RemoteWorkers::on_exit(int number, const ProcessEnd& exit) {
+void RemoteWorkers::on_exit(int number, const ProcessEnd& exit, bool output_open) {
+  auto it = running_.find(number);
+  if (it == running_.end() || it->second.ended) return;
+  const WorkerId id = it->second.id;
+  if (output_open) {
+    it->second.ended = true;
+  } else {
+    finish_output(it);
+  }
+  callbacks_.on_exit(id, exit);
+}
+
+void RemoteWorkers::on_output_closed(int number) {
   auto it = running_.find(number);
   if (it == running_.end()) return;
+  const WorkerId id = it->second.id;
+  finish_output(it);
+  callbacks_.on_stream_closed(id);
+}
+
+void RemoteWorkers::finish_output(std::map<int, Running>::iterator it) {
   const WorkerId id = it->second.id;
   it->second.out.finish(
       [&](std::string_view chunk) { sink_.write(id, StreamKind::kStdout, chunk); });
   it->second.err.finish(
       [&](std::string_view chunk) { sink_.write(id, StreamKind::kStderr, chunk); });
   running_.erase(it);
-  callbacks_.on_exit(id, exit);
+}
+
+bool RemoteWorkers::streams_open(const WorkerId& worker) const {
+  return std::any_of(running_.begin(), running_.end(), [&](const auto& entry) {
+    return entry.second.ended && entry.second.id == worker;
+  });
+}
+
+std::size_t RemoteWorkers::open_streams() const {
+  return static_cast<std::size_t>(std::count_if(
+      running_.begin(), running_.end(), [](const auto& entry) { return entry.second.ended; }));
+}
+
+void RemoteWorkers::close_streams() {
+  std::vector<int> ended;
+  for (const auto& [number, running] : running_) {
+    if (running.ended) ended.push_back(number);
+  }
+  if (ended.empty()) return;
+  launcher_log()->info("not waiting for the rest of the output of {} ended remote worker{}",
+                       ended.size(), ended.size() == 1 ? "" : "s");
+  for (const int number : ended) {  // reported as the local pipes are: from the io loop
+    asio::post(io_, [this, number] {
+      if (!closed_) on_output_closed(number);
+    });
+  }
 }
 
 void RemoteWorkers::signal_all(int signo) {

@@ -33,6 +33,8 @@ class RemoteWorkers final : public WorkerPool {
     std::function<void(std::size_t host, ssh::HostReady ready)> on_host_ready;
     std::function<void(std::size_t host, ssh::HostFailed failed)> on_host_failed;
     std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
+    // Its output is complete (at its end, or later when it ended with output still unread).
+    std::function<void(const WorkerId& worker)> on_stream_closed;
   };
 
   // Connects to `hosts` (each with its index in the job's hosts) at once, in parallel.
@@ -55,6 +57,13 @@ class RemoteWorkers final : public WorkerPool {
   void signal(const WorkerId& worker, int signo) override;
   // Closes every session now (joins the host threads); the agents kill what is left there.
   void close() override;
+  // A worker's output is one stream here: its channel. Only the streams of workers whose end
+  // was reported while their output still came count (a worker the supervisor gave up on,
+  // e.g. one whose host stopped answering, is not waited for).
+  bool streams_open(const WorkerId& worker) const override;
+  std::size_t open_streams() const override;
+  // Stops waiting for the output of ended workers: what their channels still bring is dropped.
+  void close_streams() override;
 
  private:
   struct Running {
@@ -62,6 +71,7 @@ class RemoteWorkers final : public WorkerPool {
     std::size_t host = 0;  // JobSpec::hosts index
     LineSplitter out;
     LineSplitter err;
+    bool ended = false;  // its end was reported; its output is still coming
   };
   struct HostStart {
     std::size_t workers = 0;
@@ -71,7 +81,10 @@ class RemoteWorkers final : public WorkerPool {
   ssh::RemoteEvents posting_events();
   void on_output(int number, ssh::OutputStream stream, const std::string& bytes);
   void on_started(int number);
-  void on_exit(int number, const ProcessEnd& exit);
+  void on_exit(int number, const ProcessEnd& exit, bool output_open);
+  void on_output_closed(int number);
+  // Writes the partial last lines and forgets the worker.
+  void finish_output(std::map<int, Running>::iterator it);
   void start_on(std::size_t host, std::vector<WorkerLaunch> workers);
 
   boost::asio::io_context& io_;

@@ -48,8 +48,8 @@ std::string plural(std::size_t n, const char* word) {
 // the current generation started. kRestarting: a worker failed and the failure policy chose a
 // restart: SIGTERM sent to every worker of the generation, the grace timer runs, and when all
 // have ended the next generation starts (kRunning again). kTerminating: SIGTERM sent to every
-// worker, the grace timer runs. kDraining: every worker ended, their pipes still give output
-// (bounded by kDrainTimeout). kFinished: done.
+// worker, the grace timer runs. kDraining: every worker ended, their output streams still give
+// output (arm_drain_timer() says how long). kFinished: done.
 enum class JobState { kConnecting, kRunning, kRestarting, kTerminating, kDraining, kFinished };
 
 const char* state_name(JobState state) {
@@ -186,6 +186,18 @@ class Supervisor {
     if (remote_) all.push_back(remote_.get());
     return all;
   }
+  // Whether output of `id` may still come, whichever pool ran it.
+  bool streams_open(const WorkerId& id) {
+    for (const WorkerPool* pool : pools()) {
+      if (pool->streams_open(id)) return true;
+    }
+    return false;
+  }
+  std::size_t open_streams() {
+    std::size_t open = 0;
+    for (const WorkerPool* pool : pools()) open += pool->open_streams();
+    return open;
+  }
   RendezvousInfo rendezvous_for(std::size_t host) const;
   void on_worker_exit(const WorkerId& id, ProcessEnd end);
   void on_stream_closed(const WorkerId& id);
@@ -296,7 +308,8 @@ RemoteWorkers::Callbacks Supervisor::remote_callbacks() {
   return RemoteWorkers::Callbacks{
       [this](std::size_t host, ssh::HostReady ready) { on_host_ready(host, std::move(ready)); },
       [this](std::size_t host, ssh::HostFailed failed) { on_host_failed(host, failed); },
-      [this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); }};
+      [this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
+      [this](const WorkerId& id) { on_stream_closed(id); }};
 }
 
 void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
@@ -411,7 +424,7 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
     outcome_ = Outcome::worker_failed(id, record.slot, *record.end);
     generations_.back().end_reason = "rank " + std::to_string(record.slot.rank) + " (host " +
                                      record.slot.host + ") " + record.end->what_happened();
-    if (!local_.streams_open(id)) {
+    if (!streams_open(id)) {
       announce_failure();
     } else {  // its last lines come first, bounded like the final drain
       announce_pending_ = true;
@@ -425,7 +438,7 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
 }
 
 void Supervisor::on_stream_closed(const WorkerId& id) {
-  if (announce_pending_ && outcome_ && id == outcome_->worker && !local_.streams_open(id)) {
+  if (announce_pending_ && outcome_ && id == outcome_->worker && !streams_open(id)) {
     announce_failure();
   }
   maybe_finish();
@@ -793,7 +806,9 @@ void Supervisor::on_signal(int signo) {
   if (state_ == JobState::kDraining) {  // every worker ended: only leftovers in their groups
     if (!outcome_) outcome_ = Outcome::interrupted(signo);
     kill_all(SIGKILL);
-    local_.close_streams();  // take what the pipes hold now, whatever the console does
+    for (WorkerPool* pool : pools()) {  // take what they hold now, whatever the console does
+      if (pool->open_streams() > 0) pool->close_streams();
+    }
     return;
   }
   if (state_ == JobState::kTerminating) {
@@ -841,7 +856,7 @@ void Supervisor::maybe_finish() {
   if (generations_.back().end_reason.empty()) {
     generations_.back().end_reason = outcome_ ? "the job failed" : "every rank exited 0";
   }
-  enter(local_.open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
+  enter(open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
 }
 
 // The one place the job's state changes, with each state's entry actions.
@@ -891,18 +906,26 @@ void Supervisor::enter(JobState next) {
   }
 }
 
-// kDraining: the pipes get kDrainTimeout while the console takes output (an unread pipe is
-// not a held one; after a signal, no more waiting for the console); a pipe still open then is
-// held by a worker's leftover child.
+// kDraining: the local pipes get kDrainTimeout while the console takes output (an unread pipe
+// is not a held one; after a signal, no more waiting for the console); a pipe still open then
+// is held by a worker's leftover child. A remote worker's channel closes by itself once its
+// output is through (its agent bounds the wait for leftovers), or with its SSH session; after
+// a signal it is not waited for either.
 void Supervisor::arm_drain_timer() {
   drain_timer_.expires_after(kDrainTimeout);
   drain_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || state_ == JobState::kFinished) return;
-    if (sink_.console().any_paused() && !interrupted_) {
+    if (interrupted_) {
+      for (WorkerPool* pool : pools()) {
+        if (pool->open_streams() > 0) pool->close_streams();
+      }
+      return;
+    }
+    if (sink_.console().any_paused()) {
       arm_drain_timer();
       return;
     }
-    local_.close_streams();
+    if (local_.open_streams() > 0) local_.close_streams();
   });
 }
 

@@ -1,6 +1,7 @@
 // Where workers run, behind one interface: this machine (LocalWorkers) or hosts reached over
 // SSH (RemoteWorkers). The supervisor starts, signals and closes them alike; each reports a
-// worker's end, keyed by WorkerId, through the callback it was built with. io thread only.
+// worker's end and the closing of its output streams, keyed by WorkerId, through the
+// callbacks it was built with. io thread only.
 #pragma once
 
 #include <string>
@@ -32,6 +33,16 @@ class WorkerPool {
   // The job is over: whatever is left is killed and the pool's channels closed; events that
   // come later are dropped.
   virtual void close() = 0;
+
+  // A worker's output streams may outlive its end (output still unread when it ended); each
+  // that closes is reported through the pool's on_stream_closed callback.
+  // Whether a stream of `worker` is still open.
+  virtual bool streams_open(const WorkerId& worker) const = 0;
+  // Streams still open, over every worker.
+  virtual std::size_t open_streams() const = 0;
+  // Every worker ended: stop waiting for their streams (take what they hold now, if the pool
+  // can) and report them closed.
+  virtual void close_streams() = 0;
 };
 
 }  // namespace hvdrun::launcher

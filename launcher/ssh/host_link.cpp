@@ -122,10 +122,17 @@ class HostLoop {
     std::unique_ptr<RemoteCommand> command;
     bool reported_started;
     Clock::time_point queued;
+    bool reported_end = false;  // ended early: its output is still coming
   };
 
   void emit_exit(int id, ProcessEnd exit) {
-    if (!stopping_()) events_.on_exit(id, std::move(exit));
+    if (!stopping_()) events_.on_exit(id, std::move(exit), false);
+  }
+
+  // The last event of an entry: its end, or the end of its output if its end came early.
+  void emit_last(const Entry& entry, ProcessEnd exit) {
+    if (!entry.reported_end) return emit_exit(entry.id, std::move(exit));
+    if (!stopping_()) events_.on_output_closed(entry.id);
   }
 
   // The first workers share the host's connect deadline; a worker queued later (an elastic
@@ -155,10 +162,18 @@ class HostLoop {
                            ms_since(it->queued));
         if (!stopping_()) events_.on_started(it->id);
       }
+      if (!it->reported_end && command.state() != RemoteCommand::State::kDone) {
+        if (const auto& end = command.early_end()) {
+          ssh_logger()->debug("{} on {}: {}, output still coming", it->label, session_.where(),
+                              end->describe());
+          it->reported_end = true;
+          if (!stopping_()) events_.on_exit(it->id, *end, true);
+        }
+      }
       if (command.state() == RemoteCommand::State::kDone) {
         ssh_logger()->debug("{} on {}: {}", it->label, session_.where(),
                             command.result().describe());
-        emit_exit(it->id, command.result());
+        emit_last(*it, command.result());
         it = entries_.erase(it);
       } else {
         ++it;
@@ -170,8 +185,8 @@ class HostLoop {
     failure_ = message;
     if (!stopping_()) ssh_logger()->error("{}", message);
     for (auto& entry : entries_) {
-      emit_exit(entry.id, entry.command->started() ? ProcessEnd::lost_connection(message)
-                                                   : ProcessEnd::failed_to_start(message));
+      emit_last(entry, entry.command->started() ? ProcessEnd::lost_connection(message)
+                                                : ProcessEnd::failed_to_start(message));
     }
     entries_.clear();
     return false;
@@ -322,7 +337,7 @@ void HostLink::fail_queued(const std::string& message) {
       if (auto* start = std::get_if<Start>(&command)) {
         for (const auto& worker : start->workers) {
           if (!stopping()) {
-            events_.on_exit(worker.id, ProcessEnd::failed_to_start(message));
+            events_.on_exit(worker.id, ProcessEnd::failed_to_start(message), false);
           }
         }
       }

@@ -105,7 +105,11 @@ class Relay {
     for (const int fd : {out_fd, err_fd}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
 
-  // Runs until the worker is reaped and its output drained; returns its wait status.
+  // Runs until the worker is reaped and its output drained; returns its wait status. If the
+  // worker failed while its output waits for the channel (the launcher is not reading it), a
+  // child of the agent relays the rest and exits 0 when done, and this returns at once: the
+  // SSH server reports the agent's end (the worker's) when the agent exits, so the launcher
+  // learns of the failure without taking the output first.
   int run() {
     while (!finished()) {
       if (kill_deadline_ && Clock::now() >= *kill_deadline_) {
@@ -113,8 +117,10 @@ class Relay {
         kill_deadline_.reset();
       }
       poll_once();
+      if (failed_with_output_waiting() && hand_over_output()) return *status_;
     }
     ::kill(-worker_.pid, SIGKILL);  // whatever the worker left behind in its group
+    if (relay_child_) ::_exit(0);
     return *status_;
   }
 
@@ -125,6 +131,21 @@ class Relay {
     std::string pending;
     bool dead = false;  // the channel is closed (EPIPE): output is dropped
   };
+
+  bool failed_with_output_waiting() const {
+    if (!status_ || handed_over_) return false;
+    const bool failed = !WIFEXITED(*status_) || WEXITSTATUS(*status_) != 0;
+    return failed && (!out_.pending.empty() || !err_.pending.empty());
+  }
+
+  // Forks the child that goes on relaying; true in the parent once it did. If fork fails,
+  // this process goes on relaying and reports the end after the output, as it would anyway.
+  bool hand_over_output() {
+    handed_over_ = true;  // tried once, whatever came of it
+    const pid_t pid = ::fork();
+    if (pid == 0) relay_child_ = true;
+    return pid > 0;
+  }
 
   bool finished() const {
     if (!status_) return false;
@@ -259,6 +280,8 @@ class Relay {
   bool in_open_ = true;
   std::string pending_;
   std::optional<int> status_;
+  bool handed_over_ = false;  // hand_over_output() was tried
+  bool relay_child_ = false;  // this is the child it forked
   std::optional<Clock::time_point> kill_deadline_;
   Clock::time_point drain_deadline_{};
 };

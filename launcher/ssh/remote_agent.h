@@ -9,7 +9,10 @@
 //   2. then 4-byte control messages: "TERM" (SIGTERM to the worker's process group), "KILL"
 //      (SIGKILL), "INT " (SIGINT). EOF on stdin: SIGTERM, 1 s grace, SIGKILL to the group.
 // The agent relays the worker's stdout/stderr to its own and exits with the worker's exit
-// code, or dies by the worker's signal (sshd then reports exit-signal). Its own failures:
+// code, or dies by the worker's signal (sshd then reports exit-signal). A worker that failed
+// while its output still waits for the channel (the launcher is not reading it): the agent
+// exits at once, so that sshd reports the end now, and a child of its own relays the rest
+// of the output. Its own failures:
 // exit 2 (bad spec, missing working directory), 127 (program cannot be run), messages on
 // stderr naming the host.
 #pragma once

@@ -7,7 +7,8 @@
 //   1. RemoteSpawner spawner(hosts, options, events);   // connecting starts at once
 //   2. on_host_ready(host) -> build the workers' environment with host.local_addr as the
 //      rendezvous address, then spawner.start_workers(host.index, workers)
-//   3. on_started / on_output / on_exit per worker id; terminate(id, SIGTERM|SIGKILL|SIGINT)
+//   3. on_started / on_output / on_exit (/ on_output_closed) per worker id;
+//      terminate(id, SIGTERM|SIGKILL|SIGINT)
 //   4. destroy the spawner: every session closes, every agent kills its worker's group.
 // Events are called on the host threads, concurrently: wrap each in boost::asio::post. After
 // the destructor returns, no event runs; events stop once destruction begins.
@@ -68,13 +69,17 @@ struct HostFailed {
 
 // Exactly one of on_host_ready / on_host_failed per host. For each worker given to
 // start_workers: on_started (if it started), on_output any number of times, then exactly one
-// on_exit (exited, signaled, failed to start, or lost connection).
+// on_exit (exited, signaled, failed to start, or lost connection). A worker that failed (a
+// non-zero status or a signal) while its output was still unread is reported as soon as the
+// SSH server says so, with `output_open`: its output still follows, then on_output_closed.
+// Otherwise on_exit comes once the output is through, and nothing follows it.
 struct RemoteEvents {
   std::function<void(HostReady)> on_host_ready;
   std::function<void(HostFailed)> on_host_failed;
   std::function<void(int id)> on_started;
   std::function<void(int id, OutputStream stream, std::string bytes)> on_output;
-  std::function<void(int id, ProcessEnd exit)> on_exit;
+  std::function<void(int id, ProcessEnd exit, bool output_open)> on_exit;
+  std::function<void(int id)> on_output_closed;
 };
 
 class RemoteSpawner {

@@ -153,11 +153,37 @@ bool RemoteCommand::step_io(const Sink& sink, bool read_output) {
       progress = true;
     }
   }
+  if (!read_output && paused_budget_ == 0) {
+    // Takes in the session's packets without reading this channel or widening its window:
+    // the end of a command whose output waits arrives this way.
+    const int rc = libssh2_channel_wait_eof(channel_.get());
+    if (rc < 0 && is_session_error(rc)) return fail(rc, "reading");
+  }
   if (libssh2_channel_eof(channel_.get()) == 1) {
     state_ = State::kClosing;
-    progress = true;
+    return true;
+  }
+  if (!early_end_) {
+    if (ProcessEnd end = channel_end(); !end.success()) {
+      early_end_ = std::move(end);
+      progress = true;
+    }
   }
   return progress;
+}
+
+ProcessEnd RemoteCommand::channel_end() const {
+  char* signal_name = nullptr;
+  std::size_t signal_length = 0;
+  libssh2_channel_get_exit_signal(channel_.get(), &signal_name, &signal_length, nullptr, nullptr,
+                                  nullptr, nullptr);
+  if (signal_name == nullptr)
+    return ProcessEnd::exited(libssh2_channel_get_exit_status(channel_.get()));
+  const std::string name(signal_name, signal_length);
+  libssh2_free(session_, signal_name);
+  const int signo = signal_from_ssh_name(name);
+  return signo != 0 ? ProcessEnd::signaled(signo)
+                    : ProcessEnd{ProcessEnd::Kind::kSignaled, 0, name};
 }
 
 bool RemoteCommand::step_close() {
@@ -166,19 +192,7 @@ bool RemoteCommand::step_close() {
   if (rc == 0) rc = libssh2_channel_wait_closed(channel_.get());
   if (rc == LIBSSH2_ERROR_EAGAIN) return false;
   if (rc != 0 && is_session_error(rc)) return fail(rc, "waiting for the exit status");
-  char* signal_name = nullptr;
-  std::size_t signal_length = 0;
-  libssh2_channel_get_exit_signal(channel_.get(), &signal_name, &signal_length, nullptr, nullptr,
-                                  nullptr, nullptr);
-  if (signal_name != nullptr) {
-    const std::string name(signal_name, signal_length);
-    libssh2_free(session_, signal_name);
-    const int signo = signal_from_ssh_name(name);
-    result_ =
-        signo != 0 ? ProcessEnd::signaled(signo) : ProcessEnd{ProcessEnd::Kind::kSignaled, 0, name};
-  } else {
-    result_ = ProcessEnd::exited(libssh2_channel_get_exit_status(channel_.get()));
-  }
+  result_ = channel_end();
   state_ = State::kDone;
   return true;
 }

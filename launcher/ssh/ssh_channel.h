@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,11 @@ class RemoteCommand {
   bool started() const noexcept { return started_; }
   bool session_failed() const noexcept { return session_failed_; }
   const ProcessEnd& result() const noexcept { return result_; }  // valid in kDone
+  // A failed end (a non-zero status or a signal) that the SSH server reported while the
+  // command's output was still coming: OpenSSH reports a command's end when the command exits,
+  // and the remote agent exits at its worker's end, leaving output the channel has not taken
+  // yet to a child of its own. Seen while paused too. Once set, it stays.
+  const std::optional<ProcessEnd>& early_end() const noexcept { return early_end_; }
 
  private:
   bool step_open(bool may_open);
@@ -57,6 +63,8 @@ class RemoteCommand {
   bool step_io(const Sink& sink, bool read_output);
   bool step_close();
   bool fail(int rc, const std::string& what);
+  // The end the channel's exit-signal or exit-status says (exit 0 if neither came yet).
+  ProcessEnd channel_end() const;
 
   struct ChannelDeleter {
     void operator()(LIBSSH2_CHANNEL* channel) const { libssh2_channel_free(channel); }
@@ -73,6 +81,7 @@ class RemoteCommand {
   bool started_ = false;
   State state_ = State::kOpening;
   ProcessEnd result_;
+  std::optional<ProcessEnd> early_end_;
 };
 
 }  // namespace hvdrun::launcher::ssh

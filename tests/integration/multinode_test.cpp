@@ -119,6 +119,39 @@ TEST(TestHostsJob, ARemoteFailureIsHandledWhileNothingReadsStdout) {
   EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
 }
 
+// As above, but rank 3 writes as much as its stdout takes before it exits 3, so its own output
+// waits unread when it ends. hvdrun still notices at once (its agent exits with it and leaves
+// the output to a child), ends every rank, and the reader later gets every line, rank 3's
+// included: as many as it wrote.
+TEST(TestHostsJob, ARemoteFailureWithUnreadOutputIsHandledWhileNothingReadsStdout) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  HvdrunProcess hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "flood",
+                        pids.path.string(), "3", "3", "writes"},
+                       home.env());
+  const auto workers = wait_for_pids(pids.path, 4, seconds(20));
+  ASSERT_EQ(workers.size(), 4u);
+  EXPECT_TRUE(wait_until_gone(workers, seconds(20)).empty())
+      << "ranks still run while hvdrun's stdout is not read";
+  auto r = hvdrun.finish(seconds(60));
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_TRUE(contains(r.err, "job failed: first failure was rank 3 on hvdt-h2")) << r.err;
+  const auto lines = check_flood_lines(r.out, false);
+  const std::string said = "rank 3 failing with 3 after ";
+  const auto at = r.err.find(said);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  const long written = std::stol(r.err.substr(at + said.size()));
+  // More than hvdrun takes in while paused (the channel's 2 MiB window and 64 KiB): the rest
+  // waited in sshd, the agent and the pipe when rank 3 ended.
+  EXPECT_GT(written, 2162) << "rank 3 did not fill its channel: the test tested nothing new";
+  EXPECT_EQ(lines.count(3) ? lines.at(3) : 0, written) << "rank 3's lines were lost";
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_GT(lines.count(rank) ? lines.at(rank) : 0, 0) << "rank " << rank;
+  }
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
 TEST(TestHostsJob, CtrlCStopsEveryHost) {
   REQUIRE_TEST_HOSTS();
   TestHome home;

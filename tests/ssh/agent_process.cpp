@@ -98,10 +98,21 @@ std::optional<std::string> AgentProcess::read_line(std::chrono::milliseconds tim
 
 std::optional<int> AgentProcess::finish(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
+  if (!read_to_eof(timeout)) return std::nullopt;
+  return wait_exit(std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+bool AgentProcess::read_to_eof(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
   while (out_fd_ >= 0 || err_fd_ >= 0) {
-    if (Clock::now() >= deadline) return std::nullopt;
+    if (Clock::now() >= deadline) return false;
     pump(50);
   }
+  return true;
+}
+
+std::optional<int> AgentProcess::wait_exit(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
   for (;;) {
     int status = 0;
     const pid_t r = ::waitpid(pid_, &status, WNOHANG);

@@ -23,6 +23,10 @@ class AgentProcess {
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
   // Reads both streams to EOF and reaps the agent; nullopt on timeout. Returns the wait status.
   std::optional<int> finish(std::chrono::milliseconds timeout);
+  // Reads both streams to EOF (whoever holds them); false on timeout.
+  bool read_to_eof(std::chrono::milliseconds timeout);
+  // Reaps the agent, reading nothing; its wait status, nullopt on timeout.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout);
 
   const std::string& out() const { return out_; }
   const std::string& err() const { return err_; }

@@ -32,6 +32,31 @@ TEST(AgentRun, RelaysOutputAndExitCode) {
   EXPECT_EQ(agent.err(), "err:/tmp\n");
 }
 
+// The worker fails while its output waits (nobody reads the agent's stdout): the agent exits
+// with the worker's status at once, and a child of its own relays every byte afterwards.
+TEST(AgentRun, AFailureWithUnreadOutputEndsTheAgentAtOnceAndTheOutputFollows) {
+  AgentProcess agent;
+  constexpr std::size_t kBytes = 100000;  // more than the agent's stdout pipe holds (64 KiB)
+  agent.write(spec({"/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x; exit 3"}));
+  const auto status = agent.wait_exit(10s);
+  ASSERT_TRUE(status.has_value()) << "the agent waited for its output to be read";
+  ASSERT_TRUE(WIFEXITED(*status)) << *status;
+  EXPECT_EQ(WEXITSTATUS(*status), 3);
+  ASSERT_TRUE(agent.read_to_eof(10s));
+  EXPECT_EQ(agent.out(), std::string(kBytes, 'x'));
+}
+
+// A worker that exits 0 leaves no child behind: the agent ends after the output, as always.
+TEST(AgentRun, ASuccessWithUnreadOutputEndsTheAgentAfterTheOutput) {
+  AgentProcess agent;
+  agent.write(spec({"/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' x"}));
+  EXPECT_FALSE(agent.wait_exit(500ms).has_value());
+  const auto status = agent.finish(10s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(WEXITSTATUS(*status), 0);
+  EXPECT_EQ(agent.out().size(), 100000u);
+}
+
 TEST(AgentRun, ShippedValuesOverrideOwnEnvironmentWhichIsKept) {
   ::setenv("HVDRUN_AGENT_TEST_OWN", "own", 1);
   ::setenv("HVDRUN_AGENT_TEST_OVER", "own", 1);

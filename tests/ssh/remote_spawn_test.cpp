@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -40,8 +41,17 @@ class Recorder {
     e.on_output = [this](int rank, OutputStream stream, std::string bytes) {
       with_lock([&] { (stream == OutputStream::kStdout ? out_ : err_)[rank] += bytes; });
     };
-    e.on_exit = [this](int rank, ProcessEnd exit) {
-      with_lock([&] { exits_.emplace(rank, exit); });
+    // A worker's entry in exits_ appears once its output is complete too.
+    e.on_exit = [this](int rank, ProcessEnd exit, bool output_open) {
+      with_lock([&] { (output_open ? early_ : exits_).emplace(rank, exit); });
+    };
+    e.on_output_closed = [this](int rank) {
+      with_lock([&] {
+        const auto it = early_.find(rank);
+        if (it == early_.end()) return;
+        exits_.emplace(rank, it->second);
+        ended_early_.insert(rank);
+      });
     };
     return e;
   }
@@ -64,6 +74,8 @@ class Recorder {
   std::map<int, bool> started_;
   std::map<int, std::string> out_, err_;
   std::map<int, ProcessEnd> exits_;
+  std::map<int, ProcessEnd> early_;  // ended with output still coming
+  std::set<int> ended_early_;        // ... and whose output closed later
 
  private:
   template <typename F>

@@ -13,6 +13,7 @@
 //                            the others write numbered lines "R:I:" padded with x to 1000 bytes on
 //                            stdout without end (RANK -1: every rank writes)
 // "Waits" is bounded: after 60 s a worker exits 4, so no test leaves strays behind.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -104,18 +105,37 @@ void wait_for_every_pid(const std::string& dir) {
   }
 }
 
-[[noreturn]] void flood(const std::string& dir, int failing_rank, int code) {
+// Every rank writes numbered 1000-byte lines to stdout, as fast as stdout takes them; the
+// failing rank exits `code` after 300 ms (once every rank recorded its pid). If
+// `failing_rank_writes`, it writes too, without ever blocking (whole lines, each an atomic
+// pipe write), so that it exits with its output waiting unread, and says how many it wrote.
+[[noreturn]] void flood(const std::string& dir, int failing_rank, int code,
+                        bool failing_rank_writes) {
   const int r = rank();
   record_pid(dir, std::to_string(r));
   if (r == failing_rank) wait_for_every_pid(dir);
+  if (r == failing_rank && failing_rank_writes)
+    ::fcntl(1, F_SETFL, ::fcntl(1, F_GETFL) | O_NONBLOCK);
   const auto start = std::chrono::steady_clock::now();
   for (long i = 0;; ++i) {
     const auto elapsed = std::chrono::steady_clock::now() - start;
     if (r == failing_rank && elapsed > std::chrono::milliseconds(300)) {
-      write_all(2, "rank " + std::to_string(r) + " failing with " + std::to_string(code) + "\n");
+      std::string text = "rank " + std::to_string(r) + " failing with " + std::to_string(code);
+      if (failing_rank_writes) text += " after " + std::to_string(i) + " lines";
+      write_all(2, text + "\n");
       std::exit(code);
     }
     if (elapsed > std::chrono::seconds(60)) std::exit(4);
+    if (r == failing_rank && failing_rank_writes) {
+      std::string line = std::to_string(r) + ":" + std::to_string(i) + ":";
+      line.resize(999, 'x');
+      line += '\n';
+      if (::write(1, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        --i;  // EAGAIN: nothing was written (a pipe write of up to PIPE_BUF is all or nothing)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      continue;
+    }
     if (r == failing_rank) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
@@ -173,7 +193,7 @@ int main(int argc, char** argv) {
     }
     return after_delay_or_wait(std::stoi(arg(2)), 1);
   }
-  if (mode == "flood") flood(arg(2), std::stoi(arg(3)), std::stoi(arg(4)));
+  if (mode == "flood") flood(arg(2), std::stoi(arg(3)), std::stoi(arg(4)), arg(5) == "writes");
   if (mode == "orphan-pipe") {
     if (::fork() == 0) wait_to_be_killed();
     write_all(1, "parent leaving\n");
