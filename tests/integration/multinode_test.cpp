@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <map>
 #include <string>
 
 #include "tests/integration/hvdrun_runner.h"
@@ -96,60 +97,57 @@ TEST(TestHostsJob, RankKilledOnHostTwoTakesDownHostOne) {
 }
 
 // Ranks 0 to 2 on two hosts fill hvdrun's stdout, which nobody reads; rank 3 on host 2 exits
-// 3 without output. hvdrun notices at once (its channel is still read while the others are
-// paused), ends every rank, and the reader later gets every line, whole and in order.
-TEST(TestHostsJob, ARemoteFailureIsHandledWhileNothingReadsStdout) {
-  REQUIRE_TEST_HOSTS();
+// 3 (`flood_args` says whether it writes too). hvdrun must notice at once and end every rank,
+// while nothing reads its stdout; the reader then gets every line, whole and in order, and
+// hvdrun's result with the per-rank line counts.
+struct FloodJob {
+  RunResult result;
+  std::map<int, long> lines;
+};
+
+FloodJob run_remote_flood_job(const std::vector<std::string>& flood_args) {
   TestHome home;
   TempDir pids;
-  HvdrunProcess hvdrun(
-      {"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "flood", pids.path.string(), "3", "3"},
-      home.env());
+  std::vector<std::string> args{
+      "-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "flood", pids.path.string()};
+  args.insert(args.end(), flood_args.begin(), flood_args.end());
+  HvdrunProcess hvdrun(args, home.env());
   const auto workers = wait_for_pids(pids.path, 4, seconds(20));
-  ASSERT_EQ(workers.size(), 4u);
+  EXPECT_EQ(workers.size(), 4u);
   EXPECT_TRUE(wait_until_gone(workers, seconds(20)).empty())
       << "ranks still run while hvdrun's stdout is not read";
-  auto r = hvdrun.finish(seconds(60));
-  EXPECT_EQ(r.status, 3) << r.err;
-  EXPECT_TRUE(contains(r.err, "job failed: first failure was rank 3 on hvdt-h2")) << r.err;
-  const auto lines = check_flood_lines(r.out, false);
+  FloodJob job{hvdrun.finish(seconds(60)), {}};
+  EXPECT_EQ(job.result.status, 3) << job.result.err;
+  EXPECT_TRUE(contains(job.result.err, "job failed: first failure was rank 3 on hvdt-h2"))
+      << job.result.err;
+  job.lines = check_flood_lines(job.result.out, false);
   for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_GT(lines.count(rank) ? lines.at(rank) : 0, 0) << "rank " << rank;
+    EXPECT_GT(job.lines.count(rank) ? job.lines.at(rank) : 0, 0) << "rank " << rank;
   }
   EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+  return job;
 }
 
-// As above, but rank 3 writes as much as its stdout takes before it exits 3, so its own output
-// waits unread when it ends. hvdrun still notices at once (its agent exits with it and leaves
-// the output to a child), ends every rank, and the reader later gets every line, rank 3's
-// included: as many as it wrote.
+// Rank 3 exits without output: its channel is still read while the others are paused.
+TEST(TestHostsJob, ARemoteFailureIsHandledWhileNothingReadsStdout) {
+  REQUIRE_TEST_HOSTS();
+  run_remote_flood_job({"3", "3"});
+}
+
+// Rank 3 writes as much as its stdout takes before it exits 3, so its own output waits unread
+// when it ends: its agent exits with it and leaves the output to a child. Every line it wrote
+// arrives.
 TEST(TestHostsJob, ARemoteFailureWithUnreadOutputIsHandledWhileNothingReadsStdout) {
   REQUIRE_TEST_HOSTS();
-  TestHome home;
-  TempDir pids;
-  HvdrunProcess hvdrun({"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", worker(), "flood",
-                        pids.path.string(), "3", "3", "writes"},
-                       home.env());
-  const auto workers = wait_for_pids(pids.path, 4, seconds(20));
-  ASSERT_EQ(workers.size(), 4u);
-  EXPECT_TRUE(wait_until_gone(workers, seconds(20)).empty())
-      << "ranks still run while hvdrun's stdout is not read";
-  auto r = hvdrun.finish(seconds(60));
-  EXPECT_EQ(r.status, 3) << r.err;
-  EXPECT_TRUE(contains(r.err, "job failed: first failure was rank 3 on hvdt-h2")) << r.err;
-  const auto lines = check_flood_lines(r.out, false);
+  const FloodJob job = run_remote_flood_job({"3", "3", "writes"});
   const std::string said = "rank 3 failing with 3 after ";
-  const auto at = r.err.find(said);
-  ASSERT_NE(at, std::string::npos) << r.err;
-  const long written = std::stol(r.err.substr(at + said.size()));
+  const auto at = job.result.err.find(said);
+  ASSERT_NE(at, std::string::npos) << job.result.err;
+  const long written = std::stol(job.result.err.substr(at + said.size()));
   // More than hvdrun takes in while paused (the channel's 2 MiB window and 64 KiB): the rest
   // waited in sshd, the agent and the pipe when rank 3 ended.
   EXPECT_GT(written, 2162) << "rank 3 did not fill its channel: the test tested nothing new";
-  EXPECT_EQ(lines.count(3) ? lines.at(3) : 0, written) << "rank 3's lines were lost";
-  for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_GT(lines.count(rank) ? lines.at(rank) : 0, 0) << "rank " << rank;
-  }
-  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+  EXPECT_EQ(job.lines.count(3) ? job.lines.at(3) : 0, written) << "rank 3's lines were lost";
 }
 
 TEST(TestHostsJob, CtrlCStopsEveryHost) {
