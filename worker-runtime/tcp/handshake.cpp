@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cerrno>
+#include <cstring>
+#include <deque>
 #include <span>
 
 #include "common/log_rate.h"
@@ -25,6 +27,8 @@ constexpr std::size_t kHelloSize = kPayloadSize + rdzv::kMacSize;
 // taken before it is ever held, and one that closed at once is never held.
 constexpr std::size_t kMaxPending = 1024;
 constexpr auto kHelloDeadline = std::chrono::seconds(1);
+// Out of file descriptors with nothing held to close: how long before accepting again.
+constexpr auto kStarvedPause = std::chrono::milliseconds(10);
 constexpr std::string_view kMacContext = "data";
 
 using Hello = std::array<std::uint8_t, kHelloSize>;
@@ -147,53 +151,75 @@ bool is_the_peer(Candidate& c, const Expected& expected, IgnoredConnections& ign
   return false;
 }
 
+// Closes the oldest held candidate for room, unless it turns out to be the peer: then it is
+// returned.
+UniqueFd make_room(std::deque<Candidate>& pending, const Expected& expected,
+                   IgnoredConnections& ignored, const std::string& why) {
+  Candidate& oldest = pending.front();
+  if (is_the_peer(oldest, expected, ignored)) return std::move(oldest.fd);
+  if (oldest.fd) ignored.add(oldest.peer, "closed for room: " + why);
+  pending.pop_front();
+  return {};
+}
+
+// What a round of accepting gave: the peer's connection, or whether this process ran out of
+// file descriptors (or memory) with nothing held to close for room.
+struct Accepted {
+  UniqueFd peer;
+  bool starved = false;
+};
+
 // Accepts what is queued on the listener (at most kMaxPending at a time, so that the held
-// candidates are looked at between rounds) and returns the peer's connection if one of them, or
+// candidates are looked at between rounds). Returns the peer's connection if one of them, or
 // the oldest held candidate about to be closed for room, is the peer.
-UniqueFd accept_pending(Listener& listener, std::vector<Candidate>& pending,
+Accepted accept_pending(Listener& listener, std::deque<Candidate>& pending,
                         const Expected& expected, IgnoredConnections& ignored) {
   std::string peer;
   for (std::size_t round = 0; round < kMaxPending; ++round) {
-    UniqueFd fd = listener.accept_one(peer);
+    int error = 0;
+    UniqueFd fd = listener.accept_one(peer, error);
+    if (!fd && error != 0) {  // out of descriptors: the oldest held one makes room
+      if (pending.empty()) return {{}, true};
+      const std::string why = std::string("cannot accept more: ") + std::strerror(error);
+      if (UniqueFd found = make_room(pending, expected, ignored, why)) return {std::move(found)};
+      continue;
+    }
     if (!fd) break;
     Candidate c{std::move(fd), peer, Clock::now() + kHelloDeadline};
-    if (is_the_peer(c, expected, ignored)) return std::move(c.fd);
+    if (is_the_peer(c, expected, ignored)) return {std::move(c.fd)};
     if (!c.fd) continue;
     if (pending.size() >= kMaxPending) {
-      Candidate& oldest = pending.front();
-      if (is_the_peer(oldest, expected, ignored)) return std::move(oldest.fd);
-      if (oldest.fd) {
-        ignored.add(oldest.peer, "closed for room: " + std::to_string(kMaxPending) +
-                                     " unauthenticated connections pending");
-      }
-      pending.erase(pending.begin());
+      const std::string why = std::to_string(kMaxPending) + " unauthenticated connections pending";
+      if (UniqueFd found = make_room(pending, expected, ignored, why)) return {std::move(found)};
     }
     pending.push_back(std::move(c));
   }
   return {};
 }
 
-// Accepts connections until one carries a valid hello from rank `from`.
+// Accepts connections until one carries a valid hello from rank `from`, or the deadline.
 UniqueFd accept_from(const RingIdentity& me, const rdzv::PeerAddr& address, int from,
                      Listener& listener, Clock::time_point deadline) {
   const Expected expected{me, from};
-  std::vector<Candidate> pending;
+  std::deque<Candidate> pending;
   IgnoredConnections ignored;
+  bool starved = false;  // the last round could not accept for want of descriptors
   for (;;) {
-    std::vector<pollfd> fds{{listener.fd(), POLLIN, 0}};
-    auto wake = deadline;  // the setup's deadline or the next candidate's
+    if (Clock::now() >= deadline) {
+      throw TimeoutError("ring setup: " + peer_text(from, address) + " did not connect to rank " +
+                         std::to_string(me.rank) + " on port " + std::to_string(listener.port()) +
+                         " in time" + gen_text(me));
+    }
+    // Starved, the listener stays readable: look again after a pause instead of at once.
+    std::vector<pollfd> fds{{listener.fd(), static_cast<short>(starved ? 0 : POLLIN), 0}};
+    auto wake = starved ? std::min(deadline, Clock::now() + kStarvedPause) : deadline;
     for (const auto& c : pending) {
       fds.push_back({c.fd.get(), POLLIN, 0});
       wake = std::min(wake, c.deadline);
     }
     if (me.abort != nullptr) fds.push_back({me.abort->fd(), POLLIN, 0});
-    const int n = ::poll(fds.data(), fds.size(), net::poll_timeout_ms(wake));
+    ::poll(fds.data(), fds.size(), net::poll_timeout_ms(wake));
     if (me.abort != nullptr) me.abort->check("ring setup");
-    if (n == 0 && Clock::now() >= deadline) {
-      throw TimeoutError("ring setup: " + peer_text(from, address) + " did not connect to rank " +
-                         std::to_string(me.rank) + " on port " + std::to_string(listener.port()) +
-                         " in time" + gen_text(me));
-    }
     const auto now = Clock::now();
     for (std::size_t i = 0; i < pending.size(); ++i) {
       Candidate& c = pending[i];
@@ -204,8 +230,10 @@ UniqueFd accept_from(const RingIdentity& me, const rdzv::PeerAddr& address, int 
       }
     }
     std::erase_if(pending, [](const Candidate& c) { return !c.fd; });
-    if (fds[0].revents != 0) {
-      if (UniqueFd fd = accept_pending(listener, pending, expected, ignored)) return fd;
+    if (starved || fds[0].revents != 0) {
+      Accepted accepted = accept_pending(listener, pending, expected, ignored);
+      if (accepted.peer) return std::move(accepted.peer);
+      starved = accepted.starved;
     }
   }
 }

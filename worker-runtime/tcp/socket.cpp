@@ -83,15 +83,22 @@ Listener Listener::bind(const std::string& address, std::uint16_t port) {
   return listener;
 }
 
-UniqueFd Listener::accept_one(std::string& peer) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  UniqueFd fd(
-      ::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-  if (!fd) return {};
-  tune_socket(fd.get());
-  peer = address_text(addr);
-  return fd;
+UniqueFd Listener::accept_one(std::string& peer, int& error) {
+  error = 0;
+  for (;;) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    UniqueFd fd(::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
+                          SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (fd) {
+      tune_socket(fd.get());
+      peer = address_text(addr);
+      return fd;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;  // that one is gone; the next
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) error = errno;
+    return {};
+  }
 }
 
 UniqueFd connect_with_retry(const std::string& host, std::uint16_t port, Clock::time_point deadline,

@@ -26,8 +26,9 @@ class Listener {
   int fd() const noexcept { return fd_.get(); }
   std::uint16_t port() const noexcept { return port_; }
   // Accepts one pending connection (non-blocking, tuned, close-on-exec) or returns an empty
-  // UniqueFd when none is waiting. `peer` receives "addr:port" of the remote end.
-  UniqueFd accept_one(std::string& peer);
+  // UniqueFd when none is waiting, or (`error` then set to its errno) when this process is
+  // out of a resource: file descriptors, memory. `peer` receives "addr:port" of the remote end.
+  UniqueFd accept_one(std::string& peer, int& error);
   void close() noexcept { fd_.reset(); }
 
  private:
