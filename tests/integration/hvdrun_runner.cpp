@@ -16,6 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/proc_file.h"
+
 extern char** environ;
 
 namespace hvdrun::itest {
@@ -145,8 +147,7 @@ std::vector<pid_t> wait_for_pids(const std::filesystem::path& dir, std::size_t c
 
 bool alive(pid_t pid) {
   if (::kill(pid, 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = test::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   auto close_paren = text.rfind(')');
   return close_paren == std::string::npos || text.size() < close_paren + 3 ||
          text[close_paren + 2] != 'Z';

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tests/ssh/test_hosts.h"
+#include "tests/support/proc_file.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -28,7 +29,8 @@ int listener_pid(int host) {
 }
 
 std::string process_name(int pid) {
-  return read_line("/proc/" + std::to_string(pid) + "/comm");
+  const std::string comm = test::read_proc_file("/proc/" + std::to_string(pid) + "/comm");
+  return comm.substr(0, comm.find('\n'));
 }
 
 }  // namespace

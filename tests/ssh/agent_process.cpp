@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/proc_file.h"
+
 namespace hvdrun::launcher::ssh::test {
 namespace {
 
@@ -127,9 +129,7 @@ std::optional<int> AgentProcess::wait_exit(std::chrono::milliseconds timeout) {
 
 bool process_gone(pid_t pid) {
   if (::kill(pid, 0) != 0) return true;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
+  const std::string text = hvdrun::test::read_proc_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = text.rfind(')');
   return paren != std::string::npos && paren + 2 < text.size() && text[paren + 2] == 'Z';
 }
