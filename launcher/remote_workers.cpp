@@ -186,7 +186,7 @@ void RemoteWorkers::close_streams() {
     if (running.ended) ended.push_back(number);
   }
   if (ended.empty()) return;
-  launcher_log()->info("not waiting for the rest of the output of {} ended remote worker{}",
+  launcher_log()->warn("not waiting for the rest of the output of {} ended remote worker{}",
                        ended.size(), ended.size() == 1 ? "" : "s");
   for (const int number : ended) {  // reported as the local pipes are: from the io loop
     asio::post(io_, [this, number] {

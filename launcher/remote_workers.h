@@ -58,8 +58,8 @@ class RemoteWorkers final : public WorkerPool {
   // Closes every session now (joins the host threads); the agents kill what is left there.
   void close() override;
   // A worker's output is one stream here: its channel. Only the streams of workers whose end
-  // was reported while their output still came count (a worker the supervisor gave up on,
-  // e.g. one whose host stopped answering, is not waited for).
+  // was reported while their output still came count: one the supervisor ended itself (its
+  // host missed its heartbeats) has no end reported here and is not waited for.
   bool streams_open(const WorkerId& worker) const override;
   std::size_t open_streams() const override;
   // Stops waiting for the output of ended workers: what their channels still bring is dropped.

@@ -39,6 +39,8 @@ namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kDrainTimeout = std::chrono::seconds(1);
+// How long remote ranks' output may still take once every worker ended, while it flows.
+constexpr auto kRemoteDrainTimeout = std::chrono::seconds(30);
 
 std::string plural(std::size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -257,6 +259,7 @@ class Supervisor {
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
   asio::steady_timer drain_timer_;
+  std::chrono::steady_clock::duration remote_drain_waited_{};  // unpaused, in kDraining
   asio::steady_timer announce_timer_;            // bounds the wait for a failed rank's last output
   asio::steady_timer elastic_timer_;             // --elastic-timeout while below --min-np
   asio::steady_timer cooldown_timer_;            // the next end of a host's cooldown
@@ -909,8 +912,9 @@ void Supervisor::enter(JobState next) {
 // kDraining: the local pipes get kDrainTimeout while the console takes output (an unread pipe
 // is not a held one; after a signal, no more waiting for the console); a pipe still open then
 // is held by a worker's leftover child. A remote worker's channel closes by itself once its
-// output is through (its agent bounds the wait for leftovers), or with its SSH session; after
-// a signal it is not waited for either.
+// output is through (its agent bounds the wait for leftovers), or with its SSH session; it
+// gets kRemoteDrainTimeout while the console takes output (a host that stopped answering may
+// take many minutes to be noticed), and after a signal it is not waited for either.
 void Supervisor::arm_drain_timer() {
   drain_timer_.expires_after(kDrainTimeout);
   drain_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -926,6 +930,10 @@ void Supervisor::arm_drain_timer() {
       return;
     }
     if (local_.open_streams() > 0) local_.close_streams();
+    if (!remote_ || remote_->open_streams() == 0) return;
+    remote_drain_waited_ += kDrainTimeout;
+    if (remote_drain_waited_ < kRemoteDrainTimeout) return arm_drain_timer();
+    remote_->close_streams();
   });
 }
 

@@ -173,7 +173,7 @@ class HostLoop {
       if (command.state() == RemoteCommand::State::kDone) {
         ssh_logger()->debug("{} on {}: {}", it->label, session_.where(),
                             command.result().describe());
-        emit_last(*it, command.result());
+        emit_last(*it, command.early_end().value_or(command.result()));
         it = entries_.erase(it);
       } else {
         ++it;
@@ -185,8 +185,11 @@ class HostLoop {
     failure_ = message;
     if (!stopping_()) ssh_logger()->error("{}", message);
     for (auto& entry : entries_) {
-      emit_last(entry, entry.command->started() ? ProcessEnd::lost_connection(message)
-                                                : ProcessEnd::failed_to_start(message));
+      // An end the server reported before the connection broke is the real one.
+      const auto& early = entry.command->early_end();
+      emit_last(entry, early                      ? *early
+                       : entry.command->started() ? ProcessEnd::lost_connection(message)
+                                                  : ProcessEnd::failed_to_start(message));
     }
     entries_.clear();
     return false;

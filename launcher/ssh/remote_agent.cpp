@@ -119,8 +119,8 @@ class Relay {
       poll_once();
       if (failed_with_output_waiting() && hand_over_output()) return *status_;
     }
+    if (relay_child_) ::_exit(0);  // the group was killed before the hand-over
     ::kill(-worker_.pid, SIGKILL);  // whatever the worker left behind in its group
-    if (relay_child_) ::_exit(0);
     return *status_;
   }
 
@@ -138,10 +138,14 @@ class Relay {
     return failed && (!out_.pending.empty() || !err_.pending.empty());
   }
 
-  // Forks the child that goes on relaying; true in the parent once it did. If fork fails,
-  // this process goes on relaying and reports the end after the output, as it would anyway.
+  // Forks the child that goes on relaying; true in the parent once it did. What is left of
+  // the worker's process group is killed first: once its end is reported, nothing of it runs
+  // (a restart may start the next worker here at once); the child takes what the pipes hold.
+  // If fork fails, this process goes on relaying and reports the end after the output, as it
+  // would anyway.
   bool hand_over_output() {
     handed_over_ = true;  // tried once, whatever came of it
+    ::kill(-worker_.pid, SIGKILL);
     const pid_t pid = ::fork();
     if (pid == 0) relay_child_ = true;
     return pid > 0;

@@ -153,23 +153,32 @@ bool RemoteCommand::step_io(const Sink& sink, bool read_output) {
       progress = true;
     }
   }
+  return step_end(read_output) || progress;
+}
+
+bool RemoteCommand::step_end(bool read_output) {
   if (!read_output && paused_budget_ == 0) {
-    // Takes in the session's packets without reading this channel or widening its window:
-    // the end of a command whose output waits arrives this way.
-    const int rc = libssh2_channel_wait_eof(channel_.get());
-    if (rc < 0 && is_session_error(rc)) return fail(rc, "reading");
+    // Takes in the session's packets without taking this channel's data or widening its
+    // window: an end reported while the output waits, or a broken connection, is seen this
+    // way. libssh2_channel_wait_eof reads the transport until EAGAIN, unless this channel's
+    // EOF came already; then a read of no bytes does (it may widen the window, but nothing
+    // comes on a channel after its EOF).
+    int rc = libssh2_channel_wait_eof(channel_.get());
+    if (rc == 0) {
+      char none = 0;
+      rc = static_cast<int>(libssh2_channel_read_ex(channel_.get(), 0, &none, 0));
+    }
+    if (rc < 0 && rc != LIBSSH2_ERROR_EAGAIN) return fail(rc, "reading output");
   }
   if (libssh2_channel_eof(channel_.get()) == 1) {
     state_ = State::kClosing;
     return true;
   }
-  if (!early_end_) {
-    if (ProcessEnd end = channel_end(); !end.success()) {
-      early_end_ = std::move(end);
-      progress = true;
-    }
-  }
-  return progress;
+  if (early_end_) return false;
+  ProcessEnd end = channel_end();
+  if (end.success()) return false;  // no end yet, or exit 0 (seen after the output)
+  early_end_ = std::move(end);
+  return true;
 }
 
 ProcessEnd RemoteCommand::channel_end() const {

@@ -61,6 +61,8 @@ class RemoteCommand {
   bool step_open(bool may_open);
   bool step_start();
   bool step_io(const Sink& sink, bool read_output);
+  // After step_io's reads: EOF (kClosing), or an early end (see early_end()).
+  bool step_end(bool read_output);
   bool step_close();
   bool fail(int rc, const std::string& what);
   // The end the channel's exit-signal or exit-status says (exit 0 if neither came yet).

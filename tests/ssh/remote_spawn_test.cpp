@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -68,6 +69,9 @@ class Recorder {
     return wait([&](Recorder& r) { return r.exits_.size() == count; });
   }
 
+  // Held to read the members below outside a wait.
+  std::mutex& mutex() { return mutex_; }
+
   // Read after a successful wait (events for those entries are complete).
   std::map<std::size_t, HostReady> ready_;
   std::map<std::size_t, HostFailed> failed_;
@@ -89,6 +93,17 @@ class Recorder {
   std::mutex mutex_;
   std::condition_variable changed_;
 };
+
+// SIGKILLs everything in test host `host` but its listening sshd: the sessions' sshd
+// processes, the agents, the workers.
+void kill_host_sessions(int host) {
+  std::ifstream pid_file(test::state_dir() + "/h" + std::to_string(host) + "/sshd.pid");
+  int listener = 0;
+  pid_file >> listener;
+  for (const int pid : test::namespace_pids(host)) {
+    if (pid != listener) ::kill(pid, SIGKILL);
+  }
+}
 
 RemoteSpawnOptions spawn_options(const std::string& home) {
   RemoteSpawnOptions options;
@@ -300,18 +315,59 @@ TEST(TestHostsSpawn, LostConnectionIsReportedPerRank) {
   ASSERT_TRUE(recorder.wait_ready(1));
   spawner.start_workers(0, {shell_worker(3, "echo up; exec sleep 30")});
   ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.out_[3] == "up\n"; }));
-  // Everything in the host but its listening sshd: the session's sshd, the agent, the worker.
-  std::ifstream pid_file(test::state_dir() + "/h2/sshd.pid");
-  int listener = 0;
-  pid_file >> listener;
-  for (const int pid : test::namespace_pids(2)) {
-    if (pid != listener) ::kill(pid, SIGKILL);
-  }
+  kill_host_sessions(2);
   ASSERT_TRUE(recorder.wait_exits(1));
   const ProcessEnd& exit = recorder.exits_.at(3);
   EXPECT_EQ(exit.kind, ProcessEnd::Kind::kLostConnection) << exit.describe();
   EXPECT_TRUE(exit.message.starts_with("lost connection to host hvdt-h2 (10.213.0.12:22)"))
       << exit.message;
+}
+
+// Output paused from the start: a worker that writes 1 MB and exits 5 is reported ended while
+// its output is still unread (only the paused read budget of 64 KiB was taken), with its
+// output still open; once output is read again, all of it arrives, then its closing.
+TEST(TestHostsSpawn, AFailureWhileOutputIsPausedIsReportedBeforeTheOutput) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  std::atomic<bool> paused{true};
+  RemoteSpawnOptions options = spawn_options(home.path());
+  options.output_paused = [&paused] { return paused.load(); };
+  RemoteSpawner spawner({{"", "hvdt-h1"}}, std::move(options), recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  spawner.start_workers(0, {shell_worker(0, "head -c 1000000 /dev/zero | tr '\\0' x; exit 5")});
+  ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.early_.contains(0); }))
+      << "the end waited for the output";
+  {
+    std::lock_guard lock(recorder.mutex());
+    EXPECT_LE(recorder.out_[0].size(), 64u * 1024);
+    EXPECT_TRUE(recorder.exits_.empty());
+    EXPECT_EQ(recorder.early_.at(0).describe(), "exit code 5");
+  }
+  paused = false;
+  ASSERT_TRUE(recorder.wait_exits(1));
+  EXPECT_EQ(recorder.out_[0], std::string(1000000, 'x'));
+  EXPECT_TRUE(recorder.ended_early_.contains(0));
+  EXPECT_EQ(recorder.exits_.at(0).describe(), "exit code 5");
+}
+
+// The connection breaks while output is paused, after a worker's early end and before its
+// output was taken: the break is noticed at once (the paused session is still read), and the
+// worker's end stays the one the server reported, not "lost connection".
+TEST(TestHostsSpawn, AnEarlyEndSurvivesALostConnection) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  RemoteSpawnOptions options = spawn_options(home.path());
+  options.output_paused = [] { return true; };
+  RemoteSpawner spawner({{"", "hvdt-h2"}}, std::move(options), recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  spawner.start_workers(0, {shell_worker(3, "head -c 1000000 /dev/zero | tr '\\0' x; exit 6")});
+  ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.early_.contains(3); }));
+  kill_host_sessions(2);
+  ASSERT_TRUE(recorder.wait_exits(1));
+  EXPECT_EQ(recorder.exits_.at(3).describe(), "exit code 6");
+  EXPECT_TRUE(recorder.ended_early_.contains(3));
 }
 
 }  // namespace
