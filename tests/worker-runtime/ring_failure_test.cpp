@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <thread>
 #include <vector>
@@ -146,6 +148,34 @@ TEST(RingSetup, StrayAndUnauthenticatedConnectionsDoNotBreakTheRing) {
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
 }
 
+// A TCP connection to `port` on loopback; a non-blocking one may still be connecting.
+UniqueFd connect_loopback(std::uint16_t port, int flags) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
+      errno != EINPROGRESS) {
+    fd.reset();
+  }
+  return fd;
+}
+
+// Forms a ring of `n` ranks on the listeners (10 s to set up) and sums rank + 1 over it; the
+// errors of the ranks.
+std::vector<std::exception_ptr> form_ring_and_sum(test::Listeners& l, int n) {
+  std::vector<std::unique_ptr<tcp::Ring>> rings(n);
+  return test::run_ranks(n, [&](int r) {
+    rings[r] =
+        std::make_unique<tcp::Ring>(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
+                                    std::string(test::kSecret), 0, milliseconds(10000));
+    std::int32_t value = r + 1;
+    rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(value, n * (n + 1) / 2);
+  });
+}
+
 // Another local user floods every rank's data port with connections that stay silent or close
 // at once, while the ring forms: the ring still forms and computes, and the log gets a few
 // summary lines, not one per connection.
@@ -160,12 +190,7 @@ TEST(RingSetup, AFloodOfConnectionsFromAnotherUserDoesNotBreakTheRing) {
     const auto until = Clock::now() + milliseconds(2000);
     for (int i = 0; Clock::now() < until; ++i) {
       for (const auto& peer : l.peers) {
-        UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_port = htons(peer.port);
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        (void)::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        UniqueFd fd = connect_loopback(peer.port, SOCK_NONBLOCK);
         if (i % 2 == 0 && held.size() < 900) held.push_back(std::move(fd));  // else closed
       }
       std::this_thread::sleep_for(std::chrono::microseconds(500));
@@ -175,15 +200,7 @@ TEST(RingSetup, AFloodOfConnectionsFromAnotherUserDoesNotBreakTheRing) {
   auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100000);
   runtime_log().sinks().push_back(sink);
   std::this_thread::sleep_for(milliseconds(300));  // the flood is under way
-  std::vector<std::unique_ptr<tcp::Ring>> rings(n);
-  const auto errors = test::run_ranks(n, [&](int r) {
-    rings[r] =
-        std::make_unique<tcp::Ring>(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
-                                    std::string(test::kSecret), 0, milliseconds(10000));
-    std::int32_t value = r + 1;
-    rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
-    EXPECT_EQ(value, 6);
-  });
+  const auto errors = form_ring_and_sum(l, n);
   runtime_log().sinks().pop_back();
   int status = 0;
   ::waitpid(flooder, &status, 0);
@@ -211,27 +228,13 @@ TEST(RingSetup, ThePeerIsTakenWhenMoreSilentConnectionsThanTheRankHoldsCameFirst
   std::vector<UniqueFd> silent;
   for (const auto& peer : l.peers) {
     for (int i = 0; i < kSilent; ++i) {
-      UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-      ASSERT_TRUE(fd);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(peer.port);
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-      silent.push_back(std::move(fd));
+      silent.push_back(connect_loopback(peer.port, 0));
+      ASSERT_TRUE(silent.back()) << "connection " << i << ": " << std::strerror(errno);
     }
   }
   auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
   runtime_log().sinks().push_back(sink);
-  std::vector<std::unique_ptr<tcp::Ring>> rings(n);
-  const auto errors = test::run_ranks(n, [&](int r) {
-    rings[r] =
-        std::make_unique<tcp::Ring>(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
-                                    std::string(test::kSecret), 0, milliseconds(10000));
-    std::int32_t value = r + 1;
-    rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
-    EXPECT_EQ(value, 3);
-  });
+  const auto errors = form_ring_and_sum(l, n);
   runtime_log().sinks().pop_back();
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
   bool made_room = false;

@@ -108,7 +108,8 @@ void wait_for_every_pid(const std::string& dir) {
 // Every rank writes numbered 1000-byte lines to stdout, as fast as stdout takes them; the
 // failing rank exits `code` after 300 ms (once every rank recorded its pid). If
 // `failing_rank_writes`, it writes too, without ever blocking (whole lines, each an atomic
-// pipe write), so that it exits with its output waiting unread, and says how many it wrote.
+// pipe write), and exits once its stdout has taken nothing for 300 ms (at most after 30 s),
+// so that it exits with its output waiting unread; it says how many lines it wrote.
 [[noreturn]] void flood(const std::string& dir, int failing_rank, int code,
                         bool failing_rank_writes) {
   const int r = rank();
@@ -117,9 +118,14 @@ void wait_for_every_pid(const std::string& dir) {
   if (r == failing_rank && failing_rank_writes)
     ::fcntl(1, F_SETFL, ::fcntl(1, F_GETFL) | O_NONBLOCK);
   const auto start = std::chrono::steady_clock::now();
+  auto last_taken = start;  // the failing rank's last line that stdout took
   for (long i = 0;; ++i) {
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    if (r == failing_rank && elapsed > std::chrono::milliseconds(300)) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto elapsed = now - start;
+    const bool stalled = !failing_rank_writes ||
+                         now - last_taken > std::chrono::milliseconds(300) ||
+                         elapsed > std::chrono::seconds(30);
+    if (r == failing_rank && elapsed > std::chrono::milliseconds(300) && stalled) {
       std::string text = "rank " + std::to_string(r) + " failing with " + std::to_string(code);
       if (failing_rank_writes) text += " after " + std::to_string(i) + " lines";
       write_all(2, text + "\n");
@@ -133,6 +139,8 @@ void wait_for_every_pid(const std::string& dir) {
       if (::write(1, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
         --i;  // EAGAIN: nothing was written (a pipe write of up to PIPE_BUF is all or nothing)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      } else {
+        last_taken = std::chrono::steady_clock::now();
       }
       continue;
     }
