@@ -4,6 +4,7 @@
 // authenticated connections.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -244,6 +245,91 @@ TEST(RingSetup, ThePeerIsTakenWhenMoreSilentConnectionsThanTheRankHoldsCameFirst
                                  "pending") != std::string::npos;
   }
   EXPECT_TRUE(made_room) << "the rank never held 1024 connections: the test did not test";
+}
+
+// Takes the first connection queued on `listener` (within 5 s), waits until its hello is
+// there, and closes it unread, as a rank closes a held connection for room: the kernel resets it.
+void close_first_connection_unread(tcp::Listener& listener) {
+  const auto until = Clock::now() + milliseconds(5000);
+  UniqueFd fd;
+  std::string peer;
+  while (!fd && Clock::now() < until) {
+    pollfd p{listener.fd(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+    int error = 0;
+    fd = listener.accept_one(peer, error);
+  }
+  ASSERT_TRUE(fd) << "nothing connected";
+  std::array<std::uint8_t, 48> hello{};
+  while (Clock::now() < until &&
+         ::recv(fd.get(), hello.data(), hello.size(), MSG_PEEK | MSG_DONTWAIT) <
+             static_cast<ssize_t>(hello.size())) {
+    pollfd p{fd.get(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+  }
+}
+
+bool logged(const std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt>& sink,
+            const std::string& text) {
+  for (const auto& line : sink->last_formatted()) {
+    if (line.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Rank 1 closes rank 0's first connection before reading its hello (as when it made room among
+// held connections): rank 0 connects again and the ring forms. (Before, rank 0 failed with
+// "rank 1 dropped the connection".)
+TEST(RingSetup, AConnectionTheNextRankClosedBeforeItsHelloIsMadeAgain) {
+  constexpr int n = 2;
+  test::Listeners l = test::bind_listeners(n);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+  runtime_log().sinks().push_back(sink);
+  std::vector<std::unique_ptr<tcp::Ring>> rings(n);
+  const auto errors = test::run_ranks(n, [&](int r) {
+    if (r == 1) close_first_connection_unread(l.listeners[1]);
+    rings[r] =
+        std::make_unique<tcp::Ring>(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
+                                    std::string(test::kSecret), 0, milliseconds(10000));
+    std::int32_t value = r + 1;
+    rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(value, 3);
+  });
+  runtime_log().sinks().pop_back();
+  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+  EXPECT_TRUE(logged(sink, "ring setup: rank 1 (127.0.0.1:" + std::to_string(l.peers[1].port) +
+                               ") closed the connection before answering"));
+}
+
+// The same, but rank 1 is gone (its listener closed): rank 0's new connection is refused, and
+// it reports the dropped connection and the refusal well before its 10 s deadline.
+TEST(RingSetup, AConnectionClosedByARankThatIsGoneIsReportedBeforeTheDeadline) {
+  constexpr int n = 3;
+  test::Listeners l = test::bind_listeners(n);
+  const auto start = Clock::now();
+  const auto errors = test::run_ranks(n, [&](int r) {
+    if (r == 1) {  // never forms its links
+      close_first_connection_unread(l.listeners[1]);
+      l.listeners[1].close();
+      return;
+    }
+    // Rank 2 waits for rank 1 in vain: it gives up after 3 s; rank 0 links to it before.
+    tcp::Ring ring(r, n, test::addresses_of(l, r), std::move(l.listeners[r]),
+                   std::string(test::kSecret), 0, milliseconds(r == 0 ? 10000 : 3000));
+  });
+  ASSERT_NE(errors[0], nullptr);
+  const std::string message = test::what(errors[0]);
+  EXPECT_THROW(std::rethrow_exception(errors[0]), NetworkError);
+  EXPECT_EQ(message.rfind("ring setup: rank 1 (127.0.0.1:" + std::to_string(l.peers[1].port) +
+                              ") dropped the connection: ",
+                          0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("; connecting again failed: cannot connect to 127.0.0.1:"),
+            std::string::npos)
+      << message;
+  EXPECT_LT(seconds_since(start), 9.0) << message;
+  EXPECT_THROW(std::rethrow_exception(errors[2]), TimeoutError);
 }
 
 TEST(RingSetup, WrongSecretTimesOutNamingTheRank) {

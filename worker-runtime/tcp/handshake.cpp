@@ -247,19 +247,126 @@ void check_abort(const RingIdentity& me, const std::string& what) {
   if (me.abort != nullptr) me.abort->check("ring setup: " + what + gen_text(me));
 }
 
-void send_hello(int fd, const RingIdentity& me, const rdzv::PeerAddr& address, int to,
-                Clock::time_point deadline) {
+net::IoResult send_hello(int fd, const RingIdentity& me, int to, Clock::time_point deadline) {
   const Hello hello = make_hello(me, to);
-  const net::IoResult result =
-      net::send_all(fd, hello.data(), hello.size(), deadline, abort_fd(me));
-  if (result.status == net::IoResult::Status::kInterrupted) {
-    check_abort(me, "sending hello to " + peer_text(to, address));
-  }
-  if (!result.ok()) {
-    throw NetworkError("ring setup: sending hello to " + peer_text(to, address) +
-                       " failed: " + result.text() + gen_text(me));
-  }
+  return net::send_all(fd, hello.data(), hello.size(), deadline, abort_fd(me));
 }
+
+// The link to the next rank: connected, this rank's hello sent, and (once the previous rank is
+// linked) the next rank's answer read. The next rank may close a connection before it read the
+// hello: it holds at most kMaxPending unauthenticated ones and closes the oldest for room, and
+// it waits kHelloDeadline for a hello. So a link that breaks before the answer is connected
+// again, at most kMaxReconnects times, each within kReconnectWindow (long enough for a SYN
+// that a full backlog dropped to be sent again; a listener that is gone refuses throughout).
+class NextLink {
+ public:
+  static constexpr int kMaxReconnects = 3;
+  static constexpr auto kReconnectWindow = std::chrono::seconds(2);
+
+  NextLink(const RingIdentity& me, const rdzv::PeerAddr& address, int rank,
+           Clock::time_point deadline)
+      : me_(me),
+        address_(address),
+        rank_(rank),
+        text_(peer_text(rank, address)),
+        deadline_(deadline) {}
+
+  // Connects, retrying until the deadline (the next rank may not listen yet), and sends the
+  // hello.
+  void open() {
+    try {
+      fd_ = connect_with_retry(address_.addr, address_.port, deadline_, abort_fd(me_));
+    } catch (const AbortedError&) {
+      check_abort(me_, "connecting to " + text_);
+      throw;
+    } catch (const TimeoutError& e) {
+      throw TimeoutError("ring setup: " + text_ + ": " + e.what() + gen_text(me_));
+    } catch (const NetworkError& e) {
+      throw NetworkError("ring setup: " + text_ + ": " + e.what() + gen_text(me_));
+    }
+    broken_ = send();
+  }
+
+  // The connection, once the next rank answered the hello.
+  UniqueFd answered() {
+    for (int reconnects = 0;; ++reconnects) {
+      if (broken_.empty()) broken_ = await_answer();
+      if (broken_.empty()) return std::move(fd_);
+      if (reconnects == kMaxReconnects) throw dropped("");
+      runtime_log().warn(
+          "ring setup: {} closed the connection before answering ({}); connecting "
+          "again{}",
+          text_, broken_, gen_text(me_));
+      try {
+        fd_ =
+            connect_with_retry(address_.addr, address_.port,
+                               std::min(deadline_, Clock::now() + kReconnectWindow), abort_fd(me_));
+      } catch (const AbortedError&) {
+        check_abort(me_, "connecting again to " + text_);
+        throw;
+      } catch (const std::exception& e) {
+        throw dropped(std::string("; connecting again failed: ") + e.what());
+      }
+      broken_ = send();
+    }
+  }
+
+ private:
+  // Sends the hello: empty when sent, else how the connection broke.
+  std::string send() {
+    const net::IoResult result = send_hello(fd_.get(), me_, rank_, deadline_);
+    if (result.status == net::IoResult::Status::kInterrupted) {
+      check_abort(me_, "sending hello to " + text_);
+    }
+    if (result.status == net::IoResult::Status::kClosed ||
+        result.status == net::IoResult::Status::kError) {
+      return result.text();
+    }
+    if (!result.ok()) {
+      throw NetworkError("ring setup: sending hello to " + text_ + " failed: " + result.text() +
+                         gen_text(me_));
+    }
+    return {};
+  }
+
+  // Reads and checks the answer: empty when it came, else how the connection broke.
+  std::string await_answer() {
+    Hello answer{};
+    const net::IoResult result =
+        net::recv_all(fd_.get(), answer.data(), answer.size(), deadline_, abort_fd(me_));
+    if (result.status == net::IoResult::Status::kInterrupted) {
+      check_abort(me_, "waiting for the answer of " + text_);
+    }
+    if (result.status == net::IoResult::Status::kTimeout) {
+      throw TimeoutError("ring setup: " + text_ + " did not answer the hello" + gen_text(me_));
+    }
+    if (result.status == net::IoResult::Status::kClosed ||
+        result.status == net::IoResult::Status::kError) {
+      return result.text();
+    }
+    if (!result.ok()) {
+      throw NetworkError("ring setup: waiting for the answer of " + text_ + ": " + result.text() +
+                         gen_text(me_));
+    }
+    if (const std::string why = check_hello(answer, me_, rank_); !why.empty()) {
+      throw ProtocolError("ring setup: " + text_ + " answered wrongly: " + why + gen_text(me_));
+    }
+    return {};
+  }
+
+  NetworkError dropped(const std::string& more) const {
+    return NetworkError("ring setup: " + text_ + " dropped the connection: " + broken_ + more +
+                        gen_text(me_));
+  }
+
+  const RingIdentity& me_;
+  const rdzv::PeerAddr& address_;
+  const int rank_;
+  const std::string text_;
+  const Clock::time_point deadline_;
+  UniqueFd fd_;
+  std::string broken_;  // how the connection broke before the answer; empty while it holds
+};
 
 }  // namespace
 
@@ -272,39 +379,18 @@ RingLinks connect_ring(const RingIdentity& me, const RingAddresses& addresses, L
                        Clock::time_point deadline) {
   const int next = (me.rank + 1) % me.size;
   const int prev = (me.rank - 1 + me.size) % me.size;
-  const std::string next_text = peer_text(next, addresses.next);
+  NextLink link(me, addresses.next, next, deadline);
+  link.open();
   RingLinks links;
-  try {
-    links.next =
-        connect_with_retry(addresses.next.addr, addresses.next.port, deadline, abort_fd(me));
-  } catch (const AbortedError& e) {
-    check_abort(me, "connecting to " + next_text);
-    throw;
-  } catch (const TimeoutError& e) {
-    throw TimeoutError("ring setup: " + next_text + ": " + e.what() + gen_text(me));
-  } catch (const NetworkError& e) {
-    throw NetworkError("ring setup: " + next_text + ": " + e.what() + gen_text(me));
-  }
-  send_hello(links.next.get(), me, addresses.next, next, deadline);
   links.prev = accept_from(me, addresses.prev, prev, listener, deadline);
-  send_hello(links.prev.get(), me, addresses.prev, prev, deadline);
-
-  Hello answer{};
-  const net::IoResult result =
-      net::recv_all(links.next.get(), answer.data(), answer.size(), deadline, abort_fd(me));
-  if (result.status == net::IoResult::Status::kInterrupted) {
-    check_abort(me, "waiting for the answer of " + next_text);
+  if (const net::IoResult sent = send_hello(links.prev.get(), me, prev, deadline); !sent.ok()) {
+    if (sent.status == net::IoResult::Status::kInterrupted) {
+      check_abort(me, "sending hello to " + peer_text(prev, addresses.prev));
+    }
+    throw NetworkError("ring setup: sending hello to " + peer_text(prev, addresses.prev) +
+                       " failed: " + sent.text() + gen_text(me));
   }
-  if (result.status == net::IoResult::Status::kTimeout) {
-    throw TimeoutError("ring setup: " + next_text + " did not answer the hello" + gen_text(me));
-  }
-  if (!result.ok()) {
-    throw NetworkError("ring setup: " + next_text + " dropped the connection: " + result.text() +
-                       gen_text(me));
-  }
-  if (const std::string why = check_hello(answer, me, next); !why.empty()) {
-    throw ProtocolError("ring setup: " + next_text + " answered wrongly: " + why + gen_text(me));
-  }
+  links.next = link.answered();
   return links;
 }
 

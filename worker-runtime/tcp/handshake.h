@@ -5,7 +5,9 @@
 // goes from the connecting rank; the accepting rank checks magic, generation, ranks and MAC
 // and answers with its own hello (from/to swapped). A connection that fails any check is
 // closed and the listener keeps accepting until the deadline, so a stray or hostile
-// connection cannot break the ring.
+// connection cannot break the ring. A connecting rank whose connection is closed before the
+// answer (the accepting rank made room among held connections, or waited too long for the
+// hello) connects again, a few times.
 #pragma once
 
 #include <chrono>
