@@ -33,6 +33,7 @@ struct Vote {
   std::int32_t generation = 0;
   std::int32_t rank = -1, size = 0, previous_device = -1;
   std::int32_t alive = 0;
+  std::int32_t check_collectives = 0;  // HVDRUN_CHECK_COLLECTIVES
 };
 constexpr std::size_t kVoteFields = sizeof(Vote) / sizeof(std::int32_t);
 static_assert(sizeof(Vote) == kVoteFields * sizeof(std::int32_t));
@@ -108,6 +109,7 @@ Agreement agree(Communicator& communicator, const Options& options,
   } catch (const Error&) {
     error = std::current_exception();
   }
+  mine.check_collectives = options.check_collectives ? 1 : 0;
   agreement.votes = exchange_votes(communicator, mine);
   if (error) std::rethrow_exception(error);
   const auto& votes = agreement.votes;
@@ -125,6 +127,17 @@ Agreement agree(Communicator& communicator, const Options& options,
     choice = {nccl::BackendKind::kCpu, -1, "cpu (TCP ring): " + why};
   }
   return agreement;
+}
+
+// HVDRUN_CHECK_COLLECTIVES: on for every rank when any rank set it.
+void agree_on_the_check(Communicator& communicator, const Options& options,
+                        const std::vector<Vote>& votes) {
+  const std::string on = ranks_where(votes, [](const Vote& v) { return v.check_collectives != 0; });
+  if (!on.empty() && !options.check_collectives) {
+    runtime_log().info("{}=1 on rank(s) {}: this rank checks its device calls too",
+                       env::kCheckCollectives, on);
+  }
+  communicator.set_check_device_calls(!on.empty());
 }
 
 #ifdef HVDRUN_HAVE_NCCL
@@ -145,6 +158,7 @@ nccl::CommPlan plan_of(const std::vector<Vote>& votes) {
 void attach_device_backend(Communicator& communicator, rdzv::Client* client, const Options& options,
                            PreviousDevice previous) {
   const Agreement agreement = agree(communicator, options, previous);
+  agree_on_the_check(communicator, options, agreement.votes);
   const nccl::BackendChoice& choice = agreement.choice;
   runtime_log().info("backend: {}", choice.reason);
   if (choice.kind == nccl::BackendKind::kCpu) {

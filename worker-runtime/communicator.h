@@ -50,6 +50,7 @@ class Communicator {
   // With `on` (HVDRUN_CHECK_COLLECTIVES), check_device_call compares each device call's
   // descriptor over the ring before it runs.
   void set_check_device_calls(bool on) noexcept { check_device_calls_ = on; }
+  bool check_device_calls() const noexcept { return check_device_calls_; }
   // Before a device collective: a MismatchError naming both sides when the ranks' calls differ
   // (only when set_check_device_calls is on; otherwise nothing).
   void check_device_call(tcp::CollectiveKind kind, DataType dtype, ReduceOp op, std::size_t count,

@@ -179,7 +179,6 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   ring->set_failure_board(std::move(board));
   const Topology topology{a.rank, a.size, a.local_rank, a.local_size, a.cross_rank, a.cross_size};
   auto communicator = std::make_unique<Communicator>(topology, std::move(ring), std::move(abort));
-  communicator->set_check_device_calls(options.check_collectives);
   attach_device_backend(*communicator, client_.get(), options, std::move(previous));
   communicator->ring().number_from_here();
   generation_ = assignment.generation;

@@ -157,6 +157,35 @@ TEST(BackendAgreement, RanksShareOneHostWithoutEnoughGpusUseTheCpu) {
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
 }
 
+// HVDRUN_CHECK_COLLECTIVES=1 on one rank only: every rank checks its device calls (one that
+// checked alone would wait for descriptors the others never send).
+TEST(BackendAgreement, TheDeviceCallCheckSetOnOneRankHoldsForEveryRank) {
+  constexpr int n = 3;
+  ServerThread server(n, std::chrono::seconds(10));
+  std::vector<int> checks(n, -1);
+  const auto errors = test::run_ranks(n, [&](int slot) {
+    Options options = test::job_options(server.port(), slot);
+    options.check_collectives = slot == 1;
+    Runtime job(options);
+    checks[job.communicator().topology().rank] = job.communicator().check_device_calls() ? 1 : 0;
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+  EXPECT_EQ(checks, std::vector<int>(n, 1));
+}
+
+// Set nowhere, it stays off everywhere.
+TEST(BackendAgreement, TheDeviceCallCheckSetNowhereIsOffForEveryRank) {
+  constexpr int n = 2;
+  ServerThread server(n, std::chrono::seconds(10));
+  std::vector<int> checks(n, -1);
+  const auto errors = test::run_ranks(n, [&](int slot) {
+    Runtime job(test::job_options(server.port(), slot));
+    checks[job.communicator().topology().rank] = job.communicator().check_device_calls() ? 1 : 0;
+  });
+  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
+  EXPECT_EQ(checks, std::vector<int>(n, 0));
+}
+
 TEST(BackendAgreement, OneRanksFailedChoiceFailsEveryRank) {
   constexpr int n = 2;
   ServerThread server(n, std::chrono::seconds(10));
