@@ -22,6 +22,9 @@ namespace {
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view kAuthContext = "rdzv";
+// How late an authentication deadline may be served: the deadlines due within it share one
+// wake-up of the timer.
+constexpr std::chrono::milliseconds kAuthDueSlack{20};
 
 void validate_slots(const std::vector<Slot>& slots) {
   if (slots.size() > kMaxPeers) {
@@ -60,7 +63,8 @@ ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallba
       generation_(members_of(options_.slots)),
       form_timeout_(options_.start_timeout),
       start_timer_(io),
-      heartbeat_timer_(io) {
+      heartbeat_timer_(io),
+      auth_timer_(io) {
   port_ = acceptor_.local_endpoint().port();
   log_->debug("listening on {}:{} for {} slots", options_.bind_address, port_,
               options_.slots.size());
@@ -68,6 +72,7 @@ ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallba
 
 void ServerCore::start() {
   asio::co_spawn(io_, accept_loop(), asio::detached);
+  asio::co_spawn(io_, authentication_deadlines(), asio::detached);
   if (options_.heartbeat_interval.count() > 0) {
     asio::co_spawn(io_, heartbeat_loop(), asio::detached);
   }
@@ -86,11 +91,32 @@ asio::awaitable<void> ServerCore::accept_loop() {
       co_await backoff.async_wait(kUseTuple);
       continue;
     }
-    auto session = std::make_shared<Session>(std::move(socket), remote, self, next_session_id_++,
-                                             options_.auth_timeout);
+    auto session = std::make_shared<Session>(std::move(socket), remote, self, next_session_id_++);
     sessions_.emplace(session->id(), session);
     log_->trace("accepted {}", session->peer());
     session->start();
+    watch_authentication(session->id());
+  }
+}
+
+void ServerCore::watch_authentication(std::uint64_t session_id) {
+  auth_due_.push_back({std::chrono::steady_clock::now() + options_.auth_timeout, session_id});
+  if (auth_due_.size() == 1) auth_timer_.cancel();  // it waits for none: wake it for this one
+}
+
+asio::awaitable<void> ServerCore::authentication_deadlines() {
+  auto self = shared_from_this();
+  while (!closed_) {
+    auth_timer_.expires_at(auth_due_.empty() ? asio::steady_timer::time_point::max()
+                                             : auth_due_.front().at + kAuthDueSlack);
+    co_await auth_timer_.async_wait(kUseTuple);
+    const auto now = std::chrono::steady_clock::now();
+    while (!closed_ && !auth_due_.empty() && auth_due_.front().at <= now) {
+      const auto it = sessions_.find(auth_due_.front().session_id);
+      auth_due_.pop_front();
+      if (it == sessions_.end()) continue;
+      if (auto session = it->second.lock()) session->authentication_timed_out();
+    }
   }
 }
 
@@ -188,6 +214,7 @@ void ServerCore::close() {
   acceptor_.close(ignored);
   start_timer_.cancel();
   heartbeat_timer_.cancel();
+  auth_timer_.cancel();
   std::vector<std::shared_ptr<Session>> open;
   for (auto& [id, weak] : sessions_) {
     if (auto s = weak.lock()) open.push_back(std::move(s));

@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::awaitable<void> start_timer();
   boost::asio::awaitable<void> wait_timer(std::shared_ptr<Wait> wait);
   boost::asio::awaitable<void> heartbeat_loop();
+  // Authentication deadlines: one timer for every session still challenged.
+  void watch_authentication(std::uint64_t session_id);
+  boost::asio::awaitable<void> authentication_deadlines();
   void check_heartbeats(std::chrono::steady_clock::time_point now);
   // The generation numbered `gen`: the current one, or the previous one while its members
   // have not all re-joined (Handover::kHostsUpdated); null for any other number.
@@ -96,6 +100,14 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::chrono::milliseconds form_timeout_;  // of the generation forming
   boost::asio::steady_timer start_timer_;
   boost::asio::steady_timer heartbeat_timer_;
+  // Sessions by accept time, each with the time its authentication is due (auth_timeout after
+  // its accept, so in order); those authenticated or gone meanwhile are skipped when due.
+  struct AuthDue {
+    std::chrono::steady_clock::time_point at;
+    std::uint64_t session_id;
+  };
+  std::deque<AuthDue> auth_due_;
+  boost::asio::steady_timer auth_timer_;
   std::chrono::steady_clock::time_point first_join_{};
   KvStore kv_;
   LogRate refusals_;

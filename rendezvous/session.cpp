@@ -1,15 +1,10 @@
-// One rendezvous connection on the server: frame reader, queued writer, deadline watchdog.
+// One rendezvous connection on the server: frame reader, queued writer, close-after-error grace.
 // Malformed frames and I/O errors close this session only; handlers never throw.
 #include "rendezvous/session.h"
 
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
 #include <span>
@@ -22,7 +17,6 @@ namespace hvdrun::rdzv {
 namespace asio = boost::asio;
 namespace {
 
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 // Largest body accepted before authentication (an Auth body is kMacSize bytes).
 constexpr std::uint32_t kMaxPreAuthBody = 64;
 constexpr std::chrono::seconds kCloseGrace{1};
@@ -32,12 +26,11 @@ constexpr std::size_t kReadBuffer = 256;
 }  // namespace
 
 Session::Session(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& remote,
-                 std::shared_ptr<ServerCore> core, std::uint64_t id,
-                 std::chrono::milliseconds auth_timeout)
+                 std::shared_ptr<ServerCore> core, std::uint64_t id)
     : socket_(std::move(socket)),
       core_(std::move(core)),
       id_(id),
-      deadline_(socket_.get_executor(), auth_timeout) {
+      close_grace_(socket_.get_executor()) {
   peer_ip_ = remote.address().to_string();
   peer_ = (remote.address().is_v6() ? "[" + peer_ip_ + "]" : peer_ip_) + ":" +
           std::to_string(remote.port());
@@ -52,12 +45,7 @@ void Session::start() {
     return;
   }
   send(Message{core_->generation(), Challenge{nonce_}});
-  auto self = shared_from_this();
-  auto on_done = [self](std::exception_ptr e) {
-    if (e) self->close();  // not expected: every handler turns errors into values
-  };
-  asio::co_spawn(socket_.get_executor(), read_loop(), on_done);
-  watch_deadline();
+  read_more();
 }
 
 void Session::send(const Message& message) {
@@ -97,7 +85,10 @@ void Session::fail(ErrorCode code, std::string text) {
   send(Message{core_->generation(), ErrorMsg{code, std::move(text)}});
   if (!is_open()) return;    // send() itself failed
   state_ = State::kClosing;  // closed once the error is written (write_done)
-  deadline_.expires_after(kCloseGrace);
+  close_grace_.expires_after(kCloseGrace);
+  close_grace_.async_wait([self = shared_from_this()](const boost::system::error_code&) {
+    if (self->state_ == State::kClosing) self->close();  // the error was not taken in time
+  });
   gone();
 }
 
@@ -107,13 +98,12 @@ void Session::close() {
   boost::system::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
-  deadline_.cancel();
+  close_grace_.cancel();
   gone();
 }
 
 void Session::authenticated() {
   state_ = State::kAuthenticated;
-  deadline_.expires_at(asio::steady_timer::time_point::max());
 }
 
 void Session::gone() {
@@ -122,55 +112,54 @@ void Session::gone() {
   core_->session_gone(*this);
 }
 
-asio::awaitable<void> Session::read_loop() {
-  auto self = shared_from_this();
-  // What arrived and is not handled yet: whole frames are taken from the front, so a client
-  // that sends several at once costs one read. The buffer grows to the frame being read and
-  // shrinks back after a large one.
-  std::vector<std::uint8_t> buffer(kReadBuffer);
-  std::size_t have = 0;
+void Session::read_more() {
+  if (in_.size() < kReadBuffer) in_.resize(kReadBuffer);
+  socket_.async_read_some(asio::buffer(in_.data() + in_have_, in_.size() - in_have_),
+                          [self = shared_from_this()](const boost::system::error_code& ec,
+                                                      std::size_t n) { self->on_read(ec, n); });
+}
+
+void Session::on_read(const boost::system::error_code& ec, std::size_t n) {
+  if (ec || !is_open()) {
+    if (state_ != State::kClosing && state_ != State::kClosed) {
+      core_->log().debug("{} disconnected", peer_);
+    }
+    if (state_ != State::kClosing) close();
+    return;
+  }
+  in_have_ += n;
+  handle_frames();
+}
+
+void Session::handle_frames() {
+  auto self = shared_from_this();  // on_message may close this session
   while (is_open()) {
     std::size_t need = kHeaderSize;
-    if (have >= kHeaderSize) {
-      auto header = decode_header(std::span(buffer.data(), kHeaderSize));
-      if (auto* e = std::get_if<DecodeError>(&header)) {
-        core_->refuse(*this, e->text);
-        break;
-      }
+    if (in_have_ >= kHeaderSize) {
+      auto header = decode_header(std::span(in_.data(), kHeaderSize));
+      if (auto* e = std::get_if<DecodeError>(&header)) return core_->refuse(*this, e->text);
       const auto length = std::get<Header>(header).length;
       if (state_ == State::kChallenged && length > kMaxPreAuthBody) {
-        core_->refuse(*this, "frame body of " + std::to_string(length) +
-                                 " bytes before authentication (limit " +
-                                 std::to_string(kMaxPreAuthBody) + ")");
-        break;
+        return core_->refuse(*this, "frame body of " + std::to_string(length) +
+                                        " bytes before authentication (limit " +
+                                        std::to_string(kMaxPreAuthBody) + ")");
       }
       need = kHeaderSize + length;
     }
-    if (have >= need) {
-      auto message = decode(std::span(buffer.data(), need));
-      last_heard = std::chrono::steady_clock::now();
-      if (auto* e = std::get_if<DecodeError>(&message)) {
-        core_->refuse(*this, e->text);
-        break;
-      }
-      std::memmove(buffer.data(), buffer.data() + need, have - need);
-      have -= need;
-      if (buffer.size() > kReadBuffer && have <= kReadBuffer) {
-        buffer.resize(kReadBuffer);
-        buffer.shrink_to_fit();
-      }
-      core_->on_message(self, std::move(std::get<Message>(message)));
-      continue;
+    if (in_have_ < need) {
+      if (in_.size() < need) in_.resize(need);
+      return read_more();
     }
-    if (buffer.size() < need) buffer.resize(need);
-    auto [ec, n] = co_await socket_.async_read_some(
-        asio::buffer(buffer.data() + have, buffer.size() - have), kUseTuple);
-    if (ec || !is_open()) break;
-    have += n;
-  }
-  if (state_ != State::kClosing) {
-    core_->log().debug("{} disconnected", peer_);
-    close();
+    auto message = decode(std::span(in_.data(), need));
+    last_heard = std::chrono::steady_clock::now();
+    if (auto* e = std::get_if<DecodeError>(&message)) return core_->refuse(*this, e->text);
+    std::memmove(in_.data(), in_.data() + need, in_have_ - need);
+    in_have_ -= need;
+    if (in_.size() > kReadBuffer && in_have_ <= kReadBuffer) {
+      in_.resize(kReadBuffer);
+      in_.shrink_to_fit();
+    }
+    core_->on_message(self, std::move(std::get<Message>(message)));
   }
 }
 
@@ -196,21 +185,11 @@ void Session::write_done(const boost::system::error_code& ec, std::size_t writte
   if (state_ == State::kClosing) close();  // the error that ends the session is out
 }
 
-void Session::watch_deadline() {
-  // A plain handler, not a coroutine: it is pending for the session's whole life.
-  deadline_.async_wait(
-      [self = shared_from_this()](const boost::system::error_code&) { self->on_deadline(); });
-}
-
-void Session::on_deadline() {
-  if (state_ == State::kClosed) return;
-  if (asio::steady_timer::clock_type::now() >= deadline_.expiry()) {
-    if (state_ != State::kChallenged) return close();  // close-after-error grace expired
-    core_->log_refusal(peer_, "did not authenticate in time");
-    fail(ErrorCode::kTimeout, "not authenticated within " +
-                                  std::to_string(core_->options().auth_timeout.count()) + " ms");
-  }
-  if (state_ != State::kClosed) watch_deadline();  // a new or moved deadline
+void Session::authentication_timed_out() {
+  if (state_ != State::kChallenged) return;
+  core_->log_refusal(peer_, "did not authenticate in time");
+  fail(ErrorCode::kTimeout,
+       "not authenticated within " + std::to_string(core_->options().auth_timeout.count()) + " ms");
 }
 
 }  // namespace hvdrun::rdzv

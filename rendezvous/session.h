@@ -1,12 +1,13 @@
-// One rendezvous connection on the server: a reader coroutine, a writer and a deadline,
-// kept alive by shared_from_this. Messages go to ServerCore; replies are queued with send().
+// One rendezvous connection on the server: a reader and a writer, kept alive by
+// shared_from_this (plain handlers, no coroutine: a server holds one per worker, and a
+// coroutine's frames cost about a kilobyte more). Its authentication deadline is ServerCore's
+// (one timer for all sessions). Messages go to ServerCore; replies are queued with send().
 // Thread: the server's io_context thread only. Lifetime: until the socket is closed and the
-// reader, a posted or running write and the deadline's handler have returned; holds the
+// reader, a posted or running write and the close grace's handler have returned; holds the
 // ServerCore alive meanwhile.
 #pragma once
 
 #include <array>
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -29,12 +30,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // `remote`: the peer's address as accept returned it.
   Session(boost::asio::ip::tcp::socket socket, const boost::asio::ip::tcp::endpoint& remote,
-          std::shared_ptr<ServerCore> core, std::uint64_t id,
-          std::chrono::milliseconds auth_timeout);
+          std::shared_ptr<ServerCore> core, std::uint64_t id);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Sends the challenge and starts the reader and the deadline.
+  // Sends the challenge and starts the reader.
   void start();
   void send(const Message& message);
   void send_frame(std::vector<std::uint8_t> frame);
@@ -44,6 +44,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void close();
 
   void authenticated();
+  // ServerCore's authentication deadline passed: a session still challenged is failed.
+  void authentication_timed_out();
   bool is_open() const noexcept {
     return state_ == State::kChallenged || state_ == State::kAuthenticated;
   }
@@ -62,13 +64,14 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<std::shared_ptr<Wait>> waits;  // pending KvGet / Barrier requests
 
  private:
-  boost::asio::awaitable<void> read_loop();
+  // The reader: whole frames at the front of in_ go to ServerCore; when none is left, one
+  // async_read_some for more.
+  void read_more();
+  void on_read(const boost::system::error_code& ec, std::size_t n);
+  void handle_frames();
   // The writer: one async_write at a time, of everything queued when it starts.
   void write_outbox();
   void write_done(const boost::system::error_code& ec, std::size_t written);
-  // The deadline_ handler: the auth timeout, then the close-after-error grace.
-  void watch_deadline();
-  void on_deadline();
   void gone();
 
   boost::asio::ip::tcp::socket socket_;
@@ -77,11 +80,15 @@ class Session : public std::enable_shared_from_this<Session> {
   State state_ = State::kChallenged;
   std::string peer_, peer_ip_;
   std::array<std::uint8_t, kNonceSize> nonce_{};
+  // What arrived and is not handled yet: a client that sends several frames at once costs one
+  // read. It grows to the frame being read and shrinks back after a large one.
+  std::vector<std::uint8_t> in_;
+  std::size_t in_have_ = 0;
   std::vector<std::vector<std::uint8_t>> outbox_;   // frames not yet handed to the writer
   std::vector<std::vector<std::uint8_t>> sending_;  // the frames of the write under way
   bool writing_ = false;                            // a write is posted or under way
   std::size_t outbox_bytes_ = 0;                    // queued and under way
-  boost::asio::steady_timer deadline_;  // auth timeout, then the close-after-error grace
+  boost::asio::steady_timer close_grace_;           // armed by fail()
   bool notified_gone_ = false;
 };
 
