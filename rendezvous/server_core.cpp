@@ -115,7 +115,14 @@ asio::awaitable<void> ServerCore::authentication_deadlines() {
       const auto it = sessions_.find(auth_due_.front().session_id);
       auth_due_.pop_front();
       if (it == sessions_.end()) continue;
-      if (auto session = it->second.lock()) session->authentication_timed_out();
+      auto session = it->second.lock();
+      if (!session) continue;
+      try {
+        session->authentication_timed_out();
+      } catch (const std::exception& e) {  // not expected; this loop serves every session
+        log_->error("closing {}: {}", session->peer(), e.what());
+        session->close();
+      }
     }
   }
 }

@@ -128,7 +128,13 @@ void Session::on_read(const boost::system::error_code& ec, std::size_t n) {
     return;
   }
   in_have_ += n;
-  handle_frames();
+  try {
+    handle_frames();
+  } catch (const std::exception& e) {  // not expected (handlers turn errors into values), but
+    // it ends this connection only, never the server's io_context
+    core_->log().error("closing {}: {}", peer_, e.what());
+    close();
+  }
 }
 
 void Session::handle_frames() {

@@ -6,6 +6,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 "$root/scripts/install-deps.sh"
 mkdir -p "$build"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" > "$build/configure.log" 2>&1 \
+# The flags are given every time (the arguments may override them), so that a tree that
+# scripts/test.sh configured without debug information gets it back here.
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g -DNDEBUG" "$@" > "$build/configure.log" 2>&1 \
   || { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)"

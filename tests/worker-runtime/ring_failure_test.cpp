@@ -301,8 +301,8 @@ TEST(RingSetup, AConnectionTheNextRankClosedBeforeItsHelloIsMadeAgain) {
                                ") closed the connection before answering"));
 }
 
-// The same, but rank 1 is gone (its listener closed): rank 0's new connection is refused, and
-// it reports the dropped connection and the refusal well before its 10 s deadline.
+// The same, but rank 1 is gone (its listener closed): rank 0's new connection is refused (for
+// 4 s), and it reports the dropped connection and the refusal before its 10 s deadline.
 TEST(RingSetup, AConnectionClosedByARankThatIsGoneIsReportedBeforeTheDeadline) {
   constexpr int n = 3;
   test::Listeners l = test::bind_listeners(n);

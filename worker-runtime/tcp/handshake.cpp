@@ -256,12 +256,13 @@ net::IoResult send_hello(int fd, const RingIdentity& me, int to, Clock::time_poi
 // linked) the next rank's answer read. The next rank may close a connection before it read the
 // hello: it holds at most kMaxPending unauthenticated ones and closes the oldest for room, and
 // it waits kHelloDeadline for a hello. So a link that breaks before the answer is connected
-// again, at most kMaxReconnects times, each within kReconnectWindow (long enough for a SYN
-// that a full backlog dropped to be sent again; a listener that is gone refuses throughout).
+// again, at most kMaxReconnects times, each within kReconnectWindow (long enough for two
+// retransmissions of a SYN that a full backlog dropped, at 1 s and 3 s; a listener that is
+// gone refuses throughout).
 class NextLink {
  public:
   static constexpr int kMaxReconnects = 3;
-  static constexpr auto kReconnectWindow = std::chrono::seconds(2);
+  static constexpr auto kReconnectWindow = std::chrono::seconds(4);
 
   NextLink(const RingIdentity& me, const rdzv::PeerAddr& address, int rank,
            Clock::time_point deadline)
@@ -294,8 +295,8 @@ class NextLink {
       if (broken_.empty()) return std::move(fd_);
       if (reconnects == kMaxReconnects) throw dropped("");
       runtime_log().warn(
-          "ring setup: {} closed the connection before answering ({}); connecting "
-          "again{}",
+          "ring setup: {} closed the connection before answering ({}); "
+          "connecting again{}",
           text_, broken_, gen_text(me_));
       try {
         fd_ =
@@ -305,7 +306,11 @@ class NextLink {
         check_abort(me_, "connecting again to " + text_);
         throw;
       } catch (const std::exception& e) {
-        throw dropped(std::string("; connecting again failed: ") + e.what());
+        const std::string why = std::string("; connecting again failed: ") + e.what();
+        if (Clock::now() >= deadline_) {  // the setup's own time ran out
+          throw TimeoutError(dropped_text(why));
+        }
+        throw dropped(why);
       }
       broken_ = send();
     }
@@ -354,10 +359,10 @@ class NextLink {
     return {};
   }
 
-  NetworkError dropped(const std::string& more) const {
-    return NetworkError("ring setup: " + text_ + " dropped the connection: " + broken_ + more +
-                        gen_text(me_));
+  std::string dropped_text(const std::string& more) const {
+    return "ring setup: " + text_ + " dropped the connection: " + broken_ + more + gen_text(me_);
   }
+  NetworkError dropped(const std::string& more) const { return NetworkError(dropped_text(more)); }
 
   const RingIdentity& me_;
   const rdzv::PeerAddr& address_;
