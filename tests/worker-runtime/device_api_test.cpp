@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -157,33 +158,30 @@ TEST(BackendAgreement, RanksShareOneHostWithoutEnoughGpusUseTheCpu) {
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
 }
 
-// HVDRUN_CHECK_COLLECTIVES=1 on one rank only: every rank checks its device calls (one that
-// checked alone would wait for descriptors the others never send).
-TEST(BackendAgreement, TheDeviceCallCheckSetOnOneRankHoldsForEveryRank) {
-  constexpr int n = 3;
+// Whether each rank of a job of `n` checks its device calls (by rank), with
+// HVDRUN_CHECK_COLLECTIVES=1 on the slots where set_on(slot).
+std::vector<int> device_call_checks(int n, const std::function<bool(int)>& set_on) {
   ServerThread server(n, std::chrono::seconds(10));
   std::vector<int> checks(n, -1);
   const auto errors = test::run_ranks(n, [&](int slot) {
     Options options = test::job_options(server.port(), slot);
-    options.check_collectives = slot == 1;
+    options.check_collectives = set_on(slot);
     Runtime job(options);
     checks[job.communicator().topology().rank] = job.communicator().check_device_calls() ? 1 : 0;
   });
   for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
-  EXPECT_EQ(checks, std::vector<int>(n, 1));
+  return checks;
+}
+
+// Set on one rank only: every rank checks its device calls (one that checked alone would wait
+// for descriptors the others never send).
+TEST(BackendAgreement, TheDeviceCallCheckSetOnOneRankHoldsForEveryRank) {
+  EXPECT_EQ(device_call_checks(3, [](int slot) { return slot == 1; }), std::vector<int>(3, 1));
 }
 
 // Set nowhere, it stays off everywhere.
 TEST(BackendAgreement, TheDeviceCallCheckSetNowhereIsOffForEveryRank) {
-  constexpr int n = 2;
-  ServerThread server(n, std::chrono::seconds(10));
-  std::vector<int> checks(n, -1);
-  const auto errors = test::run_ranks(n, [&](int slot) {
-    Runtime job(test::job_options(server.port(), slot));
-    checks[job.communicator().topology().rank] = job.communicator().check_device_calls() ? 1 : 0;
-  });
-  for (const auto& e : errors) EXPECT_EQ(e, nullptr) << test::what(e);
-  EXPECT_EQ(checks, std::vector<int>(n, 0));
+  EXPECT_EQ(device_call_checks(2, [](int) { return false; }), std::vector<int>(2, 0));
 }
 
 TEST(BackendAgreement, OneRanksFailedChoiceFailsEveryRank) {
