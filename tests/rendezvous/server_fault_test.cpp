@@ -5,6 +5,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "hvdrun/error.h"
 #include "rendezvous/auth.h"
 #include "tests/rendezvous/test_util.h"
@@ -133,6 +135,31 @@ TEST(ServerFaults, SilentPeerIsClosedAfterAuthTimeout) {
   const auto start = std::chrono::steady_clock::now();
   expect_error_then_close(raw, ErrorCode::kTimeout, "not authenticated within 100 ms");
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+// The sessions' authentication deadlines share one timer: each silent peer is closed after
+// its own timeout counted from its own connection (not with an earlier one's), and a peer that
+// authenticated meanwhile is left alone.
+TEST(ServerFaults, EachSilentPeerGetsItsOwnAuthTimeoutAndAnAuthenticatedOneStays) {
+  ServerOptions o = slot_options(1);
+  o.auth_timeout = 200ms;
+  ServerThread server(o);
+  RawConn first(server.endpoint().port);
+  RawConn authenticated(server.endpoint().port);
+  authenticated.authenticate(kSecret);
+  std::this_thread::sleep_for(150ms);
+  const auto later_start = std::chrono::steady_clock::now();
+  RawConn later(server.endpoint().port);
+  ASSERT_TRUE(first.receive());
+  ASSERT_TRUE(later.receive());
+  expect_error_then_close(first, ErrorCode::kTimeout, "not authenticated within 200 ms");
+  expect_error_then_close(later, ErrorCode::kTimeout, "not authenticated within 200 ms");
+  EXPECT_GE(std::chrono::steady_clock::now() - later_start, 200ms);
+  authenticated.send(Message{0, make_join(0)});
+  const auto reply = authenticated.receive();
+  ASSERT_TRUE(reply) << "the authenticated peer was closed";
+  ASSERT_TRUE(std::holds_alternative<Assign>(reply->body)) << type_name(type_of(reply->body));
+  EXPECT_EQ(std::get<Assign>(reply->body).size, 1);
 }
 
 TEST(ServerFaults, StaleJoinAndSecondJoinAreRefused) {

@@ -319,44 +319,39 @@ class NextLink {
  private:
   // Sends the hello: empty when sent, else how the connection broke.
   std::string send() {
-    const net::IoResult result = send_hello(fd_.get(), me_, rank_, deadline_);
-    if (result.status == net::IoResult::Status::kInterrupted) {
-      check_abort(me_, "sending hello to " + text_);
-    }
-    if (result.status == net::IoResult::Status::kClosed ||
-        result.status == net::IoResult::Status::kError) {
-      return result.text();
-    }
-    if (!result.ok()) {
-      throw NetworkError("ring setup: sending hello to " + text_ + " failed: " + result.text() +
-                         gen_text(me_));
-    }
-    return {};
+    return outcome(send_hello(fd_.get(), me_, rank_, deadline_), "sending hello to " + text_);
   }
 
   // Reads and checks the answer: empty when it came, else how the connection broke.
   std::string await_answer() {
     Hello answer{};
-    const net::IoResult result =
-        net::recv_all(fd_.get(), answer.data(), answer.size(), deadline_, abort_fd(me_));
-    if (result.status == net::IoResult::Status::kInterrupted) {
-      check_abort(me_, "waiting for the answer of " + text_);
-    }
-    if (result.status == net::IoResult::Status::kTimeout) {
-      throw TimeoutError("ring setup: " + text_ + " did not answer the hello" + gen_text(me_));
-    }
-    if (result.status == net::IoResult::Status::kClosed ||
-        result.status == net::IoResult::Status::kError) {
-      return result.text();
-    }
-    if (!result.ok()) {
-      throw NetworkError("ring setup: waiting for the answer of " + text_ + ": " + result.text() +
-                         gen_text(me_));
-    }
+    const std::string broken =
+        outcome(net::recv_all(fd_.get(), answer.data(), answer.size(), deadline_, abort_fd(me_)),
+                "waiting for the answer of " + text_);
+    if (!broken.empty()) return broken;
     if (const std::string why = check_hello(answer, me_, rank_); !why.empty()) {
       throw ProtocolError("ring setup: " + text_ + " answered wrongly: " + why + gen_text(me_));
     }
     return {};
+  }
+
+  // What a send or receive on the link (`doing`) gave: empty when done, the reason when the
+  // next rank closed or reset the connection. A timeout or an abort throws.
+  std::string outcome(const net::IoResult& result, const std::string& doing) const {
+    using Status = net::IoResult::Status;
+    switch (result.status) {
+      case Status::kOk:
+        return {};
+      case Status::kClosed:
+      case Status::kError:
+        return result.text();
+      case Status::kTimeout:
+        throw TimeoutError("ring setup: " + doing + " timed out" + gen_text(me_));
+      case Status::kInterrupted:
+        check_abort(me_, doing);
+        break;
+    }
+    throw NetworkError("ring setup: " + doing + ": " + result.text() + gen_text(me_));
   }
 
   std::string dropped_text(const std::string& more) const {
