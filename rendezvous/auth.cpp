@@ -7,6 +7,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "hvdrun/error.h"
@@ -41,9 +42,19 @@ std::string make_secret() {
   return out;
 }
 
-std::array<std::uint8_t, kNonceSize> make_nonce() {
+NonceSource::~NonceSource() {
+  OPENSSL_cleanse(pool_.data(), pool_.size());  // nonces not handed out yet
+}
+
+std::array<std::uint8_t, kNonceSize> NonceSource::next() {
+  if (used_ == pool_.size()) {
+    random_bytes(pool_);
+    used_ = 0;
+  }
   std::array<std::uint8_t, kNonceSize> nonce{};
-  random_bytes(nonce);
+  std::copy_n(pool_.begin() + static_cast<std::ptrdiff_t>(used_), kNonceSize, nonce.begin());
+  OPENSSL_cleanse(pool_.data() + used_, kNonceSize);
+  used_ += kNonceSize;
   return nonce;
 }
 

@@ -7,6 +7,7 @@
 
 #include <spdlog/logger.h>
 
+#include <array>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -20,6 +21,7 @@
 #include <unordered_map>
 
 #include "common/log_rate.h"
+#include "rendezvous/auth.h"
 #include "rendezvous/barrier_set.h"
 #include "rendezvous/generation.h"
 #include "rendezvous/kv_store.h"
@@ -48,6 +50,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   // See Server::start_generation.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   const ServerOptions& options() const noexcept { return options_; }
+  // The challenge for a new session.
+  std::array<std::uint8_t, kNonceSize> next_nonce() { return nonces_.next(); }
   // The "rdzv" logger, looked up once (a lookup takes the registry's lock).
   spdlog::logger& log() const noexcept { return *log_; }
 
@@ -110,6 +114,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::steady_timer auth_timer_;
   std::chrono::steady_clock::time_point first_join_{};
   KvStore kv_;
+  NonceSource nonces_;
   LogRate refusals_;
   BarrierSet barriers_;
 };

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <span>
 
-#include "rendezvous/auth.h"
 #include "rendezvous/log.h"
 #include "rendezvous/server_core.h"
 
@@ -38,7 +37,7 @@ Session::Session(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& re
 
 void Session::start() {
   try {
-    nonce_ = make_nonce();
+    nonce_ = core_->next_nonce();
   } catch (const std::exception& e) {
     core_->log().error("cannot challenge {}: {}", peer_, e.what());
     close();

@@ -4,12 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <set>
 
 namespace hvdrun::rdzv {
 namespace {
 
 TEST(Auth, MacIsDeterministic) {
-  const auto nonce = make_nonce();
+  const auto nonce = NonceSource().next();
   EXPECT_EQ(compute_mac("secret", "rdzv", nonce), compute_mac("secret", "rdzv", nonce));
   EXPECT_TRUE(
       mac_equal(compute_mac("secret", "rdzv", nonce), compute_mac("secret", "rdzv", nonce)));
@@ -27,7 +28,7 @@ TEST(Auth, MacMatchesKnownHmacSha256) {
 }
 
 TEST(Auth, SecretContextAndNonceAllMatter) {
-  const auto nonce = make_nonce();
+  const auto nonce = NonceSource().next();
   auto other_nonce = nonce;
   other_nonce[0] ^= 1;
   const auto base = compute_mac("secret", "rdzv", nonce);
@@ -49,7 +50,18 @@ TEST(Auth, SecretIs64LowercaseHexAndFresh) {
   ASSERT_EQ(s1.size(), 64u);
   for (char c : s1) EXPECT_TRUE(std::isdigit(c) || (c >= 'a' && c <= 'f')) << c;
   EXPECT_NE(s1, s2);
-  EXPECT_NE(make_nonce(), make_nonce());
+}
+
+TEST(Auth, NoncesAreDistinctAcrossDrawsAndSources) {
+  // Three draws of one source and the first of another: a pool that was not refilled, or
+  // refilled with the same bytes, repeats nonces.
+  NonceSource source, other;
+  std::set<std::array<std::uint8_t, kNonceSize>> seen;
+  const std::size_t n = 3 * NonceSource::kNoncesPerDraw;
+  for (std::size_t i = 0; i < n; ++i) seen.insert(source.next());
+  seen.insert(other.next());
+  EXPECT_EQ(seen.size(), n + 1);
+  EXPECT_EQ(seen.count(std::array<std::uint8_t, kNonceSize>{}), 0u);
 }
 
 }  // namespace
