@@ -1,7 +1,7 @@
 // Rendezvous at scale: N simulated workers join one rendezvous server and receive their
 // assignments. The server is the launcher's own (rdzv::Server, set up as hvdrun sets it up
 // for -np N, here 8 slots per host) in a process of its own. The workers are spread over P
-// client processes, each a single-threaded Asio loop that holds N/P connections and opens
+// client processes, each a single-threaded epoll loop that holds N/P connections and opens
 // at most kLanes of them at a time. Each worker connects from a loopback address of its own
 // (127.1.x.y), so that the kernel's search for a free source port does not grow with N, and
 // does what libhvdrun does: it answers the challenge, sends its Join in the same write, and
@@ -13,26 +13,29 @@
 // before listening until the generation completed, divided by N).
 //
 // usage: rendezvous_scale_bench N [client_processes=1]
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/co_spawn.hpp>
+#include <array>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -46,7 +49,6 @@ namespace {
 
 namespace asio = boost::asio;
 namespace rdzv = hvdrun::rdzv;
-using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one time line for every process
 
 constexpr int kSlotsPerHost = 8;
@@ -157,110 +159,168 @@ int run_server(int n, const std::string& secret, int report_fd) {
   return 0;
 }
 
-// One client process: workers [first, end).
+// One simulated worker: its connection and what it has read of the server's current frame.
+struct Worker {
+  enum class Step { kChallenge, kAssignment, kDone };
+  hvdrun::UniqueFd fd;
+  int rank = 0;
+  Step step = Step::kChallenge;
+  std::vector<std::uint8_t> in = std::vector<std::uint8_t>(256);
+  std::size_t have = 0;
+};
+
+// One client process: workers [first, end), on one edge-triggered epoll set. (Not an Asio
+// loop: its reactor spends a system call per wait that finds nothing, which here would cost
+// the server's core a share of its time.)
 struct Clients {
-  asio::io_context io;
-  tcp::endpoint server;
+  hvdrun::UniqueFd epoll{::epoll_create1(EPOLL_CLOEXEC)};
+  sockaddr_in server{};
   std::string secret;
   int n = 0, first = 0, end = 0;
   std::uint32_t pid = static_cast<std::uint32_t>(::getpid());
-  std::vector<std::unique_ptr<tcp::socket>> sockets;  // kept open until the process ends
+  std::vector<std::unique_ptr<Worker>> workers;  // kept open until the process ends
   int assigned = 0;
   std::int64_t last_ns = 0;
-  std::string error;
 };
 
-// The server's next frame. It sends a worker one frame at a time here (the challenge, then the
-// assignment), so what one read returns is read into one buffer and must be that frame.
-asio::awaitable<rdzv::Message> read_message(tcp::socket& socket) {
-  std::vector<std::uint8_t> frame(512);
-  std::size_t have = 0;
-  std::size_t need = rdzv::kHeaderSize;
-  while (have < need) {
-    if (frame.size() < need) frame.resize(need);
-    have += co_await socket.async_read_some(asio::buffer(frame.data() + have, frame.size() - have),
-                                            asio::use_awaitable);
-    if (have < rdzv::kHeaderSize) continue;
-    const auto header = rdzv::decode_header(frame);
-    if (const auto* e = std::get_if<rdzv::DecodeError>(&header)) throw std::runtime_error(e->text);
-    need = rdzv::kHeaderSize + std::get<rdzv::Header>(header).length;
+std::string worker_error(const Worker& w, const std::string& what) {
+  return "worker " + std::to_string(w.rank) + ": " + what;
+}
+
+// Reads until the server's next frame is whole or the socket is empty (as an edge-triggered
+// registration asks). The server sends a worker one frame at a time here (the challenge,
+// then the assignment), so what has arrived must be that one frame.
+std::optional<rdzv::Message> take_frame(Worker& w) {
+  for (;;) {
+    std::size_t need = rdzv::kHeaderSize;
+    if (w.have >= rdzv::kHeaderSize) {
+      const auto header = rdzv::decode_header(w.in);
+      if (const auto* e = std::get_if<rdzv::DecodeError>(&header)) {
+        throw std::runtime_error(worker_error(w, e->text));
+      }
+      need += std::get<rdzv::Header>(header).length;
+      if (w.in.size() < need) w.in.resize(need);
+    }
+    if (w.have == need) break;
+    if (w.have > need) throw std::runtime_error(worker_error(w, "more than one frame at once"));
+    const ssize_t got = ::recv(w.fd.get(), w.in.data() + w.have, w.in.size() - w.have, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && errno == EAGAIN) return std::nullopt;
+    if (got < 0) throw std::runtime_error(worker_error(w, std::strerror(errno)));
+    if (got == 0) throw std::runtime_error(worker_error(w, "the server closed the connection"));
+    w.have += static_cast<std::size_t>(got);
   }
-  if (have > need) throw std::runtime_error("the server sent more than one frame at once");
-  frame.resize(need);
-  auto decoded = rdzv::decode(frame);
-  if (const auto* e = std::get_if<rdzv::DecodeError>(&decoded)) throw std::runtime_error(e->text);
-  co_return std::get<rdzv::Message>(std::move(decoded));
+  auto decoded = rdzv::decode(std::span(w.in.data(), w.have));
+  w.have = 0;
+  if (const auto* e = std::get_if<rdzv::DecodeError>(&decoded)) {
+    throw std::runtime_error(worker_error(w, e->text));
+  }
+  return std::get<rdzv::Message>(std::move(decoded));
 }
 
 template <class T>
-T expect(const rdzv::Message& message, int rank) {
+T expect(const rdzv::Message& message, const Worker& w) {
   if (const auto* e = std::get_if<rdzv::ErrorMsg>(&message.body)) {
-    throw std::runtime_error("worker " + std::to_string(rank) + ": " + e->text);
+    throw std::runtime_error(worker_error(w, e->text));
   }
   if (const auto* body = std::get_if<T>(&message.body)) return *body;
-  throw std::runtime_error("worker " + std::to_string(rank) + ": unexpected " +
-                           rdzv::type_name(rdzv::type_of(message.body)));
+  throw std::runtime_error(
+      worker_error(w, "unexpected " + rdzv::type_name(rdzv::type_of(message.body))));
 }
 
-void check_assignment(const rdzv::Assign& a, int rank, int n) {
+void check_assignment(const rdzv::Assign& a, const Worker& w, int n) {
+  const int rank = w.rank;
   const hvdrun::Slot s = slot_of(rank, n);
   const bool place = a.rank == rank && a.size == n && a.local_rank == s.local_rank &&
                      a.local_size == s.local_size && a.cross_rank == s.cross_rank &&
                      a.cross_size == s.cross_size;
   if (!place || a.prev != data_of((rank + n - 1) % n) || a.next != data_of((rank + 1) % n)) {
-    throw std::runtime_error("worker " + std::to_string(rank) + ": wrong assignment (rank " +
-                             std::to_string(a.rank) + ", next " + a.next.addr + ")");
+    throw std::runtime_error(worker_error(
+        w, "wrong assignment (rank " + std::to_string(a.rank) + ", next " + a.next.addr + ")"));
   }
 }
 
-// The completion of a worker's coroutine: the first error stops the process's workers.
-auto stop_on_error(Clients& c) {
-  return [&c](std::exception_ptr e) {
-    if (!e || !c.error.empty()) return;
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& what) {
-      c.error = what.what();
-    }
-    c.io.stop();
-  };
+// Connects worker `rank` and registers it; its challenge makes it readable.
+void connect_worker(Clients& c, int rank) {
+  if (rank >= c.end) return;
+  auto& w = *c.workers.emplace_back(std::make_unique<Worker>());
+  w.rank = rank;
+  w.fd.reset(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!w.fd) throw std::runtime_error(worker_error(w, std::strerror(errno)));
+  // The port is picked at connect, for the whole address pair (a bind to port 0 would search
+  // every port in use, the TIME_WAIT ones of earlier runs included).
+  const int on = 1;
+  ::setsockopt(w.fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  local.sin_addr.s_addr = htonl(0x7F010000u + static_cast<unsigned>(rank));
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLET;
+  event.data.ptr = &w;
+  if (::bind(w.fd.get(), reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0 ||
+      (::connect(w.fd.get(), reinterpret_cast<const sockaddr*>(&c.server), sizeof c.server) != 0 &&
+       errno != EINPROGRESS) ||
+      ::epoll_ctl(c.epoll.get(), EPOLL_CTL_ADD, w.fd.get(), &event) != 0) {
+    throw std::runtime_error(worker_error(w, std::strerror(errno)));
+  }
 }
 
-asio::awaitable<void> await_assignment(Clients& c, tcp::socket& socket, int rank) {
-  // One co_await per statement: GCC 12 mishandles temporaries around a co_await in a call.
-  const rdzv::Message message = co_await read_message(socket);
-  check_assignment(expect<rdzv::Assign>(message, rank), rank, c.n);
+// Answers the challenge as libhvdrun does: Auth (unanswered unless wrong) and Join in one write.
+void answer(Clients& c, Worker& w, const rdzv::Message& hello) {
+  const auto challenge = expect<rdzv::Challenge>(hello, w);
+  std::vector<std::uint8_t> frames =
+      rdzv::encode({0, rdzv::Auth{rdzv::compute_mac(c.secret, kAuthContext, challenge.nonce)}});
+  const rdzv::PeerAddr data = data_of(w.rank);
+  const std::vector<std::uint8_t> join_frame =
+      rdzv::encode({hello.generation, rdzv::Join{static_cast<std::uint32_t>(w.rank), c.pid,
+                                                 slot_of(w.rank, c.n).host, data.addr, data.port}});
+  frames.insert(frames.end(), join_frame.begin(), join_frame.end());
+  const ssize_t sent = ::send(w.fd.get(), frames.data(), frames.size(), MSG_NOSIGNAL);
+  if (sent < 0) throw std::runtime_error(worker_error(w, std::strerror(errno)));
+  // A fresh connection's send buffer takes two small frames whole.
+  if (static_cast<std::size_t>(sent) != frames.size()) {
+    throw std::runtime_error(worker_error(w, "short send"));
+  }
+}
+
+// Serves what worker `w` was sent: its challenge (answered, and the next worker of its lane
+// started) or its assignment, which comes only once every worker joined.
+void on_readable(Clients& c, Worker& w) {
+  if (w.step == Worker::Step::kDone) return;
+  const std::optional<rdzv::Message> message = take_frame(w);
+  if (!message) return;
+  if (w.step == Worker::Step::kChallenge) {
+    answer(c, w, *message);
+    w.step = Worker::Step::kAssignment;
+    connect_worker(c, w.rank + kLanes);
+    return;
+  }
+  check_assignment(expect<rdzv::Assign>(*message, w), w, c.n);
+  w.step = Worker::Step::kDone;
   c.last_ns = std::max(c.last_ns, now_ns());
   ++c.assigned;
 }
 
-// Joins workers first, first + kLanes, ... one after the other; their assignments are awaited
-// apart (they come only once every worker joined).
-asio::awaitable<void> lane(Clients& c, int first) {
-  for (int rank = first; rank < c.end; rank += kLanes) {
-    auto socket = std::make_unique<tcp::socket>(c.io);
-    socket->open(c.server.protocol());
-    // The port is picked at connect, for the whole address pair (a bind to port 0 would search
-    // every port in use, the TIME_WAIT ones of earlier runs included).
-    const int on = 1;
-    ::setsockopt(socket->native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
-    socket->bind(tcp::endpoint(asio::ip::address_v4(0x7F010000u + static_cast<unsigned>(rank)), 0));
-    co_await socket->async_connect(c.server, asio::use_awaitable);
-    const rdzv::Message hello = co_await read_message(*socket);
-    const auto challenge = expect<rdzv::Challenge>(hello, rank);
-    const rdzv::Message auth{
-        0, rdzv::Auth{rdzv::compute_mac(c.secret, kAuthContext, challenge.nonce)}};
-    const rdzv::PeerAddr data = data_of(rank);
-    const rdzv::Message join{hello.generation,
-                             rdzv::Join{static_cast<std::uint32_t>(rank), c.pid,
-                                        slot_of(rank, c.n).host, data.addr, data.port}};
-    // As libhvdrun does: Auth (unanswered unless wrong) and Join in one write.
-    std::vector<std::uint8_t> frames = rdzv::encode(auth);
-    const std::vector<std::uint8_t> join_frame = rdzv::encode(join);
-    frames.insert(frames.end(), join_frame.begin(), join_frame.end());
-    co_await asio::async_write(*socket, asio::buffer(frames), asio::use_awaitable);
-    c.sockets.push_back(std::move(socket));
-    asio::co_spawn(c.io, await_assignment(c, *c.sockets.back(), rank), stop_on_error(c));
+// Runs every worker of `c` to its assignment; throws the first error.
+void run_workers(Clients& c) {
+  if (!c.epoll) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
+  c.workers.reserve(static_cast<std::size_t>(c.end - c.first));
+  for (int rank = c.first; rank < std::min(c.end, c.first + kLanes); ++rank) {
+    connect_worker(c, rank);
+  }
+  std::array<epoll_event, 256> events{};
+  const auto deadline = Clock::now() + kWait;
+  while (c.assigned < c.end - c.first) {
+    const int ready = ::epoll_wait(c.epoll.get(), events.data(), events.size(), 1000);
+    if (ready < 0 && errno != EINTR) {
+      throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
+    }
+    if (Clock::now() > deadline) {
+      throw std::runtime_error(std::to_string(c.end - c.first - c.assigned) +
+                               " workers got no assignment within " +
+                               std::to_string(kWait.count()) + " s");
+    }
+    for (int i = 0; i < ready; ++i) on_readable(c, *static_cast<Worker*>(events[i].data.ptr));
   }
 }
 
@@ -270,17 +330,19 @@ int run_clients(Clients& c, int go_fd, int report_fd) {
   char byte = 0;
   (void)hvdrun::read_some(go_fd, &byte, 1);
   const std::int64_t cpu_before = cpu_ns();
-  for (int first = c.first; first < std::min(c.end, c.first + kLanes); ++first) {
-    asio::co_spawn(c.io, lane(c, first), stop_on_error(c));
+  std::string error;
+  try {
+    run_workers(c);
+  } catch (const std::exception& e) {
+    error = e.what();
   }
-  c.io.run();
   const std::int64_t cpu = cpu_ns() - cpu_before;
   // Reset rather than close, whenever this process ends: no TIME_WAIT left behind to slow
   // the next run down.
-  boost::system::error_code ignored;
-  for (auto& socket : c.sockets) socket->set_option(asio::socket_base::linger(true, 0), ignored);
+  const linger reset{1, 0};
+  for (auto& w : c.workers) ::setsockopt(w->fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   report(report_fd, "done " + std::to_string(c.assigned) + " " + std::to_string(c.last_ns) + " " +
-                        std::to_string(cpu) + " " + c.error);
+                        std::to_string(cpu) + " " + error);
   return 0;
 }
 
@@ -350,7 +412,9 @@ int run(int n, int processes) {
       go.write.reset();
       client_report.read.reset();
       Clients c;
-      c.server = tcp::endpoint(asio::ip::make_address("127.0.0.1"), port);
+      c.server.sin_family = AF_INET;
+      c.server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      c.server.sin_port = htons(port);
       c.secret = secret;
       c.n = n;
       c.first = static_cast<int>(static_cast<long long>(n) * p / processes);
@@ -370,7 +434,11 @@ int run(int n, int processes) {
     const std::string line = read_line(client_report.read.get(), "a client process");
     const auto w = words(line);
     if (w.size() < 4 || w[0] != "done") throw std::runtime_error("a client process: " + line);
-    if (w.size() > 4) throw std::runtime_error("a client process failed: " + line.substr(5));
+    if (w.size() > 4) {  // "done ASSIGNED LAST_NS CPU_NS error text"
+      std::string why;
+      for (std::size_t i = 4; i < w.size(); ++i) why += (i > 4 ? " " : "") + w[i];
+      throw std::runtime_error("a client process failed: " + why);
+    }
     assigned += number(w[1]);
     last = std::max<std::int64_t>(last, number(w[2]));
     clients_cpu += number(w[3]);
