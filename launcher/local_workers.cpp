@@ -158,8 +158,6 @@ asio::awaitable<void> LocalWorkers::read_exec_report(Worker& w) {
 
 asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
   auto& stream = kind == StreamKind::kStdout ? *w.out : *w.err;
-  LineSplitter splitter;
-  auto emit = [&](std::string_view chunk) { sink_.write(w.id, kind, chunk); };
   std::vector<char> buffer(kReadBufferBytes);
   Console& console = sink_.console();
   for (;;) {
@@ -171,7 +169,7 @@ asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
     if (closing_streams_) break;
     auto [ec, n] =
         co_await stream.async_read_some(asio::buffer(buffer), asio::as_tuple(asio::use_awaitable));
-    if (n > 0) splitter.feed({buffer.data(), n}, emit);
+    if (n > 0) sink_.write(w.id, kind, {buffer.data(), n});
     if (sink_.console_closed(kind)) drop_streams(kind);
     if (ec || dropped(kind)) break;
   }
@@ -180,9 +178,9 @@ asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
     ssize_t n = ::read(stream.native_handle(), buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    splitter.feed({buffer.data(), static_cast<std::size_t>(n)}, emit);
+    sink_.write(w.id, kind, {buffer.data(), static_cast<std::size_t>(n)});
   }
-  if (!dropped(kind)) splitter.finish(emit);
+  if (!dropped(kind)) sink_.finish(w.id, kind);
   boost::system::error_code ignored;
   stream.close(ignored);
   --open_streams_;

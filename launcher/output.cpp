@@ -207,29 +207,54 @@ void OutputSink::set_rank(const WorkerId& id, int rank) {
   if (const auto it = workers_.find(id); it != workers_.end()) it->second.rank = rank;
 }
 
-void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view chunk) {
-  if (chunk.empty()) return;
+void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view bytes) {
+  take(id, stream, &bytes);
+}
+
+void OutputSink::finish(const WorkerId& id, StreamKind stream) {
+  take(id, stream, nullptr);
+}
+
+void OutputSink::take(const WorkerId& id, StreamKind stream, const std::string_view* bytes) {
   auto& worker = workers_.at(id);
-  bool is_err = stream == StreamKind::kStderr;
-  std::string line = options_.timestamp ? asctime_text(std::time(nullptr)) : std::string();
-  line.reserve(line.size() + chunk.size() + 24);
-  line.append("[").append(std::to_string(worker.rank)).append(is_err ? "]<stderr>:" : "]<stdout>:");
-  line.append(chunk);
-  if (!is_terminator(chunk.back())) line.push_back('\n');
-  const int index = is_err ? 1 : 0;
-  if (auto& file = worker.files[index]; file.get() >= 0) {
-    if (const int error = write_all(file.get(), line); error != 0) {
-      report_failure(worker.rank, is_err, "'" + worker.paths[index] + "'", error);
-      file.reset();
-    }
+  const bool is_err = stream == StreamKind::kStderr;
+  // One time stamp for what one read brought: it arrived at once.
+  const std::string stamp = options_.timestamp ? asctime_text(std::time(nullptr)) : std::string();
+  std::string out;
+  if (bytes) out.reserve(bytes->size() + bytes->size() / 16 + 32);
+  const auto emit = [&](std::string_view chunk) { append(worker, is_err, stamp, chunk, out); };
+  auto& splitter = worker.splitters[is_err ? 1 : 0];
+  if (bytes) {
+    splitter.feed(*bytes, emit);
+  } else {
+    splitter.finish(emit);
   }
-  console_.write(stream, std::move(line),
-                 "rank " + std::to_string(worker.rank) + (is_err ? "'s stderr" : "'s stdout"));
+  send(worker, is_err, std::move(out));
+}
+
+void OutputSink::append(WorkerOutput& worker, bool is_err, std::string_view stamp,
+                        std::string_view chunk, std::string& out) {
+  out.append(stamp).append("[").append(std::to_string(worker.rank));
+  out.append(is_err ? "]<stderr>:" : "]<stdout>:").append(chunk);
+  if (!is_terminator(chunk.back())) out.push_back('\n');
   if (is_err) {
     const std::string_view text = chunk.substr(0, chunk.size() - terminator_length(chunk));
     worker.tail.emplace_back(text.substr(0, kMaxKeptLineBytes));
     while (worker.tail.size() > options_.kept_stderr_lines) worker.tail.pop_front();
   }
+}
+
+void OutputSink::send(WorkerOutput& worker, bool is_err, std::string out) {
+  if (out.empty()) return;
+  const int index = is_err ? 1 : 0;
+  if (auto& file = worker.files[index]; file.get() >= 0) {
+    if (const int error = write_all(file.get(), out); error != 0) {
+      report_failure(worker.rank, is_err, "'" + worker.paths[index] + "'", error);
+      file.reset();
+    }
+  }
+  console_.write(is_err ? StreamKind::kStderr : StreamKind::kStdout, std::move(out),
+                 "rank " + std::to_string(worker.rank) + (is_err ? "'s stderr" : "'s stdout"));
 }
 
 const std::deque<std::string>& OutputSink::last_stderr_lines(const WorkerId& id) const {

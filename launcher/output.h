@@ -59,13 +59,16 @@ std::string rank_directory_name(int rank, int num_proc);
 // "Sat Jun 20 17:05:53 2026" (local time, like asctime without the newline).
 std::string asctime_text(std::time_t when);
 
-// Writes prefixed chunks: each is one queued entry of the Console and one writev loop per
-// tee file, so chunks of different ranks never interleave. A chunk without a terminator
-// (partial last line, cap piece) gets a '\n' appended. A console stream whose reader is gone
-// (EPIPE, as with `hvdrun ... | head`) is closed (the tee files are still written). Any
-// other write error (a full disk, /dev/full) is reported once per destination on stderr,
-// naming the file and rank and the errno text; that destination gets nothing more, and
-// write_failed() makes the job's exit status non-zero.
+// Worker output on its way out: each stream of a worker is cut into lines by a LineSplitter of
+// its own, and each line (or cap-sized piece) gets its rank's prefix. What one write() cuts
+// goes out together: one queued entry of the Console and one write loop per tee file, so
+// lines of different ranks never interleave and a read of many short lines costs one entry,
+// not one per line. A piece without a terminator (a partial last line at finish(), a cap
+// piece) gets a '\n' appended. A console stream whose reader is gone (EPIPE, as with
+// `hvdrun ... | head`) is closed (the tee files are still written). Any other write error (a
+// full disk, /dev/full) is reported once per destination on stderr, naming the file and rank
+// and the errno text; that destination gets nothing more, and write_failed() makes the job's
+// exit status non-zero.
 // Tee files are opened with O_NOFOLLOW, mode 0666 less the umask, in directories that must
 // belong to hvdrun's user. Lifetime: owns the tee files, uses `console` (which must outlive
 // it); io thread only.
@@ -80,7 +83,11 @@ class OutputSink {
   // An elastic re-formation gave the worker a new rank: its later lines carry it (its
   // --output-filename files stay those of its first rank).
   void set_rank(const WorkerId& id, int rank);
-  void write(const WorkerId& id, StreamKind stream, std::string_view chunk);
+  // Bytes the worker wrote on `stream`: its whole lines go out; a partial last line waits for
+  // the rest (or finish()).
+  void write(const WorkerId& id, StreamKind stream, std::string_view bytes);
+  // The end of the worker's `stream`: a partial last line still held goes out.
+  void finish(const WorkerId& id, StreamKind stream);
   // The last stderr lines of a worker, oldest first, terminators removed.
   const std::deque<std::string>& last_stderr_lines(const WorkerId& id) const;
   // True once a write of that stream to the console failed with EPIPE.
@@ -96,10 +103,18 @@ class OutputSink {
  private:
   struct WorkerOutput {
     int rank = 0;
-    std::array<UniqueFd, 2> files;  // stdout, stderr; closed without a directory
+    std::array<LineSplitter, 2> splitters;  // stdout, stderr
+    std::array<UniqueFd, 2> files;          // stdout, stderr; closed without a directory
     std::array<std::string, 2> paths;
     std::deque<std::string> tail;
   };
+  // Feeds (or, with `bytes` null, finishes) one stream's splitter and sends what it cut.
+  void take(const WorkerId& id, StreamKind stream, const std::string_view* bytes);
+  // Appends `chunk` with its prefix to `out`; keeps a stderr line for the tail.
+  void append(WorkerOutput& worker, bool is_err, std::string_view stamp, std::string_view chunk,
+              std::string& out);
+  // Writes `out` to the stream's tee file and queues it on the console.
+  void send(WorkerOutput& worker, bool is_err, std::string out);
   // Reports a failed write of `rank`'s `stream` to `destination` once.
   void report_failure(int rank, bool is_err, const std::string& destination, int error);
   OutputOptions options_;

@@ -133,11 +133,9 @@ void RemoteWorkers::on_started(int number) {
 void RemoteWorkers::on_output(int number, ssh::OutputStream stream, const std::string& bytes) {
   auto it = running_.find(number);
   if (it == running_.end()) return;
-  const bool is_out = stream == ssh::OutputStream::kStdout;
-  const auto kind = is_out ? StreamKind::kStdout : StreamKind::kStderr;
-  auto& splitter = is_out ? it->second.out : it->second.err;
-  const auto& id = it->second.id;
-  splitter.feed(bytes, [&](std::string_view chunk) { sink_.write(id, kind, chunk); });
+  const auto kind =
+      stream == ssh::OutputStream::kStdout ? StreamKind::kStdout : StreamKind::kStderr;
+  sink_.write(it->second.id, kind, bytes);
 }
 
 void RemoteWorkers::on_exit(int number, const ProcessEnd& exit, bool output_open) {
@@ -162,10 +160,8 @@ void RemoteWorkers::on_output_closed(int number) {
 
 void RemoteWorkers::finish_output(std::map<int, Running>::iterator it) {
   const WorkerId id = it->second.id;
-  it->second.out.finish(
-      [&](std::string_view chunk) { sink_.write(id, StreamKind::kStdout, chunk); });
-  it->second.err.finish(
-      [&](std::string_view chunk) { sink_.write(id, StreamKind::kStderr, chunk); });
+  sink_.finish(id, StreamKind::kStdout);
+  sink_.finish(id, StreamKind::kStderr);
   running_.erase(it);
 }
 

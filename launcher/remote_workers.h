@@ -69,9 +69,7 @@ class RemoteWorkers final : public WorkerPool {
   struct Running {
     WorkerId id;
     std::size_t host = 0;  // JobSpec::hosts index
-    LineSplitter out;
-    LineSplitter err;
-    bool ended = false;  // its end was reported; its output is still coming
+    bool ended = false;    // its end was reported; its output is still coming
   };
   struct HostStart {
     std::size_t workers = 0;

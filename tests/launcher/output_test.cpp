@@ -173,6 +173,8 @@ TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
     sink.write(worker(3), StreamKind::kStdout, "hello\n");
     sink.write(worker(11), StreamKind::kStderr, "partial");
     sink.write(worker(3), StreamKind::kStdout, "50%\r");
+    sink.finish(worker(11), StreamKind::kStderr);
+    sink.finish(worker(3), StreamKind::kStdout);
   }
   EXPECT_EQ(read_all(out.get()), "[3]<stdout>:hello\n[3]<stdout>:50%\r");
   EXPECT_EQ(read_all(err.get()), "[11]<stderr>:partial\n");
@@ -180,6 +182,31 @@ TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
             "[3]<stdout>:hello\n[3]<stdout>:50%\r");
   EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.11" / "stderr"), "[11]<stderr>:partial\n");
   EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.00" / "stdout"), "");
+}
+
+// Each stream is cut into lines by the sink: a line split over reads arrives whole, lines of
+// one read arrive in order, a partial last line waits for finish(), and the two streams of a
+// worker do not mix their pieces.
+TEST(OutputSink, LinesSplitAcrossWritesArriveWholeAndAPartialOneAtFinish) {
+  TempDir tmp;
+  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  TestConsole console(out.get(), out.get());
+  OutputSink sink({2, false, std::nullopt, 10}, console.console);
+  sink.add_worker(worker(1), 1);
+  sink.write(worker(1), StreamKind::kStdout, "hel");
+  sink.write(worker(1), StreamKind::kStderr, "warn");
+  sink.write(worker(1), StreamKind::kStdout, "lo\nwor");
+  sink.write(worker(1), StreamKind::kStdout, "ld\nthree\nfour\ntail");
+  sink.write(worker(1), StreamKind::kStderr, "ing\n");
+  console.flush();
+  const std::string lines =
+      "[1]<stdout>:hello\n[1]<stdout>:world\n[1]<stdout>:three\n[1]<stdout>:four\n"
+      "[1]<stderr>:warning\n";
+  EXPECT_EQ(read_all(out.get()), lines);
+  sink.finish(worker(1), StreamKind::kStdout);
+  sink.finish(worker(1), StreamKind::kStderr);  // nothing held: nothing written
+  console.flush();
+  EXPECT_EQ(read_all(out.get()), lines + "[1]<stdout>:tail\n");
 }
 
 TEST(OutputSink, TimestampComesBeforeThePrefix) {
