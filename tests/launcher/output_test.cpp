@@ -160,6 +160,23 @@ struct TestConsole {
   void flush() { EXPECT_TRUE(console.drain(std::chrono::seconds(5), nullptr)); }
 };
 
+// An OutputSink whose console writes stdout and stderr to one temporary file.
+struct SinkOnOneFile {
+  explicit SinkOnOneFile(OutputOptions options)
+      : out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600)),
+        console(out.get(), out.get()),
+        sink(std::move(options), console.console) {}
+  // Everything written so far.
+  std::string text() {
+    console.flush();
+    return read_all(out.get());
+  }
+  TempDir tmp;
+  UniqueFd out;
+  TestConsole console;
+  OutputSink sink;
+};
+
 TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
   TempDir tmp;
   UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
@@ -188,36 +205,29 @@ TEST(OutputSink, PrefixesChunksAndTeesToRankFiles) {
 // one read arrive in order, a partial last line waits for finish(), and the two streams of a
 // worker do not mix their pieces.
 TEST(OutputSink, LinesSplitAcrossWritesArriveWholeAndAPartialOneAtFinish) {
-  TempDir tmp;
-  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
-  TestConsole console(out.get(), out.get());
-  OutputSink sink({2, false, std::nullopt, 10}, console.console);
+  SinkOnOneFile file({2, false, std::nullopt, 10});
+  OutputSink& sink = file.sink;
   sink.add_worker(worker(1), 1);
   sink.write(worker(1), StreamKind::kStdout, "hel");
   sink.write(worker(1), StreamKind::kStderr, "warn");
   sink.write(worker(1), StreamKind::kStdout, "lo\nwor");
   sink.write(worker(1), StreamKind::kStdout, "ld\nthree\nfour\ntail");
   sink.write(worker(1), StreamKind::kStderr, "ing\n");
-  console.flush();
   const std::string lines =
       "[1]<stdout>:hello\n[1]<stdout>:world\n[1]<stdout>:three\n[1]<stdout>:four\n"
       "[1]<stderr>:warning\n";
-  EXPECT_EQ(read_all(out.get()), lines);
+  EXPECT_EQ(file.text(), lines);
   sink.finish(worker(1), StreamKind::kStdout);
   sink.finish(worker(1), StreamKind::kStderr);  // nothing held: nothing written
-  console.flush();
-  EXPECT_EQ(read_all(out.get()), lines + "[1]<stdout>:tail\n");
+  EXPECT_EQ(file.text(), lines + "[1]<stdout>:tail\n");
 }
 
 TEST(OutputSink, TimestampComesBeforeThePrefix) {
-  TempDir tmp;
-  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
-  TestConsole console(out.get(), out.get());
-  OutputSink sink({1, true, std::nullopt, 10}, console.console);
+  SinkOnOneFile file({1, true, std::nullopt, 10});
+  OutputSink& sink = file.sink;
   sink.add_worker(worker(0), 0);
   sink.write(worker(0), StreamKind::kStdout, "x\n");
-  console.flush();
-  std::string text = read_all(out.get());
+  const std::string text = file.text();
   ASSERT_EQ(text.size(), 24 + std::string("[0]<stdout>:x\n").size()) << text;
   EXPECT_EQ(text.substr(24), "[0]<stdout>:x\n");
   EXPECT_EQ(text[3], ' ');
@@ -225,10 +235,8 @@ TEST(OutputSink, TimestampComesBeforeThePrefix) {
 }
 
 TEST(OutputSink, KeepsTheLastStderrLinesOfEachRank) {
-  TempDir tmp;
-  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
-  TestConsole console(out.get(), out.get());
-  OutputSink sink({2, false, std::nullopt, 3}, console.console);
+  SinkOnOneFile file({2, false, std::nullopt, 3});
+  OutputSink& sink = file.sink;
   sink.add_worker(worker(0), 0);
   sink.add_worker(worker(1), 1);
   for (int i = 0; i < 5; ++i) {
@@ -244,10 +252,8 @@ TEST(OutputSink, KeepsTheLastStderrLinesOfEachRank) {
 // Output is keyed by the worker, not the rank: a worker added later (another host's slot 0, a
 // replacement incarnation) gets the prefix of the rank it was given, and its own tail.
 TEST(OutputSink, WorkersAddedLaterKeepTheirOwnRankAndTail) {
-  TempDir tmp;
-  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
-  TestConsole console(out.get(), out.get());
-  OutputSink sink({2, false, std::nullopt, 3}, console.console);
+  SinkOnOneFile file({2, false, std::nullopt, 3});
+  OutputSink& sink = file.sink;
   const WorkerId first{0, 0, 0};
   const WorkerId other_host{1, 0, 0};
   const WorkerId replacement{0, 0, 1};
@@ -257,8 +263,7 @@ TEST(OutputSink, WorkersAddedLaterKeepTheirOwnRankAndTail) {
   sink.add_worker(replacement, 2);
   sink.write(replacement, StreamKind::kStderr, "again\n");
   sink.write(other_host, StreamKind::kStdout, "other\n");
-  console.flush();
-  EXPECT_EQ(read_all(out.get()), "[0]<stderr>:first\n[2]<stderr>:again\n[1]<stdout>:other\n");
+  EXPECT_EQ(file.text(), "[0]<stderr>:first\n[2]<stderr>:again\n[1]<stdout>:other\n");
   EXPECT_EQ(sink.last_stderr_lines(first).front(), "first");
   EXPECT_EQ(sink.last_stderr_lines(replacement).front(), "again");
   EXPECT_TRUE(sink.last_stderr_lines(other_host).empty());
