@@ -1,8 +1,9 @@
 // Output throughput through a launcher, both ends of it:
 //   output_bench write LINES BYTES
 //     a worker: writes LINES lines of BYTES bytes each (newline included) to stdout, fully
-//     buffered as a program's stdout on a pipe is, each "hvdout RANK INDEX xxx...x|". Its
-//     rank comes from HOROVOD_RANK, OMPI_COMM_WORLD_RANK or RANK, whichever is set first.
+//     buffered as a program's stdout on a pipe is: "hvdout RANK INDEX ", 'x' up to BYTES - 2
+//     bytes, then "|". Its rank comes from HOROVOD_RANK, OMPI_COMM_WORLD_RANK or RANK,
+//     whichever is set first.
 //   output_bench read RANKS LINES BYTES
 //     the reader of the launcher's stdout: checks every line (whatever prefix the launcher put
 //     before "hvdout"), each rank's lines in order and whole, and prints
