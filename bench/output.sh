@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Output throughput: RANKS workers (bench/output_bench write) each print LINES lines of BYTES
 # bytes through a launcher into one pipe, whose reader (bench/output_bench read) checks every
-# line (whole, of its rank, in order) and times the stream from its first byte to its end.
+# line (whole, under its own rank's prefix, in order) and times the stream from its first byte
+# to its last line.
 # Tools, interleaved run by run so that all see the same machine load:
 #   pipe     one process writes all the lines straight into the reader (the floor)
 #   hvdrun   every line prefixed [rank]<stdout>:
@@ -9,8 +10,8 @@
 #   torchrun --tee 3, its prefixed console copy (when python3-torch is installed; PEERS names
 #            the folder of torchrun311.py, default ../shared/peers)
 # Prints per tool the median [min max] MB/s of the workers' bytes (prefixes not counted), the
-# lines that were torn, missing or out of order summed over the runs, and hvdrun's ratio to
-# each peer's median.
+# lines that were torn, missing, out of order or mislabelled, summed over the runs, and
+# hvdrun's ratio to each peer's median.
 # usage: bench/output.sh [build_dir=build] [runs=5] [ranks=4] [lines=250000] [bytes=100]
 set -euo pipefail
 build=${1:-build}
@@ -55,7 +56,7 @@ for ((r = 0; r < runs; r++)); do
     check_ranks=$ranks
     check_lines=$lines
     [ "$tool" = pipe ] && check_ranks=1 && check_lines=$((ranks * lines))
-    # The reader exits 1 on a torn, missing or misordered line: that is reported, not fatal.
+    # The reader exits 1 on a bad line: that is reported, not fatal.
     { launch "$tool" || true; } | { "$bench" read "$check_ranks" "$check_lines" "$bytes" || true; } \
       >> "$tmp/$tool"
     rm -rf "$tmp/torchrun_logs"
@@ -71,15 +72,22 @@ for tool in tools:
     for line in open(f"{tmp}/{tool}"):
         w = line.split()
         rows[tool].append(dict(zip(w[0::2], map(float, w[1::2]))))
+    if not rows[tool]:
+        print(f"  {tool}: not measured (its reader reported nothing)")
+tools = [t for t in tools if rows[t]]
+if "hvdrun" not in tools:
+    sys.exit(1)
 print(f"# {ranks} ranks x {lines} lines of {size} bytes, {len(rows['hvdrun'])} runs: MB/s of "
       "the workers' bytes, median [min max]; bad lines summed over the runs")
 medians = {}
 for tool in tools:
     v = sorted(r["mb_per_s"] for r in rows[tool])
     medians[tool] = statistics.median(v)
-    bad = {k: int(sum(r[k] for r in rows[tool])) for k in ("torn", "missing", "out_of_order")}
-    print("  %-9s %8.1f [%7.1f %7.1f] MB/s   torn %d  missing %d  out of order %d" % (
-        tool, medians[tool], v[0], v[-1], bad["torn"], bad["missing"], bad["out_of_order"]))
+    bad = {k: int(sum(r[k] for r in rows[tool]))
+           for k in ("torn", "missing", "out_of_order", "mislabelled")}
+    print("  %-9s %8.1f [%7.1f %7.1f] MB/s   torn %d  missing %d  out of order %d  "
+          "mislabelled %d" % (tool, medians[tool], v[0], v[-1], bad["torn"], bad["missing"],
+                              bad["out_of_order"], bad["mislabelled"]))
 for tool in tools:
     if tool != "hvdrun" and medians[tool] > 0:
         print("  hvdrun / %s: %.2f" % (tool, medians["hvdrun"] / medians[tool]))

@@ -5,13 +5,14 @@
 //     bytes, then "|". Its rank comes from HOROVOD_RANK, OMPI_COMM_WORLD_RANK or RANK,
 //     whichever is set first.
 //   output_bench read RANKS LINES BYTES
-//     the reader of the launcher's stdout: checks every line (whatever prefix the launcher put
-//     before "hvdout"), each rank's lines in order and whole, and prints
-//     "lines L intact I torn T missing M out_of_order O bytes B stream_ms S mb_per_s R"
+//     the reader of the launcher's stdout: checks every line whole, each rank's lines in
+//     order, and each under its own rank's prefix (the last number in what the launcher put
+//     before "hvdout", if anything), and prints "lines L intact I torn T missing M
+//     out_of_order O mislabelled W bytes B stream_ms S mb_per_s R"
 //     (stream_ms: from the first byte read to the read that completed the last line, so that
 //     a launcher's own shutdown is not counted; bytes: all it read, prefixes included;
 //     mb_per_s: the workers' bytes, prefixes excluded, over stream_ms).
-//     Exits 1 if a line is torn, missing or out of order.
+//     Exits 1 if a line is torn, missing, out of order or mislabelled.
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,23 +25,17 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/number.h"
+
 namespace {
+
+using hvdrun::bench::number;
 
 constexpr std::string_view kMarker = "hvdout ";
 
-long long number(std::string_view text, const char* what) {
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 0) {
-    throw std::runtime_error(std::string(what) + " '" + std::string(text) +
-                             "' is not a number >= 0");
-  }
-  return v;
-}
-
 int rank_from_environment() {
   for (const char* name : {"HOROVOD_RANK", "OMPI_COMM_WORLD_RANK", "RANK"}) {
-    if (const char* value = std::getenv(name)) return static_cast<int>(number(value, name));
+    if (const char* value = std::getenv(name)) return static_cast<int>(number(value, name, 0));
   }
   throw std::runtime_error("no rank: none of HOROVOD_RANK, OMPI_COMM_WORLD_RANK, RANK is set");
 }
@@ -64,8 +59,21 @@ int write_lines(long long lines, long long bytes) {
 
 struct Tally {
   std::vector<long long> next;  // per rank: the index its next line must carry
-  long long lines = 0, intact = 0, torn = 0, out_of_order = 0, bytes = 0;
+  long long lines = 0, intact = 0, torn = 0, out_of_order = 0, mislabelled = 0, bytes = 0;
 };
+
+// The rank a launcher's prefix names: its last number ("[3]<stdout>:", "[1,3]<stdout>:",
+// "[default3]:", a time stamp first or not); -1 for a prefix without one.
+long long prefix_rank(std::string_view prefix) {
+  const auto last = prefix.find_last_of("0123456789");
+  if (last == std::string_view::npos) return -1;
+  const auto before = prefix.find_last_not_of("0123456789", last);
+  const std::size_t start = before == std::string_view::npos ? 0 : before + 1;
+  const std::string_view digits = prefix.substr(start, last + 1 - start);
+  long long rank = -1;
+  std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+  return rank;
+}
 
 // One line without its newline; anything before the marker is the launcher's prefix.
 void check(std::string_view line, long long want_bytes, Tally& t) {
@@ -89,6 +97,8 @@ void check(std::string_view line, long long want_bytes, Tally& t) {
       rank >= static_cast<long long>(t.next.size())) {
     return void(++t.torn);
   }
+  // A line under another rank's prefix is mislabelled (a plain pipe has no prefix).
+  if (at > 0 && prefix_rank(line.substr(0, at)) != rank) ++t.mislabelled;
   if (index != t.next[static_cast<std::size_t>(rank)]) ++t.out_of_order;
   t.next[static_cast<std::size_t>(rank)] = index + 1;
   ++t.intact;
@@ -130,11 +140,11 @@ int read_lines(long long ranks, long long lines, long long bytes) {
   const long long missing = std::max(0LL, ranks * lines - t.intact);
   const double payload = static_cast<double>(t.intact) * static_cast<double>(bytes);
   std::printf(
-      "lines %lld intact %lld torn %lld missing %lld out_of_order %lld bytes %lld stream_ms %.1f "
-      "mb_per_s %.1f\n",
-      t.lines, t.intact, t.torn, missing, t.out_of_order, t.bytes, ms,
+      "lines %lld intact %lld torn %lld missing %lld out_of_order %lld mislabelled %lld "
+      "bytes %lld stream_ms %.1f mb_per_s %.1f\n",
+      t.lines, t.intact, t.torn, missing, t.out_of_order, t.mislabelled, t.bytes, ms,
       ms > 0 ? payload / 1e6 / (ms / 1e3) : 0.0);
-  return t.torn == 0 && missing == 0 && t.out_of_order == 0 ? 0 : 1;
+  return t.torn == 0 && missing == 0 && t.out_of_order == 0 && t.mislabelled == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -143,11 +153,11 @@ int main(int argc, char** argv) {
   try {
     const std::vector<std::string_view> args(argv + 1, argv + argc);
     if (args.size() == 3 && args[0] == "write") {
-      return write_lines(number(args[1], "LINES"), number(args[2], "BYTES"));
+      return write_lines(number(args[1], "LINES", 0), number(args[2], "BYTES", 0));
     }
     if (args.size() == 4 && args[0] == "read") {
-      return read_lines(number(args[1], "RANKS"), number(args[2], "LINES"),
-                        number(args[3], "BYTES"));
+      return read_lines(number(args[1], "RANKS", 0), number(args[2], "LINES", 0),
+                        number(args[3], "BYTES", 0));
     }
     std::fprintf(stderr,
                  "usage: output_bench write LINES BYTES | output_bench read RANKS LINES BYTES\n");

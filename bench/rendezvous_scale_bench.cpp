@@ -28,7 +28,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/number.h"
 #include "common/unique_fd.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/server.h"
@@ -49,6 +49,7 @@ namespace {
 
 namespace asio = boost::asio;
 namespace rdzv = hvdrun::rdzv;
+using hvdrun::bench::number;
 using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one time line for every process
 
 constexpr int kSlotsPerHost = 8;
@@ -173,7 +174,7 @@ struct Worker {
 // loop: its reactor spends a system call per wait that finds nothing, which here would cost
 // the server's core a share of its time.)
 struct Clients {
-  hvdrun::UniqueFd epoll{::epoll_create1(EPOLL_CLOEXEC)};
+  hvdrun::UniqueFd epoll;
   sockaddr_in server{};
   std::string secret;
   int n = 0, first = 0, end = 0;
@@ -303,6 +304,7 @@ void on_readable(Clients& c, Worker& w) {
 
 // Runs every worker of `c` to its assignment; throws the first error.
 void run_workers(Clients& c) {
+  c.epoll.reset(::epoll_create1(EPOLL_CLOEXEC));
   if (!c.epoll) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
   c.workers.reserve(static_cast<std::size_t>(c.end - c.first));
   for (int rank = c.first; rank < std::min(c.end, c.first + kLanes); ++rank) {
@@ -351,15 +353,6 @@ std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-long long number(const std::string& text) {
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    throw std::runtime_error("bad number " + text);
-  }
-  return v;
 }
 
 // Forks a child that runs fn() and exits with its status.
@@ -472,8 +465,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: rendezvous_scale_bench N [client_processes=1]\n");
       return 2;
     }
-    const long long n = number(argv[1]);
-    const long long processes = argc > 2 ? number(argv[2]) : 1;
+    const long long n = number(argv[1], "N");
+    const long long processes = argc > 2 ? number(argv[2], "client_processes") : 1;
     if (n < 1 || n > static_cast<long long>(rdzv::kMaxPeers)) {
       throw std::runtime_error("N " + std::string(argv[1]) + " is outside 1.." +
                                std::to_string(rdzv::kMaxPeers));

@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::size_t kBatchEntries = 256;  // lines per writev (IOV_MAX is 1024)
+constexpr std::size_t kBatchEntries = 256;  // entries (whole lines) per writev; IOV_MAX: 1024
 constexpr std::size_t kBatchBytes = 1u << 20;
 constexpr auto kAbandonWait = std::chrono::milliseconds(100);
 

@@ -1,6 +1,6 @@
 // The workers of this machine, keyed by WorkerId: fork/exec in their own process groups
 // (process.h), watched by the orphan watchdog, their stdout/stderr pipes pumped into the
-// OutputSink line by line, and reaped on SIGCHLD. Reports each exit through a callback.
+// OutputSink a read at a time, and reaped on SIGCHLD. Reports each exit through a callback.
 // Nothing here waits: a pump pauses while the console is paused (the worker then blocks on
 // its full pipe), and a worker's exec report is read asynchronously; an exit is reported
 // once its report is known, so "cannot run" is never mistaken for the program's status.

@@ -29,20 +29,6 @@ std::size_t terminator_length(std::string_view chunk) {
   return !chunk.empty() && is_terminator(chunk.back()) ? 1 : 0;
 }
 
-// Writes every byte of `bytes` to a tee file (one loop over partial writes and EINTR); an
-// error drops the rest. Returns 0 or the errno of the failed write.
-int write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return 0;
-}
-
 // A tee file: never through a symbolic link planted in its place; mode 0666 less the umask.
 UniqueFd open_tee_file(const std::filesystem::path& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
@@ -217,30 +203,30 @@ void OutputSink::finish(const WorkerId& id, StreamKind stream) {
 
 void OutputSink::take(const WorkerId& id, StreamKind stream, const std::string_view* bytes) {
   auto& worker = workers_.at(id);
-  const bool is_err = stream == StreamKind::kStderr;
-  // One time stamp for what one read brought: it arrived at once.
-  const std::string stamp = options_.timestamp ? asctime_text(std::time(nullptr)) : std::string();
-  std::string out;
-  if (bytes) out.reserve(bytes->size() + bytes->size() / 16 + 32);
-  const auto emit = [&](std::string_view chunk) { append(worker, is_err, stamp, chunk, out); };
-  auto& splitter = worker.splitters[is_err ? 1 : 0];
+  Cut cut{worker, stream == StreamKind::kStderr, {}, {}};
+  // Two references: small enough for std::function to hold without allocating.
+  const auto emit = [this, &cut](std::string_view chunk) { append(cut, chunk); };
+  auto& splitter = worker.splitters[cut.is_err ? 1 : 0];
   if (bytes) {
     splitter.feed(*bytes, emit);
   } else {
     splitter.finish(emit);
   }
-  send(worker, is_err, std::move(out));
+  send(worker, cut.is_err, std::move(cut.out));
 }
 
-void OutputSink::append(WorkerOutput& worker, bool is_err, std::string_view stamp,
-                        std::string_view chunk, std::string& out) {
-  out.append(stamp).append("[").append(std::to_string(worker.rank));
-  out.append(is_err ? "]<stderr>:" : "]<stdout>:").append(chunk);
-  if (!is_terminator(chunk.back())) out.push_back('\n');
-  if (is_err) {
-    const std::string_view text = chunk.substr(0, chunk.size() - terminator_length(chunk));
-    worker.tail.emplace_back(text.substr(0, kMaxKeptLineBytes));
-    while (worker.tail.size() > options_.kept_stderr_lines) worker.tail.pop_front();
+void OutputSink::append(Cut& cut, std::string_view chunk) {
+  if (cut.out.empty() && options_.timestamp) {
+    cut.stamp = asctime_text(std::time(nullptr));  // one for what one read brought
+  }
+  cut.out.append(cut.stamp).append("[").append(std::to_string(cut.worker.rank));
+  cut.out.append(cut.is_err ? "]<stderr>:" : "]<stdout>:").append(chunk);
+  if (!is_terminator(chunk.back())) cut.out.push_back('\n');
+  if (cut.is_err) {
+    auto& tail = cut.worker.tail;
+    tail.emplace_back(
+        chunk.substr(0, chunk.size() - terminator_length(chunk)).substr(0, kMaxKeptLineBytes));
+    while (tail.size() > options_.kept_stderr_lines) tail.pop_front();
   }
 }
 
@@ -248,7 +234,7 @@ void OutputSink::send(WorkerOutput& worker, bool is_err, std::string out) {
   if (out.empty()) return;
   const int index = is_err ? 1 : 0;
   if (auto& file = worker.files[index]; file.get() >= 0) {
-    if (const int error = write_all(file.get(), out); error != 0) {
+    if (const int error = hvdrun::write_all(file.get(), out); error != 0) {
       report_failure(worker.rank, is_err, "'" + worker.paths[index] + "'", error);
       file.reset();
     }

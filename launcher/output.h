@@ -1,8 +1,8 @@
-// Worker output: LineSplitter cuts a byte stream into chunks (pure, no I/O); OutputSink
-// queues each chunk of a worker (WorkerId) with its rank's `[rank]<stdout>:` /
-// `[rank]<stderr>:` prefix (and an optional asctime-like timestamp) on the Console
-// (console.h), and tees it to DIR/rank.N/{stdout,stderr} with --output-filename. Reads
-// JobSpec's output settings.
+// Worker output: LineSplitter cuts a byte stream into chunks (pure, no I/O); OutputSink cuts
+// each stream of a worker (WorkerId) with one, queues the chunks with their rank's
+// `[rank]<stdout>:` / `[rank]<stderr>:` prefix (and an optional asctime-like timestamp) on the
+// Console (console.h), and tees them to DIR/rank.N/{stdout,stderr} with --output-filename.
+// Reads JobSpec's output settings.
 #pragma once
 
 #include <array>
@@ -108,11 +108,17 @@ class OutputSink {
     std::array<std::string, 2> paths;
     std::deque<std::string> tail;
   };
+  // What one write() or finish() of a stream cut, prefixed.
+  struct Cut {
+    WorkerOutput& worker;
+    bool is_err;
+    std::string stamp;  // with --prefix-output-with-timestamp: taken at the first piece
+    std::string out;
+  };
   // Feeds (or, with `bytes` null, finishes) one stream's splitter and sends what it cut.
   void take(const WorkerId& id, StreamKind stream, const std::string_view* bytes);
-  // Appends `chunk` with its prefix to `out`; keeps a stderr line for the tail.
-  void append(WorkerOutput& worker, bool is_err, std::string_view stamp, std::string_view chunk,
-              std::string& out);
+  // Appends `chunk` with its prefix; keeps a stderr line for the tail.
+  void append(Cut& cut, std::string_view chunk);
   // Writes `out` to the stream's tee file and queues it on the console.
   void send(WorkerOutput& worker, bool is_err, std::string out);
   // Reports a failed write of `rank`'s `stream` to `destination` once.
