@@ -16,7 +16,8 @@ namespace hvdrun::rdzv {
 std::string make_secret();
 // Fresh random challenge nonces, drawn from OpenSSL's CSPRNG kNoncesPerDraw at a time: a
 // server challenges every connection, and one RAND_bytes call costs about as much as a small
-// system call (it checks for a fork each time). Not for use across fork().
+// system call (it checks for a fork each time). One thread at a time; not for use across
+// fork().
 class NonceSource {
  public:
   static constexpr std::size_t kNoncesPerDraw = 64;
