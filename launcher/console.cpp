@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -136,6 +137,11 @@ class ConsoleWriter {
   }
 
  private:
+  // "rank 2's stdout to hvdrun's stdout: No space left on device"
+  static std::string describe(const std::string& origin, const std::string& name, int error) {
+    return origin + " to " + name + ": " + std::strerror(error);
+  }
+
   struct State {
     UniqueFd fd;       // a duplicate: the thread's own, whatever happens to the original
     std::string name;  // "hvdrun's stdout"
@@ -148,6 +154,7 @@ class ConsoleWriter {
     bool stop = false;
     bool exited = false;
     bool broken = false;              // closed or failed: nothing more is written
+    int error = 0;                    // what failed it (not EPIPE); 0 when none
     std::function<void()> on_resume;  // called under the mutex; cleared at destruction
     std::weak_ptr<State> report;      // where a failure line goes
     std::string failure;
@@ -157,7 +164,14 @@ class ConsoleWriter {
     static void push(State& s, std::string bytes, std::string origin) {
       if (bytes.empty()) return;
       std::lock_guard lock(s.mutex);
-      if (s.broken || s.stop) return;
+      if (s.broken || s.stop) {
+        // A worker's output lost on a stream that failed before it (on hvdrun's own line):
+        // the first such loss is the failure the job reports.
+        if (s.error != 0 && !origin.empty() && s.failure.empty()) {
+          s.failure = describe(origin, s.name, s.error);
+        }
+        return;
+      }
       s.bytes += bytes.size();
       s.queue.push_back({std::move(bytes), std::move(origin)});
       if (s.bytes >= s.pause_bytes) s.paused.store(true, std::memory_order_relaxed);
@@ -187,18 +201,28 @@ class ConsoleWriter {
         std::lock_guard lock(s->mutex);
         if (!s->broken) {
           s->broken = true;
-          for (const auto& e : s->queue) s->bytes -= e.bytes.size();
-          s->queue.clear();
           if (error == EPIPE) {
             s->closed.store(true, std::memory_order_relaxed);
           } else {
+            s->error = error;
             const std::string& origin = batch[failed_at].origin;
-            const std::string what = (origin.empty() ? std::string("hvdrun's own lines") : origin) +
-                                     " to " + s->name + ": " + std::strerror(error);
-            if (!origin.empty()) s->failure = what;
-            report = "hvdrun: cannot write " + what + "; later output to it is lost\n";
+            report = "hvdrun: cannot write " +
+                     describe(origin.empty() ? "hvdrun's own lines" : origin, s->name, error) +
+                     "; later output to it is lost\n";
             report_to = s->report.lock();
+            // The failure is the first worker output lost: in this entry, or after it.
+            const auto lost = std::find_if(batch.begin() + static_cast<std::ptrdiff_t>(failed_at),
+                                           batch.end(), [](auto& e) { return !e.origin.empty(); });
+            const auto queued = std::find_if(s->queue.begin(), s->queue.end(),
+                                             [](auto& e) { return !e.origin.empty(); });
+            if (lost != batch.end()) {
+              s->failure = describe(lost->origin, s->name, error);
+            } else if (queued != s->queue.end()) {
+              s->failure = describe(queued->origin, s->name, error);
+            }
           }
+          for (const auto& e : s->queue) s->bytes -= e.bytes.size();
+          s->queue.clear();
         }
       }
       // Queued before this batch counts as written, so a drain that sees it done sees the

@@ -5,7 +5,8 @@
 // writer is back under `resume_bytes`. hvdrun's own lines are queued whatever the state.
 // stdout and stderr on one file (`2>&1`) share one writer, so their lines keep their order.
 // A stream whose reader is gone (EPIPE) is closed(); any other write error fails it, once,
-// with a "hvdrun: cannot write ..." line on stderr, and failure() remembers the first.
+// with a "hvdrun: cannot write ..." line on stderr, and failure() remembers the first worker
+// output lost (also when the stream failed on one of hvdrun's own lines before it).
 // Lifetime: created and destroyed on the io thread; write()/paused()/closed() are
 // thread-safe. Destruction waits at most 1 s for what is queued, then abandons it (a writer
 // blocked on a reader that never reads is left to the end of the process).

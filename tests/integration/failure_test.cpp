@@ -162,6 +162,16 @@ TEST(Failure, OutputThatCannotBeWrittenFailsTheJob) {
   EXPECT_TRUE(contains(text, "<stderr>:err")) << text;
 }
 
+// hvdrun's stderr is /dev/full and its own first line (the OMP_NUM_THREADS notice of a
+// 2-rank job) is what fails: the workers' stderr lost after it still fails the job.
+TEST(Failure, OutputLostAfterHvdrunsOwnLineFailedFailsTheJob) {
+  const std::string command = "timeout -s KILL 60 \"" + std::string(HVDRUN_BINARY) +
+                              "\" -np 2 /bin/sh -c 'echo important >&2' 2>/dev/full";
+  const int rc = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 1);
+}
+
 TEST(Failure, SoftOpenFileLimitIsRaisedToTheHardLimit) {
   auto [status, err] = run_with_open_file_limit("-S -n");
   EXPECT_EQ(status, 0) << err;

@@ -171,6 +171,21 @@ TEST(Console, AWriteErrorIsReportedOnceOnStderr) {
             "later output to it is lost\n");
 }
 
+// The stream fails on one of hvdrun's own lines: the worker output lost after it is the
+// failure (the job must not end as if everything was written).
+TEST(Console, WorkerOutputLostAfterHvdrunsOwnLineFailedIsTheFailure) {
+  UniqueFd full(::open("/dev/full", O_WRONLY | O_CLOEXEC));
+  ASSERT_TRUE(full.valid());
+  asio::io_context io(1);
+  Console console(io, {full.get(), full.get()});
+  console.write(StreamKind::kStderr, "hvdrun: a notice\n");
+  EXPECT_TRUE(console.drain(seconds(10), nullptr));
+  EXPECT_EQ(console.failure(), "");
+  console.write(StreamKind::kStderr, "lost\n", "rank 1's stderr");
+  console.write(StreamKind::kStderr, "lost too\n", "rank 0's stderr");
+  EXPECT_EQ(console.failure(), "rank 1's stderr to hvdrun's stdout: No space left on device");
+}
+
 // A reader that never reads: a drain gives up at its limit, and destruction returns (the
 // writer, blocked in write, is left behind with its own descriptor).
 TEST(Console, DestructionLeavesAStreamNobodyReads) {
