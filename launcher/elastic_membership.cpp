@@ -49,16 +49,18 @@ std::size_t ElasticMembership::free_slots(Clock::time_point now) const {
   return std::min(free, room);
 }
 
-std::vector<ElasticMembership::Worker> ElasticMembership::fill(Clock::time_point now) {
+std::vector<ElasticMembership::Worker> ElasticMembership::fill(Clock::time_point now,
+                                                               std::size_t limit) {
+  limit = std::min(limit, max_np_);
   std::vector<Worker> added;
-  for (std::size_t h = 0; h < hosts_.size() && workers_.size() < max_np_; ++h) {
+  for (std::size_t h = 0; h < hosts_.size() && workers_.size() < limit; ++h) {
     Host& host = hosts_[h];
     if (!usable(host, now)) continue;
     std::set<int> taken;
     for (const auto& w : workers_) {
       if (w.id.host == h) taken.insert(w.id.slot);
     }
-    for (int slot = 0; slot < host.slots && workers_.size() < max_np_; ++slot) {
+    for (int slot = 0; slot < host.slots && workers_.size() < limit; ++slot) {
       if (taken.contains(slot)) continue;
       const WorkerId id{h, slot, host.incarnations[slot]++};
       workers_.push_back(Worker{id, next_key_++, -1});

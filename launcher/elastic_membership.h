@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <vector>
@@ -46,8 +47,9 @@ class ElasticMembership {
   // there, up to MAX. Returns the cooldown.
   std::chrono::seconds cool_down(std::size_t host, Clock::time_point now);
   // Workers to start on the free slots of hosts not cooling down, so that live() reaches
-  // max_np at most; they become members (newcomers) with fresh keys.
-  std::vector<Worker> fill(Clock::time_point now);
+  // `limit` (at most max_np) at most; they become members (newcomers) with fresh keys.
+  std::vector<Worker> fill(Clock::time_point now,
+                           std::size_t limit = std::numeric_limits<std::size_t>::max());
   // How many more fill() would add now.
   std::size_t free_slots(Clock::time_point now) const;
   // The members of the next generation, in rank order, with their topology; the workers'

@@ -569,8 +569,12 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
     waiting_for_slots_ = false;
     elastic_timer_.cancel();
   }
+  // A job whose workers have begun to finish starts new ones only to stay at --min-np: a
+  // newcomer on a finished worker's slot would run the training again.
+  const std::size_t limit = winding_down() ? static_cast<std::size_t>(*spec_.elastic.min_np)
+                                           : std::numeric_limits<std::size_t>::max();
   std::vector<WorkerId> added;
-  for (const auto& w : membership_->fill(now)) {
+  for (const auto& w : membership_->fill(now, limit)) {
     added.push_back(w.id);
     workers_.emplace(w.id, WorkerRecord{Slot{}, std::nullopt, w.key, {}});
   }

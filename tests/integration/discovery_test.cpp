@@ -192,5 +192,26 @@ TEST(Discovery, AJobWhoseWorkersBeganToFinishDoesNotGrow) {
   EXPECT_FALSE(contains(r.err, "generation 1")) << r.err;
 }
 
+// The same after a removal: once rank 0 has exited 0, the script drops rank 2's slot; the
+// re-formation that follows starts no one on the finished worker's slot (that newcomer
+// would run the training again).
+TEST(Discovery, ARemovalAfterAWorkerFinishedStartsNoOneOnItsSlot) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:3\n");
+  const auto hosts = (dir.path / "hosts").string();
+  const std::string worker =
+      "echo \"started as rank $RANK\"; [ \"$RANK\" = 0 ] && exit 0; sleep 0.3; "
+      "[ \"$RANK\" = 1 ] && echo localhost:2 > '" +
+      hosts + ".new' && mv '" + hosts + ".new' '" + hosts + "'; sleep 1.5";
+  const auto r =
+      run_hvdrun({"-np", "3", "--min-np", "1", "--host-discovery-script", hosts_script(dir),
+                  "--discovery-interval", "0.1", "/bin/sh", "-c", worker},
+                 {}, seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count(r.out, "started as rank"), 3u) << r.out;  // the three first workers only
+  EXPECT_TRUE(contains(r.err, "no longer lists the slots of rank 2")) << r.err;
+  EXPECT_FALSE(contains(r.err, "of them new")) << r.err;
+}
+
 }  // namespace
 }  // namespace hvdrun::itest

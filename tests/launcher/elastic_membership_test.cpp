@@ -57,6 +57,19 @@ TEST(ElasticMembership, ReplacementsFillFreeSlotsUpToMaxNpAndComeAfterTheSurvivo
   EXPECT_EQ(members[3].slot.local_size, 2);
 }
 
+TEST(ElasticMembership, AFillWithALimitStopsThere) {
+  auto m = three_workers(4);
+  const auto now = Clock::now();
+  m.remove(0);
+  m.remove(1);
+  EXPECT_TRUE(m.fill(now, 1).empty());  // one live already
+  const auto added = m.fill(now, 2);
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(m.live(), 2u);
+  EXPECT_EQ(m.fill(now, 99).size(), 2u);  // max_np 4 still bounds it
+  EXPECT_EQ(m.live(), 4u);
+}
+
 TEST(ElasticMembership, AFailedHostCoolsDownLongerAfterEachFailure) {
   auto m = three_workers(4);
   const auto now = Clock::now();
