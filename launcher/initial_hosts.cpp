@@ -8,6 +8,7 @@
 
 #include "hvdrun/error.h"
 #include "launcher/discovery_script.h"
+#include "launcher/interrupted.h"
 #include "launcher/logging.h"
 
 namespace hvdrun::launcher {
@@ -19,7 +20,9 @@ std::vector<HostSpec> initial_hosts(const JobSpec& spec, Watchdog& watchdog,
   asio::io_context io(1);
   DiscoveryScript script(io, watchdog, spec.elastic, environment);
   asio::steady_timer deadline(io), next_run(io);
-  asio::signal_set signals(io, SIGINT, SIGTERM);
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);  // as the supervisor's, below
+  signals.add(SIGQUIT);
+  int interrupted_by = 0;
   std::optional<std::vector<HostSpec>> hosts;
   std::string failure;
   int last_slots = -1;
@@ -65,11 +68,13 @@ std::vector<HostSpec> initial_hosts(const JobSpec& spec, Watchdog& watchdog,
     if (ec) return;
     failure = "interrupted (" + signal_name(signo) + ") while waiting for the discovery script's " +
               std::to_string(spec.num_proc) + " slots";
+    interrupted_by = signo;
     io.stop();
   });
   run_once();
   io.run();
   script.cancel();
+  if (interrupted_by != 0) throw Interrupted(interrupted_by, failure);
   if (!hosts) throw Error(failure);
   return std::move(*hosts);
 }

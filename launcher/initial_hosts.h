@@ -13,8 +13,8 @@
 namespace hvdrun::launcher {
 
 // The script's hosts once they give at least spec.num_proc slots. Throws hvdrun::Error naming
-// the script's failure, the slots it gave when the elastic timeout passed, or the signal
-// (SIGINT, SIGTERM) that interrupted the wait.
+// the script's failure or the slots it gave when the elastic timeout passed; throws
+// Interrupted for a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that ended the wait.
 std::vector<HostSpec> initial_hosts(const JobSpec& spec, Watchdog& watchdog,
                                     const std::map<std::string, std::string>& environment);
 

@@ -14,6 +14,7 @@
 
 #include "hvdrun/error.h"
 #include "launcher/cli.h"
+#include "launcher/interrupted.h"
 #include "launcher/process.h"
 #include "launcher/ssh/remote_agent.h"
 #include "launcher/supervisor.h"
@@ -68,6 +69,8 @@ int main(int argc, char** argv) {
     return hvdrun::launcher::run_job(parsed.spec, environment);
   } catch (const hvdrun::UsageError& e) {
     return fail(e.what(), 2);
+  } catch (const hvdrun::launcher::Interrupted& e) {
+    return fail(e.what(), 128 + e.signo());
   } catch (const std::exception& e) {
     return fail(e.what(), 1);
   }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
@@ -83,6 +84,25 @@ TEST(Discovery, TheJobWaitsForNpSlotsAndFailsAfterTheElasticTimeout) {
   r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "applied 8192 samples of 8192; all ranks agree")) << r.out;
+}
+
+// A signal while hvdrun waits for the script's first -np slots ends it with 128 + the
+// signal's number, as it does once the job runs.
+TEST(Discovery, ASignalDuringTheWaitForTheFirstSlotsExitsWithItsStatus) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:1\n");
+  for (const auto& [signo, name] :
+       {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}, std::pair{SIGHUP, "SIGHUP"}}) {
+    HvdrunProcess job({"-np", "2", "--host-discovery-script", hosts_script(dir),
+                       "--discovery-interval", "0.1", "--elastic-timeout", "30", "/bin/true"});
+    std::this_thread::sleep_for(milliseconds(500));
+    job.signal(signo);
+    const auto r = job.finish(seconds(30));
+    EXPECT_EQ(r.status, 128 + signo) << r.err;
+    EXPECT_TRUE(contains(r.err, std::string("hvdrun: error: interrupted (") + name +
+                                    ") while waiting for the discovery script's 2 slots"))
+        << r.err;
+  }
 }
 
 TEST(Discovery, AFirstRunThatFailsHangsOrPrintsGarbageEndsTheLaunch) {
