@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "launcher/job_outcome.h"
 #include "launcher/worker_id.h"
@@ -23,6 +24,9 @@ class FailurePolicy {
  public:
   virtual ~FailurePolicy() = default;
   virtual WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) = 0;
+  // After kTerminateJob: the limit that made this failure the job's ("no restart left:
+  // --max-restarts 2 used"); empty when the policy takes the first failure.
+  virtual std::string exhausted() const { return {}; }
 };
 
 // Static jobs: a worker that exits non-zero, dies by a signal or cannot be started fails the
@@ -38,6 +42,7 @@ class RestartAllPolicy final : public FailurePolicy {
  public:
   explicit RestartAllPolicy(int max_restarts) : max_restarts_(max_restarts) {}
   WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
+  std::string exhausted() const override;
   int restarts() const noexcept { return restarts_; }
   int max_restarts() const noexcept { return max_restarts_; }
 
@@ -52,6 +57,7 @@ class ElasticPolicy final : public FailurePolicy {
  public:
   explicit ElasticPolicy(std::optional<int> reset_limit) : reset_limit_(reset_limit) {}
   WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
+  std::string exhausted() const override;
   int resets() const noexcept { return resets_; }
 
  private:

@@ -51,8 +51,13 @@ void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSi
     return;
   }
   const auto rank = std::to_string(outcome->rank);
-  note("job failed: first failure was rank " + rank + " on " + outcome->host + ": " +
-       outcome->end.describe());
+  if (outcome->exhausted.empty()) {
+    note("job failed: first failure was rank " + rank + " on " + outcome->host + ": " +
+         outcome->end.describe());
+  } else {
+    note("job failed: last failure was rank " + rank + " on " + outcome->host + ": " +
+         outcome->end.describe() + " (" + outcome->exhausted + ")");
+  }
   const auto& tail = sink.last_stderr_lines(outcome->worker);
   if (tail.empty()) return;
   std::string text = "last stderr lines of rank " + rank + ":";

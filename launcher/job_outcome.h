@@ -23,6 +23,9 @@ struct Outcome {
   int rank = 0;
   std::string host;
   ProcessEnd end;
+  // kWorkerFailed: the limit that made this failure the job's, when earlier ones were
+  // survived ("no restart left: --max-restarts 2 used"); empty for the first failure.
+  std::string exhausted;
   int signo = 0;        // kInterrupted
   std::string message;  // kJobError, kHostFailed
 
@@ -35,7 +38,8 @@ struct Outcome {
 // 255 for a host that could not be reached or started.
 int outcome_exit_status(const std::optional<Outcome>& outcome);
 
-// The "job failed: ..." lines (nothing for success or an interrupt).
+// The "job failed: ..." lines (nothing for success or an interrupt): "first failure was" the
+// rank, or "last failure was" it and the limit it exhausted.
 void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSink& sink);
 
 }  // namespace hvdrun::launcher

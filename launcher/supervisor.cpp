@@ -240,6 +240,12 @@ class Supervisor {
     std::string lost;
     bool removed = false;  // its slot left the discovery output: not in the next generation
   };
+  // "rank 2 (host h1, pid 4242)" (no pid for a worker that never ran).
+  static std::string who(const WorkerRecord& record) {
+    const ProcessEnd* end = record.end ? &*record.end : nullptr;
+    return "rank " + std::to_string(record.slot.rank) + " (host " + record.slot.host +
+           (end && end->pid ? ", pid " + std::to_string(end->pid) : "") + ")";
+  }
   // One generation of the job, for the summary.
   struct GenerationRecord {
     Clock::time_point started;
@@ -425,8 +431,8 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
   }
   if (decision == WorkerEndDecision::kTerminateJob && !outcome_) {
     outcome_ = Outcome::worker_failed(id, record.slot, *record.end);
-    generations_.back().end_reason = "rank " + std::to_string(record.slot.rank) + " (host " +
-                                     record.slot.host + ") " + record.end->what_happened();
+    outcome_->exhausted = policy_->exhausted();
+    generations_.back().end_reason = who(record) + " " + record.end->what_happened();
     if (!streams_open(id)) {
       announce_failure();
     } else {  // its last lines come first, bounded like the final drain
@@ -455,9 +461,7 @@ void Supervisor::announce_failure() {
   const std::size_t others = state_ == JobState::kRunning ? running() : 0;
   note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
        (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
-       (spec_.max_restarts > 0
-            ? " (no restart left: --max-restarts " + std::to_string(spec_.max_restarts) + " used)"
-            : "") +
+       (outcome_->exhausted.empty() ? "" : " (" + outcome_->exhausted + ")") +
        (others ? "; terminating " + std::to_string(others) + " other " +
                      (others == 1 ? "rank" : "ranks")
                : ""));
@@ -472,11 +476,8 @@ void Supervisor::announce_failure() {
 void Supervisor::restart(const WorkerId& failed) {
   const WorkerRecord& record = workers_.at(failed);
   const ProcessEnd& end = *record.end;
-  const std::string who = "rank " + std::to_string(record.slot.rank) + " (host " +
-                          record.slot.host + (end.pid ? ", pid " + std::to_string(end.pid) : "") +
-                          ")";
   const std::string what = record.lost.empty() ? end.what_happened() : record.lost;
-  generations_.back().end_reason = who + " " + what;
+  generations_.back().end_reason = who(record) + " " + what;
   const auto* restarts = dynamic_cast<const RestartAllPolicy*>(policy_.get());
   const std::size_t others = running();
   std::string cooled;
@@ -485,7 +486,7 @@ void Supervisor::restart(const WorkerId& failed) {
     cooled = "; host " + hosts_[failed.host].name + " unused for " +
              std::to_string(cooldown.count()) + " s";
   }
-  note(who + " " + what + cooled + "; restarting every rank (restart " +
+  note(who(record) + " " + what + cooled + "; restarting every rank (restart " +
        std::to_string(restarts ? restarts->restarts() : 0) + " of " +
        std::to_string(spec_.max_restarts) + ")" +
        (others ? ": terminating " + plural(others, "other rank") : ""));
@@ -539,11 +540,8 @@ void Supervisor::start_next_generation() {
 
 void Supervisor::drop_and_reform(const WorkerId& id) {
   auto& record = workers_.at(id);
-  const ProcessEnd& end = *record.end;
-  const std::string who = "rank " + std::to_string(record.slot.rank) + " (host " +
-                          record.slot.host + (end.pid ? ", pid " + std::to_string(end.pid) : "") +
-                          ")";
-  const std::string what = record.lost.empty() ? end.what_happened() : record.lost;
+  const std::string who = this->who(record);
+  const std::string what = record.lost.empty() ? record.end->what_happened() : record.lost;
   const auto now = Clock::now();
   generations_.back().ended = now;
   generations_.back().end_reason = who + " " + what;

@@ -128,15 +128,31 @@ TEST(Elastic, BelowMinNpTheJobFailsAfterTheElasticTimeoutAndLeavesNothing) {
   EXPECT_TRUE(wait_until_gone(all, seconds(10)).empty());
 }
 
+// --reset-limit 1: the first failure re-forms, the second ends the job, and the summary says
+// which limit made it the job's failure.
 TEST(Elastic, TheResetLimitEndsTheJob) {
   TempDir dir;
-  HvdrunProcess job(elastic_job(dir, {"-np", "3", "--min-np", "1", "--reset-limit", "0"}, 20));
-  const pid_t victim = pid_of_slot(dir, 2, 3);
+  HvdrunProcess job(elastic_job(dir, {"-np", "3", "--min-np", "1", "--reset-limit", "1"}, 20));
+  const pid_t first = pid_of_slot(dir, 2, 3);
+  const pid_t second = pid_of_slot(dir, 1, 3);
   std::this_thread::sleep_for(milliseconds(500));
-  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  std::this_thread::sleep_for(milliseconds(1500));  // the survivors re-formed
+  ASSERT_EQ(::kill(second, SIGKILL), 0);
   const auto r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 128 + SIGKILL) << r.err;
-  EXPECT_TRUE(contains(r.err, "pid " + std::to_string(victim) + ") was killed by signal SIGKILL"))
+  EXPECT_TRUE(
+      contains(r.err, "pid " + std::to_string(first) + ") was killed by signal SIGKILL (9); "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "pid " + std::to_string(second) +
+                                  ") was killed by signal SIGKILL (9) (no re-formation left: "
+                                  "--reset-limit 1 used)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: job failed: last failure was rank ")) << r.err;
+  // The generation it ended names the worker with its pid, as every generation line does.
+  EXPECT_TRUE(contains(r.err, "    1: 2 ranks, ")) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, ", pid " + std::to_string(second) + ") was killed by signal SIGKILL (9)\n"))
       << r.err;
 }
 

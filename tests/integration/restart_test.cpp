@@ -66,8 +66,8 @@ TEST(Restart, WhenTheRestartsAreUsedUpTheJobFailsWithTheLastFailure) {
   EXPECT_TRUE(contains(r.err, "exited with code 4 (no restart left: --max-restarts 2 used)"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
-                       "hvdrun: job failed: first failure was rank 1 on localhost: exit "
-                       "code 4\n"))
+                       "hvdrun: job failed: last failure was rank 1 on localhost: exit "
+                       "code 4 (no restart left: --max-restarts 2 used)\n"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "\n    2: 2 ranks, started ")) << r.err;
   EXPECT_LT(r.seconds, 10.0);

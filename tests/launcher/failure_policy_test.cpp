@@ -1,4 +1,5 @@
-// FailFastPolicy: which worker ends take a static job down.
+// The failure policies: which worker ends take a job down, restart it or re-form it, and
+// the limit named when one ends it.
 #include "launcher/failure_policy.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,22 @@ TEST(RestartAllPolicy, FailuresRestartUntilTheLimitThenFailTheJob) {
   EXPECT_EQ(policy.restarts(), 2);
   EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kTerminateJob);
   EXPECT_EQ(policy.restarts(), 2);
+  EXPECT_EQ(policy.exhausted(), "no restart left: --max-restarts 2 used");
+}
+
+TEST(ElasticPolicy, FailuresReFormUntilTheResetLimitThenFailTheJob) {
+  ElasticPolicy policy(1);
+  const WorkerId worker{0, 1, 0};
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(0)), WorkerEndDecision::kContinue);
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kReform);
+  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kTerminateJob);
+  EXPECT_EQ(policy.exhausted(), "no re-formation left: --reset-limit 1 used");
+  ElasticPolicy unlimited(std::nullopt);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(unlimited.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kReform);
+  }
+  EXPECT_EQ(unlimited.exhausted(), "");
+  EXPECT_EQ(FailFastPolicy().exhausted(), "");
 }
 
 }  // namespace
