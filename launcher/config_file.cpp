@@ -6,11 +6,11 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include "hvdrun/error.h"
 #include "launcher/cli_values.h"
 #include "launcher/hosts.h"
+#include "launcher/user_file.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -135,13 +135,10 @@ class Loader {
 }  // namespace
 
 ConfigFile load_config_file(const std::string& path, bool gloo_flag) {
-  std::ifstream in(path);
-  if (!in) {
-    throw UsageError("--config-file " + quoted(path) + ": cannot read it: " + std::strerror(errno));
-  }
+  const std::string text = read_user_file(path, "--config-file " + quoted(path));
   YAML::Node root;
   try {
-    root = YAML::Load(in);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw UsageError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "hvdrun/error.h"
+#include "launcher/user_file.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -207,10 +208,6 @@ void for_each_line(std::string_view text, Fn fn) {
   }
 }
 
-struct FileCloser {
-  void operator()(std::FILE* file) const { std::fclose(file); }
-};
-
 }  // namespace
 
 std::string quoted(std::string_view text) {
@@ -282,18 +279,7 @@ std::vector<HostSpec> parse_discovery_output(std::string_view text, const std::s
 }
 
 std::vector<HostSpec> parse_hostfile(const std::string& path, std::vector<std::string>& notes) {
-  const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) {
-    throw UsageError("cannot read host file " + quoted(path) + ": " + std::strerror(errno));
-  }
-  std::string text;
-  char buffer[4096];
-  std::size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, got);
-  if (std::ferror(file.get())) {
-    throw UsageError("cannot read host file " + quoted(path) + ": " + std::strerror(errno));
-  }
-  return parse_hostfile_text(text, path, notes);
+  return parse_hostfile_text(read_user_file(path, "host file " + quoted(path)), path, notes);
 }
 
 }  // namespace hvdrun::launcher

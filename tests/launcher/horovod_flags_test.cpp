@@ -258,7 +258,11 @@ TEST(HorovodFlags, ConfigFileErrorsNameFileAndLine) {
   const ConfigFileOnDisk bad_yaml("params: [1, 2\n");
   EXPECT_THAT(error_of({"--config-file", bad_yaml.path}), HasSubstr("not valid YAML"));
   EXPECT_THAT(error_of({"--config-file", "/nonexistent/hvdrun.yaml"}),
-              HasSubstr("--config-file '/nonexistent/hvdrun.yaml': cannot read it"));
+              HasSubstr("cannot read --config-file '/nonexistent/hvdrun.yaml': No such file"));
+  EXPECT_THAT(error_of({"--config-file", "/tmp"}),
+              HasSubstr("cannot read --config-file '/tmp': Is a directory"));
+  EXPECT_THAT(error_of({"--config-file", "/dev/zero"}),
+              HasSubstr("cannot read --config-file '/dev/zero': larger than 64 MiB"));
 }
 
 // horovodrun's rules for the controller key: --gloo wins over it; its value in any case; an

@@ -182,6 +182,12 @@ TEST(Hostfile, UnreadableFiles) {
   } catch (const UsageError& e) {
     EXPECT_STREQ(e.what(), "cannot read host file '/tmp': Is a directory");
   }
+  try {
+    parse_hostfile("/dev/zero", notes);  // never ends: bounded, not read into all memory
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "cannot read host file '/dev/zero': larger than 64 MiB");
+  }
 }
 
 TEST(Quoted, EscapesControlCharacters) {
