@@ -192,7 +192,8 @@ struct Parsed {
   std::string spelled(const std::string& name) const { return spelling.at(name); }
 };
 
-// --min-np and the other elastic flags; HOROVOD_ELASTIC_TIMEOUT as horovodrun reads it.
+// --min-np and the other elastic flags; HOROVOD_ELASTIC_TIMEOUT as horovodrun reads it (in
+// elastic jobs only: a static job runs whatever it says).
 template <class EnvFn>
 void apply_elastic_settings(JobSpec& spec, const Parsed& parsed, const EnvFn& env) {
   auto count = [&](const char* name, int min) -> std::optional<int> {
@@ -208,7 +209,8 @@ void apply_elastic_settings(JobSpec& spec, const Parsed& parsed, const EnvFn& en
   if (const auto v = parsed.value("elastic-timeout")) {
     spec.elastic.timeout = std::chrono::seconds(
         parse_count(parsed.spelled("elastic-timeout"), *v, kMaxStartTimeout, "the timeout", 1));
-  } else if (const auto from_env = env("HOROVOD_ELASTIC_TIMEOUT")) {
+  } else if (const auto from_env = spec.elastic_job() ? env("HOROVOD_ELASTIC_TIMEOUT")
+                                                      : std::nullopt) {  // as horovodrun
     spec.elastic.timeout = std::chrono::seconds(
         parse_count("HOROVOD_ELASTIC_TIMEOUT", *from_env, kMaxStartTimeout, "the timeout", 1));
   }

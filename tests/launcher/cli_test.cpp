@@ -252,6 +252,17 @@ TEST(Cli, OptionValueProblems) {
   EXPECT_THAT(twice, HasSubstr("'3'"));
 }
 
+// HOROVOD_ELASTIC_TIMEOUT counts in elastic jobs only, as in horovodrun: a static job runs
+// whatever it says.
+TEST(Cli, ElasticTimeoutFromTheEnvironmentInElasticJobsOnly) {
+  EXPECT_EQ(spec_of({"-np", "2", "--min-np", "1", "p"}, {{"HOROVOD_ELASTIC_TIMEOUT", "45"}})
+                .elastic.timeout,
+            std::chrono::seconds(45));
+  EXPECT_THAT(error_of({"-np", "2", "--min-np", "1", "p"}, {{"HOROVOD_ELASTIC_TIMEOUT", "abc"}}),
+              HasSubstr("HOROVOD_ELASTIC_TIMEOUT 'abc'"));
+  EXPECT_FALSE(spec_of({"-np", "1", "p"}, {{"HOROVOD_ELASTIC_TIMEOUT", "abc"}}).elastic_job());
+}
+
 TEST(Cli, RepeatedFlagsAreHarmless) {
   EXPECT_TRUE(spec_of({"--verbose", "--verbose", "-np", "1", "p"}).verbose);
 }
