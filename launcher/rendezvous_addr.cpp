@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
 
 #include <boost/asio/ip/address.hpp>
@@ -22,19 +23,33 @@ bool is_ip_literal(const std::string& text) {
   return !ec;
 }
 
+// A host name given as --rendezvous-addr must resolve here: the local workers resolve it on
+// this machine, and a name that does not would fail every one of them later.
+void check_resolves(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(name.c_str(), nullptr, &hints, &found);
+  if (rc != 0) {
+    throw UsageError("--rendezvous-addr " + name + ": cannot resolve it: " + ::gai_strerror(rc));
+  }
+  ::freeaddrinfo(found);
+}
+
 }  // namespace
 
 AddressPlan plan_addresses(const JobSpec& spec, bool any_remote) {
   if (!spec.rendezvous_addr.empty()) {
     const bool literal = is_ip_literal(spec.rendezvous_addr);
+    if (!literal) check_resolves(spec.rendezvous_addr);
     return {literal ? spec.rendezvous_addr : (any_remote ? "0.0.0.0" : "127.0.0.1"),
             spec.rendezvous_addr};
   }
-  if (!any_remote) return {"127.0.0.1", "127.0.0.1"};
   if (!spec.network_interfaces.empty()) {
     const auto addr = interface_address(spec.network_interfaces.front());
     return {addr, addr};
   }
+  if (!any_remote) return {"127.0.0.1", "127.0.0.1"};
   return {"0.0.0.0", ""};
 }
 
