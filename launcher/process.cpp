@@ -23,6 +23,7 @@ namespace hvdrun::launcher {
 namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+constexpr const char* kShell = "/bin/sh";
 constexpr int kExecReportTimeoutMs = 30000;
 
 std::string errno_text(int err) {
@@ -34,6 +35,9 @@ struct ChildPlan {
   std::string path;         // resolved program path
   int preset_errno = 0;     // the PATH search failed with this errno
   std::vector<char*> argv;  // null-terminated
+  // /bin/sh PATH ARGS...: execvp's fallback for a file the kernel cannot execute (ENOEXEC: a
+  // script without "#!"), which the shells and horovodrun's `env` also take.
+  std::vector<char*> shell_argv;
   std::vector<char*> envp;  // null-terminated
   int devnull = -1;
   int out = -1;  // write ends, or -1 to inherit
@@ -105,6 +109,22 @@ void mark_fds_cloexec(const ChildPlan& plan) noexcept {
   }
 }
 
+// Whether a file the kernel would not execute may be given to the shell: as bash decides, no
+// NUL byte before the first line feed in its first 80 bytes (a broken binary is refused with
+// ENOEXEC rather than read as commands). Async-signal-safe.
+bool looks_like_text(const char* path) noexcept {
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char sample[80];
+  const ssize_t got = ::read(fd, sample, sizeof sample);
+  ::close(fd);
+  for (ssize_t i = 0; i < got; ++i) {
+    if (sample[i] == '\n') return true;
+    if (sample[i] == '\0') return false;
+  }
+  return got >= 0;
+}
+
 // Runs in the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void child_exec(const ChildPlan& plan) noexcept {
   if (::setpgid(0, 0) < 0) child_fail(plan, errno);
@@ -120,7 +140,11 @@ void mark_fds_cloexec(const ChildPlan& plan) noexcept {
   mark_fds_cloexec(plan);
   if (plan.preset_errno != 0) child_fail(plan, plan.preset_errno);
   ::execve(plan.path.c_str(), plan.argv.data(), plan.envp.data());
-  child_fail(plan, errno);
+  const int err = errno;
+  if (err == ENOEXEC && looks_like_text(plan.path.c_str())) {
+    ::execve(kShell, plan.shell_argv.data(), plan.envp.data());
+  }
+  child_fail(plan, err);
 }
 
 int max_fd_limit() {
@@ -202,6 +226,8 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
   ChildPlan plan;
   plan.path = resolve_program(argv[0], env, plan.preset_errno);
   plan.argv = c_strings(argv);
+  plan.shell_argv = {const_cast<char*>(kShell), plan.path.data()};
+  plan.shell_argv.insert(plan.shell_argv.end(), plan.argv.begin() + 1, plan.argv.end());
   plan.envp = c_strings(env);
   plan.parent = ::getpid();
   plan.max_fd = max_fd_limit();

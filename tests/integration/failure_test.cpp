@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -90,6 +91,27 @@ TEST(Failure, ProgramThatCannotBeExecutedIsReportedWithStatus126) {
   EXPECT_TRUE(contains(r.err, "cannot run '" + script.string() + "': Permission denied")) << r.err;
   r = run_hvdrun({"-np", "1", dir.path.string()});  // a directory
   EXPECT_EQ(r.status, 126) << r.err;
+  const auto broken = dir.path / "broken-binary";  // a NUL in its first line: not a script
+  std::ofstream(broken) << std::string(
+      "\x7f"
+      "ELF\x02\x01\x01\0\0\0garbage\n",
+      17);
+  std::filesystem::permissions(broken, std::filesystem::perms::owner_all);
+  r = run_hvdrun({"-np", "1", broken.string()});
+  EXPECT_EQ(r.status, 126) << r.err;
+  EXPECT_TRUE(contains(r.err, "Exec format error")) << r.err;
+}
+
+// An executable script without "#!" runs under /bin/sh, as execvp, the shells and horovodrun
+// run it; its arguments arrive as given.
+TEST(Failure, AScriptWithoutAnInterpreterLineRunsUnderTheShell) {
+  TempDir dir;
+  const auto script = dir.path / "no-shebang.sh";
+  std::ofstream(script) << "echo \"args: $1|$2\"\nexit 3\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const auto r = run_hvdrun({"-np", "1", script.string(), "a", "b c"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.out, "[0]<stdout>:args: a|b c\n") << r.err;
 }
 
 // Two names of this machine would each number local ranks from 0 (two ranks on GPU 0).
