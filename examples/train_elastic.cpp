@@ -58,11 +58,9 @@ std::uint64_t fnv1a(std::span<const float> values) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach hvdrun as they are printed
-  const Settings settings = parse_settings(argc, argv);
+// The training, once this worker is a member of the job.
+int train_elastic(const Settings& settings) {
   const example::Options& opt = settings.model;
-  hvdrun::InitGuard hvd;
   std::printf("pid %d starts as rank %d/%d\n", static_cast<int>(::getpid()), hvdrun::rank(),
               hvdrun::size());
   const auto train = example::make_dataset(opt.samples, opt.features, opt.classes, opt.seed);
@@ -92,44 +90,39 @@ int main(int argc, char** argv) {
     }
   });
 
-  try {
-    hvdrun::elastic::run(state, [&] {
-      std::vector<float> grad(model.count() + 1);
-      int steps = 0;
-      for (; epoch < opt.epochs; ++epoch, offset = 0) {
-        std::vector<std::size_t> order(train.size());
-        std::iota(order.begin(), order.end(), 0);
-        std::shuffle(order.begin(), order.end(),
-                     std::mt19937_64(opt.seed + static_cast<std::uint64_t>(epoch)));
-        while (offset < order.size()) {
-          const auto world = static_cast<std::size_t>(hvdrun::size());
-          const auto rank = static_cast<std::size_t>(hvdrun::rank());
-          const std::size_t end =
-              std::min<std::size_t>(order.size(), offset + world * opt.batch_size);
-          std::vector<std::size_t> rows;
-          for (std::size_t i = offset + rank; i < end; i += world) rows.push_back(order[i]);
-          std::fill(grad.begin(), grad.end(), 0.0f);
-          std::size_t correct = 0;
-          model.accumulate(train, rows, std::span<float>(grad).first(model.count()), correct);
-          grad.back() = static_cast<float>(rows.size());
-          hvdrun::allreduce(std::span<float>(grad), hvdrun::ReduceOp::kSum);
-          for (float& g : grad) g /= grad.back();
-          model.sgd_step(grad, opt.lr * static_cast<float>(world));
-          applied += end - offset;
-          offset = end;
-          if (settings.step_delay_ms > 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(settings.step_delay_ms));
-          }
-          if (++steps % settings.commit_every == 0) state.commit();
+  hvdrun::elastic::run(state, [&] {
+    std::vector<float> grad(model.count() + 1);
+    int steps = 0;
+    for (; epoch < opt.epochs; ++epoch, offset = 0) {
+      std::vector<std::size_t> order(train.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(),
+                   std::mt19937_64(opt.seed + static_cast<std::uint64_t>(epoch)));
+      while (offset < order.size()) {
+        const auto world = static_cast<std::size_t>(hvdrun::size());
+        const auto rank = static_cast<std::size_t>(hvdrun::rank());
+        const std::size_t end =
+            std::min<std::size_t>(order.size(), offset + world * opt.batch_size);
+        std::vector<std::size_t> rows;
+        for (std::size_t i = offset + rank; i < end; i += world) rows.push_back(order[i]);
+        std::fill(grad.begin(), grad.end(), 0.0f);
+        std::size_t correct = 0;
+        model.accumulate(train, rows, std::span<float>(grad).first(model.count()), correct);
+        grad.back() = static_cast<float>(rows.size());
+        hvdrun::allreduce(std::span<float>(grad), hvdrun::ReduceOp::kSum);
+        for (float& g : grad) g /= grad.back();
+        model.sgd_step(grad, opt.lr * static_cast<float>(world));
+        applied += end - offset;
+        offset = end;
+        if (settings.step_delay_ms > 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(settings.step_delay_ms));
         }
-        if (hvdrun::rank() == 0)
-          std::printf("epoch %d done on %d ranks\n", epoch + 1, hvdrun::size());
+        if (++steps % settings.commit_every == 0) state.commit();
       }
-    });
-  } catch (const hvdrun::NotMemberError& e) {  // this worker's slot left the job
-    std::printf("pid %d left the job: %s\n", static_cast<int>(::getpid()), e.what());
-    return 0;
-  }
+      if (hvdrun::rank() == 0)
+        std::printf("epoch %d done on %d ranks\n", epoch + 1, hvdrun::size());
+    }
+  });
 
   const std::int64_t hash = static_cast<std::int64_t>(fnv1a(model.params()));
   const auto hashes = hvdrun::allgather(std::span<const std::int64_t>(&hash, 1));
@@ -145,4 +138,16 @@ int main(int argc, char** argv) {
         agree ? "all ranks agree" : "RANKS DISAGREE");
   }
   return agree ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach hvdrun as they are printed
+  const Settings settings = parse_settings(argc, argv);
+  try {
+    hvdrun::InitGuard hvd;  // may already find this worker's slot gone
+    return train_elastic(settings);
+  } catch (const hvdrun::NotMemberError& e) {  // this worker's slot left the job
+    std::printf("pid %d left the job: %s\n", static_cast<int>(::getpid()), e.what());
+    return 0;
+  }
 }

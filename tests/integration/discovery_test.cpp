@@ -193,6 +193,28 @@ TEST(Discovery, AHostThatKeepsFailingWaitsOutADoublingCooldownWhileStillListed) 
   EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
 }
 
+// A newcomer whose slot is removed before its init() reaches the rendezvous leaves the job
+// (exit 0, "left the job"); the others finish.
+TEST(Discovery, ANewcomerWhoseSlotGoesBeforeItJoinedLeavesCleanly) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:2\n");
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-np", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script",
+                   hosts_script(dir), "--discovery-interval", "0.1"},
+                  4, "if [ \"$HVDRUN_SLOT\" -ge 2 ]; then sleep 2; fi; "));
+  wait_for_pids(dir.path, 2, seconds(20));
+  write_file(dir.path / "hosts", "localhost:3\n");
+  const pid_t newcomer = pid_of_slot(dir, 2, 3);
+  std::this_thread::sleep_for(milliseconds(500));  // it sleeps before init()
+  write_file(dir.path / "hosts", "localhost:2\n");
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "pid " + std::to_string(newcomer) + " left the job: ")) << r.out;
+  EXPECT_TRUE(contains(r.err, "left the job with its slot: exited with code 0")) << r.err;
+  EXPECT_TRUE(contains(r.out, "applied 32768 samples of 32768; all ranks agree")) << r.out;
+}
+
 // Once a worker has exited 0 the job is ending: slots that appear afterwards start no one.
 TEST(Discovery, AJobWhoseWorkersBeganToFinishDoesNotGrow) {
   TempDir dir;
