@@ -205,11 +205,12 @@ TEST(Discovery, ANewcomerWhoseSlotGoesBeforeItJoinedLeavesCleanly) {
                   4, "if [ \"$HVDRUN_SLOT\" -ge 2 ]; then sleep 2; fi; "));
   wait_for_pids(dir.path, 2, seconds(20));
   write_file(dir.path / "hosts", "localhost:3\n");
-  const pid_t newcomer = pid_of_slot(dir, 2, 3);
-  std::this_thread::sleep_for(milliseconds(500));  // it sleeps before init()
+  std::this_thread::sleep_for(milliseconds(800));  // started; it sleeps before init()
   write_file(dir.path / "hosts", "localhost:2\n");
   const auto r = job.finish(seconds(90));
+  const pid_t newcomer = pid_of_slot(dir, 2, 3);  // written after its sleep
   EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: generation 1: 3 workers, 1 of them new")) << r.err;
   EXPECT_TRUE(contains(r.out, "pid " + std::to_string(newcomer) + " left the job: ")) << r.out;
   EXPECT_TRUE(contains(r.err, "left the job with its slot: exited with code 0")) << r.err;
   EXPECT_TRUE(contains(r.out, "applied 32768 samples of 32768; all ranks agree")) << r.out;
