@@ -59,9 +59,12 @@ std::vector<HostSpec> initial_hosts(const JobSpec& spec, Watchdog& watchdog,
   deadline.expires_after(spec.elastic.timeout);
   deadline.async_wait([&](const boost::system::error_code& ec) {
     if (ec) return;
-    failure = "the discovery script gave only " + std::to_string(std::max(last_slots, 0)) +
-              " of the " + std::to_string(spec.num_proc) + " slots -np needs for " +
-              std::to_string(spec.elastic.timeout.count()) + " s (--elastic-timeout)";
+    const std::string waited =
+        std::to_string(spec.elastic.timeout.count()) + " s (--elastic-timeout)";
+    failure = last_slots < 0
+                  ? "the discovery script did not finish a run in " + waited
+                  : "the discovery script gave only " + std::to_string(last_slots) + " of the " +
+                        std::to_string(spec.num_proc) + " slots -np needs for " + waited;
     io.stop();
   });
   signals.async_wait([&](const boost::system::error_code& ec, int signo) {

@@ -138,6 +138,18 @@ TEST(Discovery, AFirstRunThatFailsHangsOrPrintsGarbageEndsTheLaunch) {
   std::ifstream(dir.path / "hang.pid") >> sleeper;
   ASSERT_GT(sleeper, 0);
   EXPECT_FALSE(alive(sleeper));
+
+  // --elastic-timeout ends the wait before the script's first run did: said so, not "0 slots".
+  r = run_hvdrun({"-np", "1", "--host-discovery-script", hang, "--discovery-timeout", "30",
+                  "--elastic-timeout", "1", "/bin/true"},
+                 {}, seconds(20));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: error: the discovery script did not finish a run in 1 s "
+                       "(--elastic-timeout)"))
+      << r.err;
+  std::ifstream(dir.path / "hang.pid") >> sleeper;
+  EXPECT_FALSE(alive(sleeper));
 }
 
 TEST(Discovery, LaterFailuresWarnOnceAndTheJobKeepsItsHosts) {
