@@ -194,6 +194,32 @@ TEST(Failure, OutputLostAfterHvdrunsOwnLineFailedFailsTheJob) {
   EXPECT_EQ(WEXITSTATUS(rc), 1);
 }
 
+// `hvdrun ... | head -1`: a rank that then fails, by SIGPIPE or by its own error on EPIPE
+// (as Python's BrokenPipeError does), is said to have lost its reader.
+TEST(Failure, ARankEndedByAReaderThatWentAwayIsSaidToBe) {
+  TempDir dir;
+  const auto err = dir.path / "err";
+  const auto script = dir.path / "worker.sh";
+  for (const bool ignores_sigpipe : {false, true}) {
+    std::ofstream(script) << (ignores_sigpipe ? "trap '' PIPE\nwhile echo x; do :; done\nexit 5\n"
+                                              : "exec yes\n");
+    const std::string command = "bash -c 'set -o pipefail; timeout -s KILL 60 " +
+                                std::string(HVDRUN_BINARY) + " -np 2 /bin/sh " + script.string() +
+                                " 2>" + err.string() + " | head -1 >/dev/null'";
+    const int rc = std::system(command.c_str());
+    std::ifstream in(err);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_TRUE(WIFEXITED(rc)) << text;
+    EXPECT_EQ(WEXITSTATUS(rc), ignores_sigpipe ? 5 : 128 + SIGPIPE) << text;
+    EXPECT_TRUE(contains(text, ignores_sigpipe
+                                   ? "exit code 5 (after hvdrun's output was closed by its "
+                                     "reader, e.g. `| head`)"
+                                   : "killed by signal SIGPIPE (13) (hvdrun's output was closed "
+                                     "by its reader, e.g. `| head`)"))
+        << text;
+  }
+}
+
 TEST(Failure, SoftOpenFileLimitIsRaisedToTheHardLimit) {
   auto [status, err] = run_with_open_file_limit("-S -n");
   EXPECT_EQ(status, 0) << err;
