@@ -228,20 +228,30 @@ TEST(Discovery, ANewcomerWhoseSlotGoesBeforeItJoinedLeavesCleanly) {
   EXPECT_TRUE(contains(r.out, "applied 32768 samples of 32768; all ranks agree")) << r.out;
 }
 
+// A job on the hosts `first` whose rank 0 exits 0 at once; 0.3 s later rank 1 makes the
+// discovery script print `then`, and the other ranks stay until discovery has seen it. Each
+// worker prints "started as rank R".
+RunResult finish_then_list(const TempDir& dir, const std::string& first, const std::string& then,
+                           std::vector<std::string> flags) {
+  write_file(dir.path / "hosts", first);
+  const auto hosts = (dir.path / "hosts").string();
+  const std::string worker =
+      "echo \"started as rank $RANK\"; [ \"$RANK\" = 0 ] && exit 0; sleep 0.3; "
+      "[ \"$RANK\" = 1 ] && echo '" +
+      then + "' > '" + hosts + ".new' && mv '" + hosts + ".new' '" + hosts + "'; sleep 1.5";
+  for (const std::string& a : {std::string("--host-discovery-script"), hosts_script(dir),
+                               std::string("--discovery-interval"), std::string("0.1"),
+                               std::string("/bin/sh"), std::string("-c"), worker}) {
+    flags.push_back(a);
+  }
+  return run_hvdrun(flags, {}, seconds(60));
+}
+
 // Once a worker has exited 0 the job is ending: slots that appear afterwards start no one.
 TEST(Discovery, AJobWhoseWorkersBeganToFinishDoesNotGrow) {
   TempDir dir;
-  write_file(dir.path / "hosts", "localhost:2\n");
-  const auto hosts = (dir.path / "hosts").string();
-  // Rank 0 finishes at once; rank 1 then adds a slot and stays until discovery has seen it.
-  const std::string worker =
-      "echo \"started as rank $RANK\"; [ \"$RANK\" = 0 ] && exit 0; sleep 0.3; echo localhost:3 > "
-      "'" +
-      hosts + ".new' && mv '" + hosts + ".new' '" + hosts + "'; sleep 1.5";
-  const auto r =
-      run_hvdrun({"-np", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script",
-                  hosts_script(dir), "--discovery-interval", "0.1", "/bin/sh", "-c", worker},
-                 {}, seconds(60));
+  const auto r = finish_then_list(dir, "localhost:2\n", "localhost:3",
+                                  {"-np", "2", "--min-np", "1", "--max-np", "3"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(lines_of(r.out).size(), 2u) << r.out;  // the two first workers only
   EXPECT_FALSE(contains(r.err, "generation 1")) << r.err;
@@ -252,16 +262,8 @@ TEST(Discovery, AJobWhoseWorkersBeganToFinishDoesNotGrow) {
 // would run the training again).
 TEST(Discovery, ARemovalAfterAWorkerFinishedStartsNoOneOnItsSlot) {
   TempDir dir;
-  write_file(dir.path / "hosts", "localhost:3\n");
-  const auto hosts = (dir.path / "hosts").string();
-  const std::string worker =
-      "echo \"started as rank $RANK\"; [ \"$RANK\" = 0 ] && exit 0; sleep 0.3; "
-      "[ \"$RANK\" = 1 ] && echo localhost:2 > '" +
-      hosts + ".new' && mv '" + hosts + ".new' '" + hosts + "'; sleep 1.5";
   const auto r =
-      run_hvdrun({"-np", "3", "--min-np", "1", "--host-discovery-script", hosts_script(dir),
-                  "--discovery-interval", "0.1", "/bin/sh", "-c", worker},
-                 {}, seconds(60));
+      finish_then_list(dir, "localhost:3\n", "localhost:2", {"-np", "3", "--min-np", "1"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count(r.out, "started as rank"), 3u) << r.out;  // the three first workers only
   EXPECT_TRUE(contains(r.err, "no longer lists the slots of rank 2")) << r.err;
