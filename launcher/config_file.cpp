@@ -4,8 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 
 #include "hvdrun/error.h"
 #include "launcher/cli_values.h"

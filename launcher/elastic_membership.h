@@ -50,7 +50,7 @@ class ElasticMembership {
   // `limit` (at most max_np) at most; they become members (newcomers) with fresh keys.
   std::vector<Worker> fill(Clock::time_point now,
                            std::size_t limit = std::numeric_limits<std::size_t>::max());
-  // How many more fill() would add now.
+  // How many more fill() with no limit would add now.
   std::size_t free_slots(Clock::time_point now) const;
   // The members of the next generation, in rank order, with their topology; the workers'
   // ranks become these.

@@ -25,8 +25,10 @@ class FailurePolicy {
   virtual ~FailurePolicy() = default;
   virtual WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) = 0;
   // After kTerminateJob: the limit that made this failure the job's ("no restart left:
-  // --max-restarts 2 used"); empty when the policy takes the first failure.
+  // --max-restarts 2 used"); empty for fail-fast.
   virtual std::string exhausted() const { return {}; }
+  // Failures the job went on after (restarts, re-formations).
+  virtual int survived() const { return 0; }
 };
 
 // Static jobs: a worker that exits non-zero, dies by a signal or cannot be started fails the
@@ -43,6 +45,7 @@ class RestartAllPolicy final : public FailurePolicy {
   explicit RestartAllPolicy(int max_restarts) : max_restarts_(max_restarts) {}
   WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
   std::string exhausted() const override;
+  int survived() const override { return restarts_; }
   int restarts() const noexcept { return restarts_; }
   int max_restarts() const noexcept { return max_restarts_; }
 
@@ -58,6 +61,7 @@ class ElasticPolicy final : public FailurePolicy {
   explicit ElasticPolicy(std::optional<int> reset_limit) : reset_limit_(reset_limit) {}
   WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
   std::string exhausted() const override;
+  int survived() const override { return resets_; }
   int resets() const noexcept { return resets_; }
 
  private:

@@ -51,13 +51,9 @@ void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSi
     return;
   }
   const auto rank = std::to_string(outcome->rank);
-  if (outcome->exhausted.empty()) {
-    note("job failed: first failure was rank " + rank + " on " + outcome->host + ": " +
-         outcome->end.describe());
-  } else {
-    note("job failed: last failure was rank " + rank + " on " + outcome->host + ": " +
-         outcome->end.describe() + " (" + outcome->exhausted + ")");
-  }
+  note(std::string("job failed: ") + (outcome->after_others ? "last" : "first") +
+       " failure was rank " + rank + " on " + outcome->host + ": " + outcome->end.describe() +
+       (outcome->exhausted.empty() ? "" : " (" + outcome->exhausted + ")"));
   const auto& tail = sink.last_stderr_lines(outcome->worker);
   if (tail.empty()) return;
   std::string text = "last stderr lines of rank " + rank + ":";

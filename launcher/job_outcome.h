@@ -23,9 +23,11 @@ struct Outcome {
   int rank = 0;
   std::string host;
   ProcessEnd end;
-  // kWorkerFailed: the limit that made this failure the job's, when earlier ones were
-  // survived ("no restart left: --max-restarts 2 used"); empty for the first failure.
+  // kWorkerFailed: the limit that made this failure the job's ("no restart left:
+  // --max-restarts 2 used"; empty without one), and whether the job went on after earlier
+  // failures (then this one is its last, not its first).
   std::string exhausted;
+  bool after_others = false;
   int signo = 0;        // kInterrupted
   std::string message;  // kJobError, kHostFailed
 
@@ -39,7 +41,7 @@ struct Outcome {
 int outcome_exit_status(const std::optional<Outcome>& outcome);
 
 // The "job failed: ..." lines (nothing for success or an interrupt): "first failure was" the
-// rank, or "last failure was" it and the limit it exhausted.
+// rank, or "last failure was" it after others, with the limit it exhausted if any.
 void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSink& sink);
 
 }  // namespace hvdrun::launcher

@@ -252,12 +252,15 @@ void LocalWorkers::report_exit(Worker& w, ProcessEnd status) {
   std::string cause;
   if (w.exec_errno != 0) {
     cause = "cannot run '" + program_ + "': " + std::strerror(w.exec_errno);
-  } else if (!status.success() && (dropped(StreamKind::kStdout) || dropped(StreamKind::kStderr))) {
-    // Killed by SIGPIPE, or ended by its own error on EPIPE (Python's BrokenPipeError).
-    cause = std::string(status.kind == ProcessEnd::Kind::kSignaled && status.value == SIGPIPE
-                            ? ""
-                            : "after ") +
-            "hvdrun's output was closed by its reader, e.g. `| head`";
+  } else if (dropped(StreamKind::kStdout) || dropped(StreamKind::kStderr)) {
+    // Killed by SIGPIPE, or ended by its own error on EPIPE (Python's BrokenPipeError); not
+    // another signal (SIGSEGV, a kill), which a closed pipe does not cause.
+    const bool sigpipe = status.kind == ProcessEnd::Kind::kSignaled && status.value == SIGPIPE;
+    const bool error_exit = status.kind == ProcessEnd::Kind::kExited && status.value != 0;
+    if (sigpipe || error_exit) {
+      cause = std::string(sigpipe ? "" : "after ") +
+              "hvdrun's output was closed by its reader, e.g. `| head`";
+    }
   }
   status.message = std::move(cause);
   status.pid = w.child.pid();

@@ -23,8 +23,9 @@ bool is_ip_literal(const std::string& text) {
   return !ec;
 }
 
-// A host name given as --rendezvous-addr must resolve here: the local workers resolve it on
-// this machine, and a name that does not would fail every one of them later.
+// A host name given as --rendezvous-addr for a job on this machine only must resolve here:
+// its workers resolve it on this machine, and a name that does not would fail each of them
+// later. (With remote hosts it may be a name that only they resolve.)
 void check_resolves(const std::string& name) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -41,8 +42,10 @@ void check_resolves(const std::string& name) {
 AddressPlan plan_addresses(const JobSpec& spec, bool any_remote) {
   if (!spec.rendezvous_addr.empty()) {
     const bool literal = is_ip_literal(spec.rendezvous_addr);
-    if (!literal) check_resolves(spec.rendezvous_addr);
-    return {literal ? spec.rendezvous_addr : (any_remote ? "0.0.0.0" : "127.0.0.1"),
+    if (!literal && !any_remote) check_resolves(spec.rendezvous_addr);
+    // A name: every address, as remote hosts need (also those an elastic job may discover).
+    const bool remote_possible = any_remote || !spec.elastic.discovery_script.empty();
+    return {literal ? spec.rendezvous_addr : (remote_possible ? "0.0.0.0" : "127.0.0.1"),
             spec.rendezvous_addr};
   }
   if (!spec.network_interfaces.empty()) {

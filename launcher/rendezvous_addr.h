@@ -1,6 +1,6 @@
 // Which address the rendezvous server binds and which addresses the workers are given.
-//   - --rendezvous-addr: bind it (a host name: 127.0.0.1, or 0.0.0.0 with a remote host);
-//     every worker uses it.
+//   - --rendezvous-addr: bind it (a host name: 127.0.0.1, or 0.0.0.0 with a remote host or
+//     a discovery script); every worker uses it.
 //   - --network-interface: bind the address of the first one; every worker uses it, also in
 //     a job that starts on this machine only (an elastic one may take remote hosts later).
 //   - Only local hosts: bind 127.0.0.1; workers use 127.0.0.1.
@@ -24,7 +24,7 @@ struct AddressPlan {
 };
 
 // Throws UsageError if --network-interface names no interface with an address, or if a host
-// name given as --rendezvous-addr does not resolve.
+// name given as --rendezvous-addr for a job without remote hosts does not resolve here.
 AddressPlan plan_addresses(const JobSpec& spec, bool any_remote);
 
 // The first IPv4 (else IPv6) address of a network interface; UsageError naming the

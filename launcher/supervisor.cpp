@@ -153,6 +153,13 @@ class Supervisor {
  private:
   void on_host_ready(std::size_t host, ssh::HostReady ready);
   void on_host_failed(std::size_t host, const ssh::HostFailed& failed);
+  // An elastic job's host that cannot be reached at the start: its workers are left out and
+  // the first generation is formed again from the others, if they reach --min-np. False if
+  // they do not (the job fails as a static one does).
+  bool start_without_host(std::size_t host, const std::string& why);
+  // The workers that are `members` of the next generation take their slots (rank, topology)
+  // there, also in their output's prefix.
+  void take_ranks(const std::vector<rdzv::Member>& members);
   RemoteWorkers::Callbacks remote_callbacks();
   void start_workers();
   // Starts the given workers of workers_ in their pools.
@@ -280,6 +287,7 @@ class Supervisor {
   std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
   std::vector<InterfaceAddress> interfaces_;     // this machine's, read once at launch
   std::size_t remote_count_ = 0;
+  std::size_t failed_hosts_ = 0;              // of the remote hosts at the start (elastic jobs)
   std::map<WorkerId, WorkerRecord> workers_;  // the current generation's
   std::size_t ended_ = 0;
   std::vector<GenerationRecord> generations_;
@@ -339,7 +347,7 @@ void Supervisor::on_host_ready(std::size_t host, ssh::HostReady ready) {
     return;
   }
   ready_.emplace(host, std::move(ready));
-  if (ready_.size() == remote_count_) start_workers();
+  if (ready_.size() + failed_hosts_ == remote_count_) start_workers();
 }
 
 void Supervisor::on_host_failed(std::size_t host, const ssh::HostFailed& failed) {
@@ -348,12 +356,54 @@ void Supervisor::on_host_failed(std::size_t host, const ssh::HostFailed& failed)
     note("warning: cannot use discovered host " + hosts_[host].name + ": " + failed.message);
     return;
   }
+  if (state_ == JobState::kConnecting && membership_ && !outcome_ &&
+      start_without_host(host, failed.message)) {
+    if (ready_.size() + ++failed_hosts_ == remote_count_) start_workers();
+    return;
+  }
   if (!outcome_) {
     outcome_ =
         Outcome::failed(Outcome::Kind::kHostFailed, "cannot start the ranks of host " +
                                                         hosts_[host].name + ": " + failed.message);
   }
   if (state_ == JobState::kConnecting) enter(JobState::kFinished);  // nothing runs anywhere yet
+}
+
+bool Supervisor::start_without_host(std::size_t host, const std::string& why) {
+  const auto on_host = [&](const auto& entry) { return entry.first.host == host; };
+  const auto lost =
+      static_cast<std::size_t>(std::count_if(workers_.begin(), workers_.end(), on_host));
+  if (workers_.size() - lost < static_cast<std::size_t>(*spec_.elastic.min_np)) return false;
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    if (!on_host(*it)) {
+      ++it;
+      continue;
+    }
+    membership_->remove(it->second.key);
+    it = workers_.erase(it);
+  }
+  membership_->set_reachable(host, false);
+  const std::string reason = "host " + hosts_[host].name + " cannot be used";
+  note("warning: cannot use host " + hosts_[host].name + ": " + why +
+       "; the job starts without its " + plural(lost, "slot"));
+  auto members = membership_->next_generation();
+  take_ranks(members);
+  const std::size_t size = members.size();
+  rdzv_.size = static_cast<int>(size);
+  rdzv_.master_port = next_generation_(std::move(members), rdzv::Handover::kRestart, reason);
+  generations_.back().size = size;  // no worker ran in it yet: it is still the first
+  return true;
+}
+
+void Supervisor::take_ranks(const std::vector<rdzv::Member>& members) {
+  std::map<std::uint32_t, const Slot*> by_key;
+  for (const auto& m : members) by_key[m.worker] = &m.slot;
+  for (auto& [id, record] : workers_) {
+    const auto it = by_key.find(record.key);
+    if (it == by_key.end()) continue;
+    record.slot = *it->second;
+    sink_.set_rank(id, record.slot.rank);
+  }
 }
 
 // Addresses for the workers of a host (see rendezvous_addr.h for the rule).
@@ -432,6 +482,7 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
   if (decision == WorkerEndDecision::kTerminateJob && !outcome_) {
     outcome_ = Outcome::worker_failed(id, record.slot, *record.end);
     outcome_->exhausted = policy_->exhausted();
+    outcome_->after_others = policy_->survived() > 0;
     generations_.back().end_reason = who(record) + " " + record.end->what_happened();
     if (!streams_open(id)) {
       announce_failure();
@@ -540,19 +591,19 @@ void Supervisor::start_next_generation() {
 
 void Supervisor::drop_and_reform(const WorkerId& id) {
   auto& record = workers_.at(id);
-  const std::string who = this->who(record);
+  const std::string name = who(record);
   const std::string what = record.lost.empty() ? record.end->what_happened() : record.lost;
   const auto now = Clock::now();
   generations_.back().ended = now;
-  generations_.back().end_reason = who + " " + what;
+  generations_.back().end_reason = name + " " + what;
   membership_->remove(record.key);
   const auto cooldown = membership_->cool_down(id.host, now);
   workers_.erase(id);
   --ended_;
-  note(who + " " + what + "; host " + hosts_[id.host].name + " unused for " +
+  note(name + " " + what + "; host " + hosts_[id.host].name + " unused for " +
        std::to_string(cooldown.count()) + " s; re-forming with " +
        plural(membership_->live(), "surviving worker"));
-  reform(rdzv::Handover::kBroken, who + " " + what);
+  reform(rdzv::Handover::kBroken, name + " " + what);
 }
 
 void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
@@ -567,10 +618,13 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
     waiting_for_slots_ = false;
     elastic_timer_.cancel();
   }
-  // A job whose workers have begun to finish starts new ones only to stay at --min-np: a
-  // newcomer on a finished worker's slot would run the training again.
-  const std::size_t limit = winding_down() ? static_cast<std::size_t>(*spec_.elastic.min_np)
-                                           : std::numeric_limits<std::size_t>::max();
+  // A job whose workers have begun to finish starts new ones only to keep its survivors at
+  // --min-np (a newcomer gets their state): one beyond, or one with no survivor to learn
+  // from, would run the training again.
+  const std::size_t limit = !winding_down() ? std::numeric_limits<std::size_t>::max()
+                            : membership_->live() > 0
+                                ? static_cast<std::size_t>(*spec_.elastic.min_np)
+                                : 0;
   std::vector<WorkerId> added;
   for (const auto& w : membership_->fill(now, limit)) {
     added.push_back(w.id);
@@ -578,14 +632,7 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
   }
   next_key_ = membership_->next_key();
   auto members = membership_->next_generation();
-  std::map<std::uint32_t, const Slot*> by_key;
-  for (const auto& m : members) by_key[m.worker] = &m.slot;
-  for (auto& [id, record] : workers_) {
-    const auto it = by_key.find(record.key);
-    if (it == by_key.end()) continue;
-    record.slot = *it->second;
-    sink_.set_rank(id, record.slot.rank);
-  }
+  take_ranks(members);
   for (const auto& id : added) sink_.add_worker(id, workers_.at(id).slot.rank);
   const std::size_t size = members.size();
   if (!generations_.back().ended) {  // hosts updated: the running generation ends here
@@ -1086,7 +1133,8 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
                      [&supervisor](std::uint32_t worker, const std::string& why) {
                        supervisor.worker_lost(worker, why);
                      }});
-  // Horovod's clients send no credentials: loopback for a local job (plan.bind).
+  // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
+  // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
   horovod_kv.emplace(io, horovod_server_options(plan.bind, slots.size()), horovod_plan(slots));
   master_port.emplace(PortReservation::reserve());
   RendezvousInfo rdzv;

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
@@ -93,9 +95,15 @@ TEST(Discovery, ASignalDuringTheWaitForTheFirstSlotsExitsWithItsStatus) {
   write_file(dir.path / "hosts", "localhost:1\n");
   for (const auto& [signo, name] :
        {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}, std::pair{SIGHUP, "SIGHUP"}}) {
-    HvdrunProcess job({"-np", "2", "--host-discovery-script", hosts_script(dir),
-                       "--discovery-interval", "0.1", "--elastic-timeout", "30", "/bin/true"});
-    std::this_thread::sleep_for(milliseconds(500));
+    const auto ran = dir.path / "ran";  // the script ran: hvdrun waits, its signals are set
+    std::filesystem::remove(ran);
+    HvdrunProcess job({"-np", "2", "--host-discovery-script",
+                       hosts_script(dir, "touch '" + ran.string() + "'\n"), "--discovery-interval",
+                       "0.1", "--elastic-timeout", "30", "/bin/true"});
+    for (int i = 0; i < 2000 && !std::filesystem::exists(ran); ++i) {
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    ASSERT_TRUE(std::filesystem::exists(ran));
     job.signal(signo);
     const auto r = job.finish(seconds(30));
     EXPECT_EQ(r.status, 128 + signo) << r.err;
@@ -140,6 +148,7 @@ TEST(Discovery, AFirstRunThatFailsHangsOrPrintsGarbageEndsTheLaunch) {
   EXPECT_FALSE(alive(sleeper));
 
   // --elastic-timeout ends the wait before the script's first run did: said so, not "0 slots".
+  std::filesystem::remove(dir.path / "hang.pid");
   r = run_hvdrun({"-np", "1", "--host-discovery-script", hang, "--discovery-timeout", "30",
                   "--elastic-timeout", "1", "/bin/true"},
                  {}, seconds(20));
@@ -148,7 +157,9 @@ TEST(Discovery, AFirstRunThatFailsHangsOrPrintsGarbageEndsTheLaunch) {
                        "hvdrun: error: the discovery script did not finish a run in 1 s "
                        "(--elastic-timeout)"))
       << r.err;
+  sleeper = -1;
   std::ifstream(dir.path / "hang.pid") >> sleeper;
+  ASSERT_GT(sleeper, 0);
   EXPECT_FALSE(alive(sleeper));
 }
 
@@ -203,6 +214,36 @@ TEST(Discovery, AHostThatKeepsFailingWaitsOutADoublingCooldownWhileStillListed) 
   EXPECT_GE(gens[2].second - gens[1].second, 0.95) << r.err;
   EXPECT_GE(gens[4].second - gens[3].second, 1.95) << r.err;
   EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
+}
+
+// A host the job cannot reach at its start (nothing listens on its ssh port) is left out
+// when the other slots reach --min-np: the job runs on them. With a --min-np they do not
+// reach, the job fails naming the host, as a static job does.
+TEST(Discovery, AHostUnreachableAtTheStartIsLeftOutWhenTheOthersReachMinNp) {
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:2\n0.0.0.0:2\n");
+  const std::vector<std::string> common = {"--max-np",
+                                           "4",
+                                           "--host-discovery-script",
+                                           hosts_script(dir),
+                                           "--discovery-interval",
+                                           "0.1",
+                                           "--ssh-port",
+                                           "1"};
+  auto flags = common;
+  flags.insert(flags.begin(), {"-np", "2", "--min-np", "2"});
+  auto r = run_hvdrun(elastic_job(dir, flags, 1), {}, seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: warning: cannot use host 0.0.0.0: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "; the job starts without its 2 slots")) << r.err;
+  EXPECT_TRUE(contains(r.out, "applied 8192 samples of 8192; all ranks agree")) << r.out;
+  EXPECT_EQ(count(r.out, "starts as rank"), 2u) << r.out;
+
+  flags = common;
+  flags.insert(flags.begin(), {"-np", "3", "--min-np", "3"});
+  r = run_hvdrun(elastic_job(dir, flags, 1), {}, seconds(60));
+  EXPECT_EQ(r.status, 255) << r.err;
+  EXPECT_TRUE(contains(r.err, "job failed: cannot start the ranks of host 0.0.0.0: ")) << r.err;
 }
 
 // A newcomer whose slot is removed before its init() reaches the rendezvous leaves the job

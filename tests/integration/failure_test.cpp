@@ -95,7 +95,7 @@ TEST(Failure, ProgramThatCannotBeExecutedIsReportedWithStatus126) {
   std::ofstream(broken) << std::string(
       "\x7f"
       "ELF\x02\x01\x01\0\0\0garbage\n",
-      17);
+      18);
   std::filesystem::permissions(broken, std::filesystem::perms::owner_all);
   r = run_hvdrun({"-np", "1", broken.string()});
   EXPECT_EQ(r.status, 126) << r.err;
@@ -187,7 +187,9 @@ TEST(Failure, OutputThatCannotBeWrittenFailsTheJob) {
 // hvdrun's stderr is /dev/full and its own first line (the OMP_NUM_THREADS notice of a
 // 2-rank job) is what fails: the workers' stderr lost after it still fails the job.
 TEST(Failure, OutputLostAfterHvdrunsOwnLineFailedFailsTheJob) {
-  const std::string command = "timeout -s KILL 60 \"" + std::string(HVDRUN_BINARY) +
+  // Without OMP_NUM_THREADS in its environment, hvdrun prints that notice first.
+  const std::string command = "env -u OMP_NUM_THREADS timeout -s KILL 60 \"" +
+                              std::string(HVDRUN_BINARY) +
                               "\" -np 2 /bin/sh -c 'echo important >&2' 2>/dev/full";
   const int rc = std::system(command.c_str());
   ASSERT_TRUE(WIFEXITED(rc));
@@ -203,9 +205,10 @@ TEST(Failure, ARankEndedByAReaderThatWentAwayIsSaidToBe) {
   for (const bool ignores_sigpipe : {false, true}) {
     std::ofstream(script) << (ignores_sigpipe ? "trap '' PIPE\nwhile echo x; do :; done\nexit 5\n"
                                               : "exec yes\n");
-    const std::string command = "bash -c 'set -o pipefail; timeout -s KILL 60 " +
-                                std::string(HVDRUN_BINARY) + " -np 2 /bin/sh " + script.string() +
-                                " 2>" + err.string() + " | head -1 >/dev/null'";
+    const std::string command =
+        "bash -c 'set -o pipefail; env -u OMP_NUM_THREADS timeout -s KILL 60 " +
+        std::string(HVDRUN_BINARY) + " -np 2 /bin/sh " + script.string() + " 2>" + err.string() +
+        " | head -1 >/dev/null'";
     const int rc = std::system(command.c_str());
     std::ifstream in(err);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

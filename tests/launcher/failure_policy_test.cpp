@@ -41,6 +41,11 @@ TEST(ElasticPolicy, FailuresReFormUntilTheResetLimitThenFailTheJob) {
   EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kReform);
   EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kTerminateJob);
   EXPECT_EQ(policy.exhausted(), "no re-formation left: --reset-limit 1 used");
+  EXPECT_EQ(policy.survived(), 1);
+  ElasticPolicy none(0);  // the first failure ends the job, and says why
+  EXPECT_EQ(none.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kTerminateJob);
+  EXPECT_EQ(none.exhausted(), "no re-formation left: --reset-limit 0 used");
+  EXPECT_EQ(none.survived(), 0);
   ElasticPolicy unlimited(std::nullopt);
   for (int i = 0; i < 100; ++i) {
     EXPECT_EQ(unlimited.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kReform);
