@@ -2,33 +2,15 @@
 // --rendezvous-addr and --network-interface.
 #include "launcher/rendezvous_addr.h"
 
-#include <arpa/inet.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 
-#include <memory>
-#include <optional>
-#include <utility>
+#include "hvdrun/error.h"
 
 namespace hvdrun::launcher {
 namespace {
 
-// An interface of this machine with an IPv4 address other than loopback: (name, address).
-std::optional<std::pair<std::string, std::string>> routable_interface() {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return std::nullopt;
-  const std::unique_ptr<ifaddrs, void (*)(ifaddrs*)> owner(list, ::freeifaddrs);
-  for (const ifaddrs* e = list; e != nullptr; e = e->ifa_next) {
-    if (e->ifa_addr == nullptr || e->ifa_addr->sa_family != AF_INET) continue;
-    const auto* in = reinterpret_cast<const sockaddr_in*>(e->ifa_addr);
-    char text[INET_ADDRSTRLEN] = {};
-    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) == nullptr) continue;
-    if (std::string(text).rfind("127.", 0) == 0) continue;
-    return std::pair{std::string(e->ifa_name), std::string(text)};
-  }
-  return std::nullopt;
-}
+using ::testing::HasSubstr;
 
 TEST(PlanAddresses, LocalJobsUseLoopbackAndRemoteOnesEveryAddress) {
   JobSpec spec;
@@ -38,17 +20,25 @@ TEST(PlanAddresses, LocalJobsUseLoopbackAndRemoteOnesEveryAddress) {
   EXPECT_EQ(plan_addresses(spec, true).fixed, "");
 }
 
-// The interface is used also when the job starts on this machine only: an elastic job may
-// take remote hosts later, and they must reach the rendezvous.
+// The interface is used also when the job starts on this machine only (an elastic job may
+// take remote hosts later, and they must reach the rendezvous): its address is bound, and an
+// interface that does not exist is an error there too, not ignored.
 TEST(PlanAddresses, TheNetworkInterfaceIsUsedAlsoForAJobOnThisMachineOnly) {
-  const auto interface = routable_interface();
-  if (!interface) GTEST_SKIP() << "no interface with a routable IPv4 address here";
   JobSpec spec;
-  spec.network_interfaces = {interface->first};
+  spec.network_interfaces = {"lo"};
   for (const bool any_remote : {false, true}) {
     const auto plan = plan_addresses(spec, any_remote);
-    EXPECT_EQ(plan.bind, interface->second);
-    EXPECT_EQ(plan.fixed, interface->second);
+    EXPECT_EQ(plan.bind, "127.0.0.1");
+    EXPECT_EQ(plan.fixed, "127.0.0.1");
+  }
+  spec.network_interfaces = {"hvdnosuch0"};
+  for (const bool any_remote : {false, true}) {
+    try {
+      plan_addresses(spec, any_remote);
+      ADD_FAILURE() << "no UsageError with any_remote " << any_remote;
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("--network-interface hvdnosuch0: no such interface"));
+    }
   }
 }
 
