@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "hvdrun/error.h"
+#include "launcher/signals_blocked.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -125,7 +126,9 @@ bool looks_like_text(const char* path) noexcept {
   return got >= 0;
 }
 
-// Runs in the child between fork and exec: async-signal-safe calls only.
+// Runs in the child between fork and exec: async-signal-safe calls only. Every signal is
+// blocked on entry (SignalsBlocked in spawn) until the handlers are reset: a signal sent to
+// the new group at once must not run a handler inherited from the launcher.
 [[noreturn]] void child_exec(const ChildPlan& plan) noexcept {
   if (::setpgid(0, 0) < 0) child_fail(plan, errno);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(plan, errno);
@@ -249,9 +252,16 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
   Pipe report = make_pipe();
   plan.report = report.write.get();
 
-  pid_t pid = ::fork();
-  if (pid < 0) throw Error("fork failed for '" + argv[0] + "': " + errno_text(errno));
-  if (pid == 0) child_exec(plan);
+  pid_t pid;
+  int fork_errno;
+  {
+    // The child resets its handlers with every signal blocked, then sets plan.mask.
+    const SignalsBlocked blocked;
+    pid = ::fork();
+    if (pid == 0) child_exec(plan);
+    fork_errno = errno;
+  }
+  if (pid < 0) throw Error("fork failed for '" + argv[0] + "': " + errno_text(fork_errno));
   ::setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
   return Spawned{Child(pid), std::move(out.read), std::move(err.read), std::move(report.read)};
 }

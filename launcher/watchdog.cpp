@@ -16,15 +16,22 @@
 #include <vector>
 
 #include "hvdrun/error.h"
+#include "launcher/signals_blocked.h"
 
 namespace hvdrun::launcher {
 namespace {
 
+// Entered with every signal blocked (SignalsBlocked in start): no handler inherited from the
+// launcher runs here; every other signal gets its default action before the mask is cleared.
 void detach_from_launcher(int read_fd) noexcept {
   ::setpgid(0, 0);
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
     ::signal(sig, SIG_IGN);
   }
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::prctl(PR_SET_NAME, "hvdrun-watchdog");
   int devnull = ::open("/dev/null", O_RDWR);
   for (int fd = 0; fd <= 2; ++fd) ::dup2(devnull, fd);
@@ -81,13 +88,19 @@ void apply_record(std::string_view line, std::vector<pid_t>& groups, bool& done)
 
 Watchdog Watchdog::start() {
   Pipe pipe = make_pipe();
-  pid_t pid = ::fork();
-  if (pid < 0)
-    throw Error(std::string("fork of the watchdog process failed: ") + ::strerror(errno));
-  if (pid == 0) {
-    pipe.write.reset();
-    watchdog_main(pipe.read.get());
+  pid_t pid;
+  int fork_errno;
+  {
+    const SignalsBlocked blocked;
+    pid = ::fork();
+    if (pid == 0) {
+      pipe.write.reset();
+      watchdog_main(pipe.read.get());
+    }
+    fork_errno = errno;
   }
+  if (pid < 0)
+    throw Error(std::string("fork of the watchdog process failed: ") + ::strerror(fork_errno));
   Watchdog watchdog;
   watchdog.pipe_ = std::move(pipe.write);
   watchdog.process_ = Child(pid);

@@ -6,6 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <chrono>
 #include <string>
 
 namespace hvdrun::launcher {
@@ -108,6 +111,26 @@ TEST(Spawn, SignalsAreUnblockedAndDefaultInTheChild) {
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
   EXPECT_EQ(exec_error(s), 0);
   EXPECT_EQ(s.child.wait(), ProcessEnd::signaled(SIGINT));
+}
+
+// A signal sent to a child's group the moment spawn() returns can reach the child before it
+// has reset its handlers. The launcher's handler (Asio's, which writes the signal's number to
+// a pipe the child shares until exec) must not run there: the launcher would take the
+// child's SIGTERM for its own.
+TEST(Spawn, ASignalToAJustSpawnedChildNeverReachesTheParentsHandler) {
+  boost::asio::io_context io;
+  boost::asio::signal_set signals(io, SIGTERM);
+  int caught = 0;
+  signals.async_wait([&](const boost::system::error_code& ec, int) { caught += ec ? 0 : 1; });
+  for (int i = 0; i < 200; ++i) {
+    Spawned s = spawn({"/bin/true"}, base_env());
+    s.child.signal_group(SIGTERM);
+    const ProcessEnd end = s.child.wait();
+    EXPECT_TRUE(end == ProcessEnd::signaled(SIGTERM) || end == ProcessEnd::exited(0))
+        << end.describe();
+  }
+  io.run_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(caught, 0) << "a child's SIGTERM was delivered to the parent's signal_set";
 }
 
 TEST(Child, DestroyingAnUnreapedChildKillsItsGroup) {
