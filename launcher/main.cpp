@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <string>
@@ -64,6 +66,10 @@ int main(int argc, char** argv) {
     if (parsed.action != hvdrun::launcher::CliAction::kRun) {
       std::fputs(parsed.text.c_str(), stdout);
       if (!parsed.text.empty() && parsed.text.back() != '\n') std::fputc('\n', stdout);
+      // A reader that went away (EPIPE) took what it wanted, as with the workers' output.
+      if ((std::fflush(stdout) != 0 || std::ferror(stdout)) && errno != EPIPE) {
+        return fail(("cannot write to stdout: " + std::string(std::strerror(errno))).c_str(), 1);
+      }
       return 0;
     }
     return hvdrun::launcher::run_job(parsed.spec, environment);

@@ -303,7 +303,8 @@ std::string shell_command_line(const std::vector<std::string>& argv) {
 void ensure_standard_fds() noexcept {
   for (int fd = 0; fd <= 2; ++fd) {
     if (::fcntl(fd, F_GETFD) >= 0) continue;
-    int opened = ::open("/dev/null", O_RDWR);
+    // Read-only: a write to it fails with EBADF, as it would on the closed descriptor.
+    int opened = ::open("/dev/null", O_RDONLY);
     if (opened >= 0 && opened != fd) {
       ::dup2(opened, fd);
       ::close(opened);

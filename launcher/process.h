@@ -74,7 +74,9 @@ int exec_error(Spawned& spawned);
 // --verbose; never given an environment.
 std::string shell_command_line(const std::vector<std::string>& argv);
 
-// Makes sure fds 0, 1 and 2 are open (on /dev/null if not), so pipes never land on them.
+// Makes sure fds 0, 1 and 2 are open, so pipes never land on them: a closed one is put on
+// /dev/null read-only, where a write still fails with EBADF (output to a closed stdout is an
+// error, not a silent loss).
 void ensure_standard_fds() noexcept;
 
 }  // namespace hvdrun::launcher

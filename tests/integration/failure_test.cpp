@@ -196,6 +196,31 @@ TEST(Failure, OutputLostAfterHvdrunsOwnLineFailedFailsTheJob) {
   EXPECT_EQ(WEXITSTATUS(rc), 1);
 }
 
+// hvdrun started with its stdout closed (`>&-`): the workers' stdout cannot be written, as
+// with a full disk, and the job fails naming it. A job that prints nothing there succeeds;
+// --version and --help fail as well (and on a full disk).
+TEST(Failure, AClosedStdoutIsAWriteErrorNotASilentLoss) {
+  TempDir dir;
+  const auto err = dir.path / "err";
+  const auto run = [&](const std::string& worker) {
+    const std::string command = "timeout -s KILL 60 \"" + std::string(HVDRUN_BINARY) +
+                                "\" -np 2 /bin/sh -c '" + worker + "' >&- 2>" + err.string();
+    const int rc = std::system(command.c_str());
+    EXPECT_TRUE(WIFEXITED(rc));
+    return WEXITSTATUS(rc);
+  };
+  EXPECT_EQ(run("echo lost"), 1);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(text, "stdout to hvdrun's stdout: Bad file descriptor")) << text;
+  EXPECT_EQ(run("echo kept >&2"), 0);
+  for (const std::string args : {"--version >&-", "--help >/dev/full"}) {
+    const std::string command = "\"" + std::string(HVDRUN_BINARY) + "\" " + args + " 2>/dev/null";
+    const int rc = std::system(command.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1) << args << ": " << rc;
+  }
+}
+
 // `hvdrun ... | head -1`: a rank that then fails, by SIGPIPE or by its own error on EPIPE
 // (as Python's BrokenPipeError does), is said to have lost its reader.
 TEST(Failure, ARankEndedByAReaderThatWentAwayIsSaidToBe) {
