@@ -88,6 +88,8 @@ hvdrun::Slot slot_of(int rank, int n) {
           local_size,
           host,
           hosts,
+          host,
+          hosts,
           static_cast<std::size_t>(host),
           "host-" + std::to_string(host)};
 }

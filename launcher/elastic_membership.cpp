@@ -87,7 +87,7 @@ std::vector<rdzv::Member> ElasticMembership::next_generation() {
   if (oldest != order.end()) std::rotate(order.begin(), oldest, oldest + 1);
 
   // Topology: local rank = order among the generation's workers on the host; hosts in order
-  // of their first rank; cross rank = hosts before this one having the local rank.
+  // of their first rank (node rank); cross rank = hosts before this one having the local rank.
   std::map<std::size_t, int> local_count;
   for (const Worker* w : order) ++local_count[w->id.host];
   std::map<std::size_t, int> next_local;
@@ -101,6 +101,9 @@ std::vector<rdzv::Member> ElasticMembership::next_generation() {
   for (const auto& [host, count] : local_count) {
     for (int lr = 0; lr < count; ++lr) ++cross_size[static_cast<std::size_t>(lr)];
   }
+  std::map<std::size_t, int> node_of;  // hosts in order of their first rank
+  for (const Worker* w : order) node_of.emplace(w->id.host, static_cast<int>(node_of.size()));
+  const auto node_count = static_cast<int>(node_of.size());
   std::vector<std::map<std::size_t, int>> cross_of(static_cast<std::size_t>(max_local));
   std::vector<rdzv::Member> members;
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -110,9 +113,9 @@ std::vector<rdzv::Member> ElasticMembership::next_generation() {
     const int cross_rank = static_cast<int>(hosts_at.size());
     hosts_at.emplace(w.id.host, cross_rank);
     w.rank = static_cast<int>(i);
-    members.push_back(
-        rdzv::Member{w.key, Slot{w.rank, local_of[i], local_count[w.id.host], cross_rank,
-                                 cross_size[lr], w.id.host, hosts_[w.id.host].name}});
+    members.push_back(rdzv::Member{
+        w.key, Slot{w.rank, local_of[i], local_count[w.id.host], cross_rank, cross_size[lr],
+                    node_of.at(w.id.host), node_count, w.id.host, hosts_[w.id.host].name}});
   }
   return members;
 }

@@ -55,15 +55,20 @@ std::vector<Slot> place(const std::vector<HostSpec>& hosts, int num_proc) {
   for (const int count : placed) {
     for (int lr = 0; lr < count; ++lr) ++cross_size[static_cast<std::size_t>(lr)];
   }
+  const auto node_count =
+      static_cast<int>(std::count_if(placed.begin(), placed.end(), [](int n) { return n > 0; }));
   std::vector<Slot> slots;
   slots.reserve(static_cast<std::size_t>(num_proc));
   std::vector<int> seen(static_cast<std::size_t>(max_local), 0);  // hosts so far per lr
+  int node_rank = 0;
   for (std::size_t h = 0; h < hosts.size(); ++h) {
+    if (placed[h] == 0) continue;
     for (int lr = 0; lr < placed[h]; ++lr) {
       const auto index = static_cast<std::size_t>(lr);
       slots.push_back(Slot{static_cast<int>(slots.size()), lr, placed[h], seen[index]++,
-                           cross_size[index], h, hosts[h].name});
+                           cross_size[index], node_rank, node_count, h, hosts[h].name});
     }
+    ++node_rank;
   }
   return slots;
 }

@@ -1146,7 +1146,6 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   rdzv.horovod_port = horovod_kv->port();
   rdzv.run_id = make_run_id();
   rdzv.size = static_cast<int>(slots.size());
-  rdzv.host_count = static_cast<int>(slots.back().host_index) + 1;
   if (spec.verbose) {
     note("rendezvous server up on " + plan.bind + ":" + std::to_string(rdzv.port) +
          ", Horovod's on port " + std::to_string(rdzv.horovod_port) + ", in " +

@@ -38,14 +38,12 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   env[env::kHorovodCrossSize] = str(slot.cross_size);
   env[env::kHorovodHostname] = slot.host;
 
-  // Hosts are filled in order and each has at least one slot, so the hosts that received
-  // ranks are hosts[0..k) and a slot's host index is its node rank.
   env[env::kTorchRank] = str(slot.rank);
   env[env::kTorchWorldSize] = str(size);
   env[env::kTorchLocalRank] = str(slot.local_rank);
   env[env::kTorchLocalWorldSize] = str(slot.local_size);
-  env[env::kTorchGroupRank] = str(slot.host_index);
-  env[env::kTorchGroupWorldSize] = str(rendezvous.host_count);
+  env[env::kTorchGroupRank] = str(slot.node_rank);
+  env[env::kTorchGroupWorldSize] = str(slot.node_count);
   env[env::kTorchRoleRank] = str(slot.rank);
   env[env::kTorchRoleWorldSize] = str(size);
   env[env::kTorchRoleName] = "default";

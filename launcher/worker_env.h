@@ -33,7 +33,6 @@ struct RendezvousInfo {
   std::string gloo_iface;          // interface of `addr`'s route; empty: none found
   bool iface_by_agent = false;     // a remote host: its agent picks the interface there
   std::string run_id;              // TORCHELASTIC_RUN_ID
-  int host_count = 1;              // hosts that received ranks (GROUP_WORLD_SIZE)
   int restart_count = 0;           // TORCHELASTIC_RESTART_COUNT: the job's generation
   int size = 0;                    // workers of the generation; 0: JobSpec::num_proc
 };

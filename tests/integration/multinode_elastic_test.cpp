@@ -71,5 +71,30 @@ TEST(TestHostsElastic, DiscoveryAddsAHostOverSshAndAHostCutOffIsDropped) {
   EXPECT_TRUE(contains(r.out, "applied 98304 samples of 98304; all ranks agree")) << r.out;
 }
 
+// --max-restarts with a discovery script: when a host leaves, every worker restarts on the
+// hosts left, and torchrun's GROUP_RANK and GROUP_WORLD_SIZE count those hosts only (not
+// every host the job has known).
+TEST(TestHostsElastic, ARestartWithoutAHostNumbersOnlyTheHostsLeft) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  write_hosts(dir, "hvdt-h1:1\nhvdt-h2:1\n");
+  const std::string worker =
+      "echo \"size $WORLD_SIZE group $GROUP_RANK of $GROUP_WORLD_SIZE on $(hostname)\";"
+      "if [ \"$WORLD_SIZE\" = 2 ]; then echo $$ > " +
+      dir.path.string() + "/$RANK.pid; exec sleep 30; fi";
+  HvdrunProcess job({"-np", "2", "--min-np", "1", "--max-np", "2", "--max-restarts", "1",
+                     "--host-discovery-script", "cat " + (dir.path / "hosts").string(),
+                     "--discovery-interval", "0.2", "/bin/sh", "-c", worker},
+                    home.env());
+  wait_for_pids(dir.path, 2, seconds(30));
+  write_hosts(dir, "hvdt-h2:1\n");
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "size 2 group 0 of 2 on hvdt-h1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "size 2 group 1 of 2 on hvdt-h2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "size 1 group 0 of 1 on hvdt-h2")) << r.out << r.err;
+}
+
 }  // namespace
 }  // namespace hvdrun::itest

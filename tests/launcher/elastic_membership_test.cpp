@@ -39,6 +39,22 @@ TEST(ElasticMembership, SurvivorsKeepTheirOrderAndTheOldestBecomesRankZero) {
   EXPECT_EQ(members[1].slot.local_rank, 0);
   EXPECT_EQ(members[1].slot.cross_rank, 1);  // host b comes after a at local rank 0
   EXPECT_EQ(members[1].slot.cross_size, 2);
+  EXPECT_EQ(members[1].slot.node_rank, 1);
+  EXPECT_EQ(members[1].slot.node_count, 2);
+}
+
+// torchrun's GROUP_RANK and GROUP_WORLD_SIZE count the hosts with a rank now, not every host
+// the job has known.
+TEST(ElasticMembership, NodeRanksCountOnlyTheHostsOfTheGeneration) {
+  auto m = three_workers(3);
+  ASSERT_TRUE(m.remove(0));
+  ASSERT_TRUE(m.remove(1));  // host a has no worker left
+  const auto members = m.next_generation();
+  ASSERT_EQ(members.size(), 1u);
+  EXPECT_EQ(members[0].slot.host, "b");
+  EXPECT_EQ(members[0].slot.host_index, 1u);
+  EXPECT_EQ(members[0].slot.node_rank, 0);
+  EXPECT_EQ(members[0].slot.node_count, 1);
 }
 
 TEST(ElasticMembership, ReplacementsFillFreeSlotsUpToMaxNpAndComeAfterTheSurvivors) {

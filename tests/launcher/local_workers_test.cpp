@@ -49,7 +49,7 @@ TEST(LocalWorkers, OnePassReportsAForeignSignalBeforeANonZeroExit) {
       {[&](const WorkerId& id, ProcessEnd) { order.push_back(id.slot); }, [](const WorkerId&) {}});
   std::vector<LocalWorkers::Launch> launches;
   for (int rank = 0; rank < 3; ++rank) {
-    const Slot slot{rank, rank, 3, 0, 1, 0, "localhost"};
+    const Slot slot{rank, rank, 3, 0, 1, 0, 1, 0, "localhost"};
     sink.add_worker(first_worker(slot), rank);
     launches.push_back(
         {first_worker(slot), slot, {"R=" + std::to_string(rank), "PATH=/usr/bin:/bin"}});
@@ -87,7 +87,7 @@ TEST(LocalWorkers, ASecondBatchJoinsRunningWorkers) {
       io, watchdog, sink,
       {[&](const WorkerId& id, ProcessEnd end) { exits[id] = end.value; }, [](const WorkerId&) {}});
   const auto launch = [&](WorkerId id, int rank, const std::string& script) {
-    const Slot slot{rank, id.slot, 2, 0, 1, id.host, "localhost"};
+    const Slot slot{rank, id.slot, 2, 0, 1, 0, 1, id.host, "localhost"};
     sink.add_worker(id, rank);
     std::vector<LocalWorkers::Launch> one;
     one.push_back({id, slot, {"PATH=/usr/bin:/bin"}});

@@ -37,6 +37,9 @@ TEST(Placement, Homogeneous) {
                                        Row{"b", 2, 0, 2, 1, 2}, Row{"b", 3, 1, 2, 1, 2}));
   EXPECT_EQ(slots[2].host_index, 1u);
   EXPECT_EQ(slots[1].host_index, 0u);
+  EXPECT_EQ(slots[2].node_rank, 1);
+  EXPECT_EQ(slots[1].node_rank, 0);
+  for (const auto& s : slots) EXPECT_EQ(s.node_count, 2);
 }
 
 TEST(Placement, HeterogeneousAsHorovodrun) {
@@ -105,6 +108,9 @@ TEST(Placement, InvariantsOnGeneratedHostLists) {
       }
       const bool first_on_host = i == 0 || slots[i - 1].host_index != s.host_index;
       EXPECT_EQ(s.local_rank, first_on_host ? 0 : slots[i - 1].local_rank + 1);
+      const int node_rank = i == 0 ? 0 : slots[i - 1].node_rank + (first_on_host ? 1 : 0);
+      EXPECT_EQ(s.node_rank, node_rank);
+      EXPECT_EQ(s.node_count, slots.back().node_rank + 1);
       auto& seen = hosts_at_local_rank[s.local_rank];
       EXPECT_EQ(s.cross_rank, static_cast<int>(seen.size()));
       seen.push_back(s.host_index);

@@ -19,8 +19,8 @@ using ::testing::Not;
 struct Fixture {
   JobSpec spec;
   std::vector<Slot> slots;
-  RendezvousInfo rendezvous{"127.0.0.1", 40000, "cafe01", "127.0.0.1",    40001,
-                            40002,       "lo",  false,    "hvdrun-run-7", 2};
+  RendezvousInfo rendezvous{"127.0.0.1", 40000, "cafe01", "127.0.0.1",   40001,
+                            40002,       "lo",  false,    "hvdrun-run-7"};
 };
 
 Fixture heterogeneous() {
@@ -93,12 +93,20 @@ TEST(WorkerEnv, PerSlotValues) {
   EXPECT_EQ(env, expected);
 }
 
-TEST(WorkerEnv, GroupRankIsTheHostIndex) {
+TEST(WorkerEnv, GroupRankIsTheNodeRank) {
   const auto f = heterogeneous();
   EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[0], f.rendezvous))["GROUP_RANK"], "0");
   EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[1], f.rendezvous))["GROUP_RANK"], "1");
   EXPECT_EQ(as_map(worker_environment({}, f.spec, f.slots[1], f.rendezvous))["HOROVOD_CROSS_RANK"],
             "1");
+  // A slot of the second of two hosts left in an elastic job whose first host was hosts[1].
+  Slot later = f.slots[1];
+  later.host_index = 4;
+  later.node_rank = 1;
+  later.node_count = 2;
+  const auto env = as_map(worker_environment({}, f.spec, later, f.rendezvous));
+  EXPECT_EQ(env.at("GROUP_RANK"), "1");
+  EXPECT_EQ(env.at("GROUP_WORLD_SIZE"), "2");
 }
 
 TEST(WorkerEnv, PerSlotValuesWinOverInheritedOnes) {

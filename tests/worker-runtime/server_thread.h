@@ -23,7 +23,7 @@ class ServerThread {
           rdzv::ServerOptions options;
           options.secret = std::string(test::kSecret);
           for (int s = 0; s < slots; ++s) {
-            options.slots.push_back({s, s, slots, 0, 1, 0, "localhost"});
+            options.slots.push_back({s, s, slots, 0, 1, 0, 1, 0, "localhost"});
           }
           options.start_timeout = start_timeout;
           return std::make_unique<rdzv::Server>(io, options);
