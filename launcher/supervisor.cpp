@@ -134,9 +134,12 @@ class Supervisor {
   // The rendezvous heard nothing from worker `key` for too long: it is killed, and its end is
   // a failure like any other.
   void worker_lost(std::uint32_t key, const std::string& why);
-  // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
+  // A worker stored a key in Horovod's rendezvous (from `peer`): the job runs Horovod, whose
+  // workers cannot re-form. An elastic job then stops re-forming and taking in host changes.
+  void horovod_in_use(const std::string& peer);
   // Whether a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ended the job.
   bool interrupted() const noexcept { return interrupted_; }
+  // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
   int exit_status() const {
     const int status = outcome_exit_status(outcome_);
     return status == 0 && !sink_.write_failed().empty() ? 1 : status;
@@ -280,6 +283,7 @@ class Supervisor {
   std::optional<ElasticMembership> membership_;  // elastic jobs only
   std::optional<DiscoveryScript> discovery_;     // --host-discovery-script only
   std::string discovery_failure_;                // the last run's failure; empty: it worked
+  bool horovod_ = false;  // an elastic job of Horovod workers: no re-formation, no host changes
   bool waiting_for_slots_ = false;
   std::uint32_t next_key_ = 0;  // HVDRUN_SLOT of the next worker started
   AddressPlan plan_;
@@ -717,11 +721,12 @@ void Supervisor::change_members(const std::string& reason) {
 }
 
 void Supervisor::poll_discovery() {
+  if (horovod_) return;
   discovery_timer_.expires_after(spec_.elastic.discovery_interval);
   discovery_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || state_ != JobState::kRunning) return;
+    if (ec || state_ != JobState::kRunning || horovod_) return;
     discovery_->run([this](DiscoveryResult result) {
-      if (state_ != JobState::kRunning) return;
+      if (state_ != JobState::kRunning || horovod_) return;
       on_discovery(std::move(result));
       poll_discovery();
     });
@@ -1024,6 +1029,19 @@ void Supervisor::fail_job(const rdzv::JobError& error) {
   maybe_finish();
 }
 
+void Supervisor::horovod_in_use(const std::string& peer) {
+  if (!spec_.survivors_reform() || horovod_) return;
+  horovod_ = true;
+  policy_->stop_reforming(
+      "an elastic job does not re-form Horovod workers; elastic Horovod (hvd.elastic.run) is not "
+      "served yet: --max-restarts N restarts every worker instead");
+  discovery_timer_.cancel();
+  note("warning: a worker stored a key in Horovod's rendezvous (from " + peer +
+       "): this job runs Horovod, whose workers hvdrun cannot re-form (elastic Horovod, "
+       "hvd.elastic.run, is not served yet); a failure will end the job and host changes are "
+       "not taken in; --max-restarts N restarts every worker instead");
+}
+
 void Supervisor::all_joined() {
   if (!generations_.back().formed) generations_.back().formed = Clock::now();
   if (spec_.verbose) {
@@ -1135,7 +1153,11 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
                      }});
   // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
   // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
-  horovod_kv.emplace(io, horovod_server_options(plan.bind, slots.size()), horovod_plan(slots));
+  auto kv_options = horovod_server_options(plan.bind, slots.size());
+  kv_options.on_first_put = [&supervisor](const std::string& peer) {
+    supervisor.horovod_in_use(peer);
+  };
+  horovod_kv.emplace(io, std::move(kv_options), horovod_plan(slots));
   master_port.emplace(PortReservation::reserve());
   RendezvousInfo rdzv;
   rdzv.addr = plan.fixed;

@@ -66,9 +66,13 @@ KvReply KvServerCore::on_put(std::string_view scope, std::string_view key, std::
   }
   if (scope == kWorkerAddressesScope) {
     kv_logger()->debug(
-        "{}: worker {} registered its notification service; stored as a plain key (a static "
-        "job sends no host updates)",
+        "{}: worker {} registered its notification service; stored as a plain key (hvdrun "
+        "sends Horovod workers no host updates)",
         name_, quoted(key));
+  }
+  if (!put_seen_) {
+    put_seen_ = true;
+    if (options_.on_first_put) options_.on_first_put(session.peer());
   }
   return KvReply{http::status::ok, nullptr};
 }
@@ -93,9 +97,8 @@ KvReply KvServerCore::on_rank_and_size(std::string_view key, const KvSession& se
   if (may_warn(Limit::kElasticQuery, held)) {
     kv_logger()->warn(
         "{}: worker {} ({}) asked for its elastic rank and size (GET /rank_and_size/{}): elastic "
-        "Horovod needs hvdrun's elastic mode, which is not yet available in a static job; it "
-        "was told it is not in the job and will fail with \"has been removed from elastic "
-        "job\"{}",
+        "Horovod (hvd.elastic.run) is not served yet; it was told it is not in the job and "
+        "will fail with \"has been removed from elastic job\"{}",
         name_, quoted(key), session.peer(), quoted(key), held);
   }
   return KvReply{http::status::ok, not_in_job_};

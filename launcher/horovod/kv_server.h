@@ -1,7 +1,7 @@
 // KvServer: the HTTP key-value rendezvous that real Horovod gloo workers (horovod 0.28)
 // talk to: GET/PUT/DELETE /<scope>/<key>, one request per TCP connection, served on the
 // caller's io_context. Settings: KvServerOptions (address, port, limits) and the KvPlan of
-// scope sizes. It serves static jobs: the elastic rank_and_size query gets the
+// scope sizes. It serves Horovod's static protocol: the elastic rank_and_size query gets the
 // "not in this job" answer, so such a worker fails at once instead of hanging.
 // Thread: construct, call and destroy on the io_context's thread (or before it runs); no
 // locks. Lifetime: close() or the destructor stops accepting and closes every connection;
@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,9 @@ struct KvServerOptions {
   std::size_t max_connections = 4096;  // at the cap, new connections wait in the backlog
   std::size_t max_stored_bytes = 256u << 20;
   std::chrono::milliseconds request_timeout{10'000};  // the whole request, then the reply
+  // Called once, at the first PUT stored, with the client's address: a Horovod worker (or
+  // someone posing as one: the port takes no credentials) is in the job.
+  std::function<void(const std::string& peer)> on_first_put;
 };
 
 // A snapshot for tests and diagnostics.

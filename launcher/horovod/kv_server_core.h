@@ -86,7 +86,8 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   bool paused_ = false;
   std::size_t peak_connections_ = 0;
   std::uint64_t requests_ = 0;
-  KvValue not_in_job_;  // the rank_and_size answer
+  bool put_seen_ = false;  // options_.on_first_put was called
+  KvValue not_in_job_;     // the rank_and_size answer
 };
 
 }  // namespace hvdrun::launcher::horovod

@@ -1,7 +1,8 @@
 // Real Horovod 0.28.1 programs under the real hvdrun: Horovod's Gloo rendezvous served by
 // hvdrun, collectives and DistributedOptimizer training on 2 and 4 ranks, heterogeneous hosts
 // (local_ and cross_ scopes), horovodrun's tuning flags reaching Horovod (its timeline file),
-// fail-fast on a rank that raises, and an elastic query failing at once in a static job.
+// fail-fast on a rank that raises, an elastic query failing at once in a static job, and an
+// elastic job of Horovod workers ending at its first failure.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -96,6 +97,25 @@ TEST(Horovod, ElasticQueryInAStaticJobFailsAtOnce) {
   EXPECT_FALSE(contains(r.out, "re-initialised")) << r.out;
   EXPECT_TRUE(contains(r.err, "rank_and_size")) << r.err;
   EXPECT_LT(r.seconds, 45.0);
+}
+
+// An elastic job whose workers turn out to run Horovod (a key stored in Horovod's rendezvous)
+// says so at once; a failure then ends the job naming why, instead of re-forming workers that
+// cannot re-form.
+TEST(Horovod, AnElasticJobOfHorovodWorkersEndsAtTheFirstFailureSayingWhy) {
+  REQUIRE_HOROVOD();
+  const auto r = run_hvdrun(
+      {"-np", "2", "--min-np", "1", kPython, job_script("horovod_job.py"), "--fail-rank", "1"},
+      horovod_env(), seconds(120));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "this job runs Horovod, whose workers hvdrun cannot re-form"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: job failed: first failure was rank 1 on localhost: exit code 1 "
+                       "(an elastic job does not re-form Horovod workers"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "re-forming")) << r.err;
+  EXPECT_LT(r.seconds, 60.0);
 }
 
 }  // namespace

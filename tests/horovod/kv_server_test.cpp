@@ -90,8 +90,7 @@ TEST(KvServer, RankAndSizeTellsAStaticJobsWorkerItIsNotInTheJob) {
   EXPECT_EQ(r.body, "-1,-1,-1,-1,-1,-1");
   EXPECT_EQ(r.content_length, r.body.size());
   EXPECT_EQ(log.count("node1:0"), 1u) << log.all();
-  EXPECT_EQ(log.count("elastic mode"), 1u) << log.all();
-  EXPECT_EQ(log.count("static job"), 1u) << log.all();
+  EXPECT_EQ(log.count("hvd.elastic.run) is not served yet"), 1u) << log.all();
   EXPECT_EQ(server.stats().elastic_queries, 1u);
   // A PUT into that scope is a plain key and does not change the answer.
   EXPECT_EQ(http_request(server.port(), "PUT", "/rank_and_size/node1:0", "0,1,0,1,0,1").status,
@@ -106,11 +105,34 @@ TEST(KvServer, ManyRankAndSizeQueriesLogOneLineAndACountAtClose) {
     const auto r = http_request(server.port(), "GET", "/rank_and_size/node0:" + std::to_string(lr));
     EXPECT_EQ(r.body, "-1,-1,-1,-1,-1,-1");
   }
-  EXPECT_EQ(log.count("elastic mode"), 1u) << log.all();
+  EXPECT_EQ(log.count("is not served yet"), 1u) << log.all();
   EXPECT_EQ(log.count("node0:0"), 1u) << log.all();
   server.close();
   EXPECT_EQ(log.count("7 about elastic rank_and_size queries"), 1u) << log.all();
   EXPECT_EQ(server.stats().elastic_queries, 8u);
+}
+
+// The first PUT stored (a Horovod worker's hvd.init()) is reported once, with the client's
+// address; reads, bad requests and refused PUTs are not.
+TEST(KvServer, TheFirstStoredPutIsReportedOnce) {
+  std::promise<std::string> first;
+  int calls = 0;
+  KvServerOptions options;
+  options.max_stored_bytes = 200;
+  options.on_first_put = [&](const std::string& peer) {
+    if (++calls == 1) first.set_value(peer);
+  };
+  KvServerThread server(options);
+  EXPECT_EQ(http_request(server.port(), "GET", "/global/0").status, 404);
+  EXPECT_EQ(http_request(server.port(), "POST", "/global/0", "x").status, 400);
+  EXPECT_EQ(http_request(server.port(), "PUT", "/global/0", std::string(300, 'x')).status, 507);
+  EXPECT_EQ(server.stats().stored_keys, 0u);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(http_request(server.port(), "PUT", "/global/0", "a").status, 200);
+  EXPECT_EQ(http_request(server.port(), "PUT", "/global/1", "b").status, 200);
+  server.close();  // every call made on the io thread is done
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(first.get_future().get().starts_with("127.0.0.1:"));
 }
 
 TEST(KvServer, WorkerAddressesAreStoredLikeAnyAdHocKey) {
