@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <boost/asio.hpp>
 #include <optional>
+#include <utility>
 
 #include "common/interfaces.h"
 #include "hvdrun/error.h"
@@ -938,7 +939,7 @@ void Supervisor::enter(JobState next) {
   }();
   if (!allowed) return;
   launcher_log()->debug("job {} -> {}", state_name(state_), state_name(next));
-  state_ = next;
+  const JobState previous = std::exchange(state_, next);
   switch (next) {
     case JobState::kConnecting:
       break;
@@ -952,7 +953,8 @@ void Supervisor::enter(JobState next) {
       cooldown_timer_.cancel();
       discovery_timer_.cancel();
       if (discovery_) discovery_->cancel();
-      stop_workers();
+      // A restart's workers already have their SIGTERM: its grace period goes on unchanged.
+      if (previous != JobState::kRestarting) stop_workers();
       break;
     case JobState::kDraining:
       arm_drain_timer();

@@ -118,6 +118,25 @@ TEST(Restart, CtrlCDuringARestartEndsTheJob) {
   EXPECT_TRUE(wait_until_gone(workers, milliseconds(1000)).empty());
 }
 
+// One Ctrl-C while a restart waits for its grace period ends the job when that grace period
+// ends: the workers already had their SIGTERM, so it does not start again.
+TEST(Restart, OneCtrlCDuringARestartKeepsItsGracePeriod) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"--grace-period", "6", "--max-restarts", "3", "-np", "2", worker(),
+                        "ignore-term", pids.path.string(), "1"});
+  const auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  std::this_thread::sleep_for(seconds(2));  // rank 1 failed 300 ms after start: 1.7 s into it
+  const auto interrupted = std::chrono::steady_clock::now();
+  hvdrun.signal(SIGINT);
+  auto r = hvdrun.finish(seconds(30));
+  const std::chrono::duration<double> after = std::chrono::steady_clock::now() - interrupted;
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_TRUE(contains(r.err, "grace period of 6000 ms over")) << r.err;
+  EXPECT_LT(after.count(), 5.5) << "the grace period started again at the Ctrl-C\n" << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(1000)).empty());
+}
+
 TEST(Restart, SigkillOfHvdrunDuringARestartLeavesNoWorker) {
   TempDir pids;
   HvdrunProcess hvdrun(restarting_job(pids));
