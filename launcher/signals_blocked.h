@@ -19,9 +19,6 @@ class SignalsBlocked {
   SignalsBlocked(const SignalsBlocked&) = delete;
   SignalsBlocked& operator=(const SignalsBlocked&) = delete;
 
-  // The mask the thread had before: what a forked child restores once its handlers are reset.
-  const sigset_t& previous() const noexcept { return previous_; }
-
  private:
   sigset_t previous_;
 };

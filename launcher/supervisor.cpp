@@ -1034,14 +1034,14 @@ void Supervisor::fail_job(const rdzv::JobError& error) {
 void Supervisor::horovod_in_use(const std::string& peer) {
   if (!spec_.survivors_reform() || horovod_) return;
   horovod_ = true;
-  policy_->stop_reforming(
+  const std::string why =
       "an elastic job does not re-form Horovod workers; elastic Horovod (hvd.elastic.run) is not "
-      "served yet: --max-restarts N restarts every worker instead");
+      "served yet: --max-restarts N restarts every worker instead";
+  policy_->stop_reforming(why);
   discovery_timer_.cancel();
   note("warning: a worker stored a key in Horovod's rendezvous (from " + peer +
-       "): this job runs Horovod, whose workers hvdrun cannot re-form (elastic Horovod, "
-       "hvd.elastic.run, is not served yet); a failure will end the job and host changes are "
-       "not taken in; --max-restarts N restarts every worker instead");
+       "): this job runs Horovod, so a failure will end it and host changes are not taken in (" +
+       why + ")");
 }
 
 void Supervisor::all_joined() {

@@ -108,7 +108,8 @@ TEST(Horovod, AnElasticJobOfHorovodWorkersEndsAtTheFirstFailureSayingWhy) {
       {"-np", "2", "--min-np", "1", kPython, job_script("horovod_job.py"), "--fail-rank", "1"},
       horovod_env(), seconds(120));
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_TRUE(contains(r.err, "this job runs Horovod, whose workers hvdrun cannot re-form"))
+  EXPECT_TRUE(contains(
+      r.err, "this job runs Horovod, so a failure will end it and host changes are not taken in"))
       << r.err;
   EXPECT_TRUE(contains(r.err,
                        "hvdrun: job failed: first failure was rank 1 on localhost: exit code 1 "

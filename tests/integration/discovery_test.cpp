@@ -311,5 +311,43 @@ TEST(Discovery, ARemovalAfterAWorkerFinishedStartsNoOneOnItsSlot) {
   EXPECT_FALSE(contains(r.err, "of them new")) << r.err;
 }
 
+// A worker that stores a key in Horovod's rendezvous (the PUT of hvd.init(), here from bash)
+// makes an elastic job stop running its discovery script: a slot added afterwards is not
+// taken in, and the job ends as its workers do.
+TEST(Discovery, AJobOfHorovodWorkersTakesInNoHostChange) {
+  TempDir dir;
+  const auto d = dir.path.string();
+  write_file(dir.path / "hosts", "localhost:2\n");
+  const std::string worker =
+      "exec 3<>/dev/tcp/$HOROVOD_GLOO_RENDEZVOUS_ADDR/$HOROVOD_GLOO_RENDEZVOUS_PORT || exit 9;"
+      "printf 'PUT /global/%s HTTP/1.1\\r\\nHost: h\\r\\nContent-Length: 1\\r\\n\\r\\nx' $RANK >&3;"
+      "head -1 <&3; echo $$ > " +
+      d +
+      "/$RANK.pid;"
+      "for i in $(seq 200); do [ -e " +
+      d + "/stop ] && exit 0; sleep 0.05; done; exit 4";
+  HvdrunProcess job({"-np", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script",
+                     hosts_script(dir, "echo run >> '" + d + "/runs'\n"), "--discovery-interval",
+                     "0.1", "/bin/bash", "-c", worker});
+  wait_for_pids(dir.path, 2, seconds(20));
+  const auto runs = [&] {
+    std::ifstream in(dir.path / "runs");
+    return count(std::string(std::istreambuf_iterator<char>(in), {}), "run");
+  };
+  const auto runs_before = runs();
+  write_file(dir.path / "hosts", "localhost:3\n");
+  std::this_thread::sleep_for(milliseconds(1000));  // ten discovery intervals
+  write_file(dir.path / "stop", "");
+  const auto r = job.finish(seconds(30));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count(r.out, "HTTP/1.1 200"), 2u) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "this job runs Horovod, so a failure will end it and host changes "
+                       "are not taken in"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "generation 1")) << r.err;
+  EXPECT_LE(runs(), runs_before + 1) << "the script ran on (one run may have been under way)";
+}
+
 }  // namespace
 }  // namespace hvdrun::itest
