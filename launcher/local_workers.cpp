@@ -62,13 +62,15 @@ void check_open_file_budget(std::size_t workers) {
 }  // namespace
 
 LocalWorkers::LocalWorkers(asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
-                           Callbacks callbacks, std::vector<std::string> command, bool verbose)
+                           Callbacks callbacks, std::vector<std::string> command, bool verbose,
+                           const RankZeroStdin* rank_zero_stdin)
     : io_(io),
       watchdog_(watchdog),
       sink_(sink),
       callbacks_(std::move(callbacks)),
       command_(std::move(command)),
-      verbose_(verbose) {}
+      verbose_(verbose),
+      rank_zero_stdin_(rank_zero_stdin) {}
 
 void LocalWorkers::start(std::vector<WorkerLaunch> launches) {
   if (launches.empty()) return;
@@ -85,8 +87,10 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<La
   std::vector<Spawned> spawned;
   spawned.reserve(launches.size());
   for (std::size_t i = 0; i < launches.size(); ++i) {
+    SpawnOptions options;
+    if (rank_zero_stdin_ != nullptr && launches[i].slot.rank == 0) rank_zero_stdin_->give(options);
     try {
-      spawned.push_back(launcher::spawn(command, launches[i].env));
+      spawned.push_back(launcher::spawn(command, launches[i].env, options));
     } catch (const Error& e) {
       const int error = errno;
       if (error != EMFILE && error != ENFILE) throw;

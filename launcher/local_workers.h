@@ -24,6 +24,7 @@
 #include "launcher/output.h"
 #include "launcher/placement.h"
 #include "launcher/process.h"
+#include "launcher/rank_zero_stdin.h"
 #include "launcher/watchdog.h"
 #include "launcher/worker_id.h"
 #include "launcher/worker_pool.h"
@@ -40,8 +41,10 @@ class LocalWorkers final : public WorkerPool {
   using Launch = WorkerLaunch;
 
   // start() runs `command` (empty: only spawn() can start workers); `verbose` adds phase lines.
+  // `rank_zero_stdin` (if given, outliving this) is the stdin of the worker of rank 0.
   LocalWorkers(boost::asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
-               Callbacks callbacks, std::vector<std::string> command = {}, bool verbose = false);
+               Callbacks callbacks, std::vector<std::string> command = {}, bool verbose = false,
+               const RankZeroStdin* rank_zero_stdin = nullptr);
 
   // spawn(command, launches, verbose) with the command and verbosity given at construction,
   // then the exits that happened meanwhile.
@@ -93,6 +96,7 @@ class LocalWorkers final : public WorkerPool {
   Callbacks callbacks_;
   std::vector<std::string> command_;
   bool verbose_ = false;
+  const RankZeroStdin* rank_zero_stdin_ = nullptr;
   std::map<WorkerId, std::unique_ptr<Worker>> workers_;  // stable: pumps point into them
   std::string program_;
   std::size_t open_streams_ = 0;

@@ -41,6 +41,8 @@ struct ChildPlan {
   std::vector<char*> shell_argv;
   std::vector<char*> envp;  // null-terminated
   int devnull = -1;
+  int in = -1;  // stdin; -1: devnull
+  bool new_session = false;
   int out = -1;  // write ends, or -1 to inherit
   int err = -1;
   int report = -1;
@@ -130,14 +132,18 @@ bool looks_like_text(const char* path) noexcept {
 // blocked on entry (SignalsBlocked in spawn) until the handlers are reset: a signal sent to
 // the new group at once must not run a handler inherited from the launcher.
 [[noreturn]] void child_exec(const ChildPlan& plan) noexcept {
-  if (::setpgid(0, 0) < 0) child_fail(plan, errno);
+  if ((plan.new_session ? ::setsid() : ::setpgid(0, 0)) < 0) child_fail(plan, errno);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(plan, errno);
   if (::getppid() != plan.parent) ::_exit(127);  // the launcher died before prctl
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
   ::sigprocmask(SIG_SETMASK, &plan.mask, nullptr);
-  if (::dup2(plan.devnull, 0) < 0) child_fail(plan, errno);
+  if (plan.in == 0) {
+    if (::fcntl(0, F_SETFD, 0) < 0) child_fail(plan, errno);  // dup2(0, 0) would keep CLOEXEC
+  } else if (::dup2(plan.in >= 0 ? plan.in : plan.devnull, 0) < 0) {
+    child_fail(plan, errno);
+  }
   if (plan.out >= 0 && ::dup2(plan.out, 1) < 0) child_fail(plan, errno);
   if (plan.err >= 0 && ::dup2(plan.err, 2) < 0) child_fail(plan, errno);
   mark_fds_cloexec(plan);
@@ -148,6 +154,16 @@ bool looks_like_text(const char* path) noexcept {
     ::execve(kShell, plan.shell_argv.data(), plan.envp.data());
   }
   child_fail(plan, err);
+}
+
+// Waits (bounded) until `fd` has data or has reached EOF, reading nothing.
+int wait_readable(int fd) {
+  pollfd pfd{fd, POLLIN, 0};
+  int ready;
+  do {
+    ready = ::poll(&pfd, 1, kExecReportTimeoutMs);
+  } while (ready < 0 && errno == EINTR);
+  return ready;
 }
 
 int max_fd_limit() {
@@ -242,6 +258,8 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull.valid()) throw Error("cannot open /dev/null: " + errno_text(errno));
   plan.devnull = devnull.get();
+  plan.in = options.stdin_fd;
+  plan.new_session = options.new_session;
   Pipe out, err;
   if (options.capture_output) {
     out = make_pipe();
@@ -262,19 +280,22 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
     fork_errno = errno;
   }
   if (pid < 0) throw Error("fork failed for '" + argv[0] + "': " + errno_text(fork_errno));
-  ::setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
+  if (options.new_session) {
+    // setsid() fails in a group leader, so the parent must not make it one: it waits for the
+    // exec (or its failure) instead, after which the new session's group exists.
+    report.write.reset();
+    wait_readable(report.read.get());
+  } else {
+    ::setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
+  }
   return Spawned{Child(pid), std::move(out.read), std::move(err.read), std::move(report.read)};
 }
 
 int exec_error(Spawned& spawned) {
   if (!spawned.exec_report.valid()) return 0;
   UniqueFd report = std::move(spawned.exec_report);
-  pollfd pfd{report.get(), POLLIN, 0};
-  int ready;
-  do {
-    ready = ::poll(&pfd, 1, kExecReportTimeoutMs);
-  } while (ready < 0 && errno == EINTR);
-  if (ready <= 0) return 0;  // still not exec'd: treat as running; its exit will tell
+  if (wait_readable(report.get()) <= 0)
+    return 0;  // still not exec'd: treat as running; its exit will tell
   int err = 0;
   ssize_t got;
   do {

@@ -25,6 +25,7 @@
 #include "launcher/logging.h"
 #include "launcher/placement.h"
 #include "launcher/port_reservation.h"
+#include "launcher/rank_zero_stdin.h"
 #include "launcher/remote_workers.h"
 #include "launcher/rendezvous_addr.h"
 #include "launcher/watchdog.h"
@@ -103,7 +104,7 @@ class Supervisor {
         local_(io, watchdog, sink,
                {[this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
                 [this](const WorkerId& id) { on_stream_closed(id); }},
-               spec.command, spec.verbose) {
+               spec.command, spec.verbose, &rank_zero_stdin_) {
     for (const auto& slot : slots) {
       const auto key = static_cast<std::uint32_t>(slot.rank);
       sink_.add_worker(first_worker(slot), slot.rank);
@@ -165,6 +166,7 @@ class Supervisor {
   // there, also in their output's prefix.
   void take_ranks(const std::vector<rdzv::Member>& members);
   RemoteWorkers::Callbacks remote_callbacks();
+  void warn_if_stdin_not_read(const std::vector<std::size_t>& remote) const;
   void start_workers();
   // Starts the given workers of workers_ in their pools.
   void launch_workers(const std::vector<WorkerId>& ids);
@@ -303,9 +305,24 @@ class Supervisor {
   bool interrupted_ = false;
   bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
   std::unique_ptr<FailurePolicy> policy_ = std::make_unique<FailFastPolicy>();
+  RankZeroStdin rank_zero_stdin_;  // before the workers: restores the terminal after them
   LocalWorkers local_;
   std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above
 };
+
+// hvdrun's stdin reaches only a rank 0 of this machine: input given to a job whose rank 0 is
+// remote would be lost without a word.
+void Supervisor::warn_if_stdin_not_read(const std::vector<std::size_t>& remote) const {
+  if (!rank_zero_stdin_.carries_input()) return;
+  for (const auto& [id, record] : workers_) {
+    if (record.slot.rank != 0) continue;
+    if (std::find(remote.begin(), remote.end(), record.slot.host_index) == remote.end()) return;
+    note(
+        "warning: hvdrun's stdin is not read: it reaches only a rank 0 on this machine, and "
+        "rank 0 runs on host " +
+        record.slot.host);
+  }
+}
 
 void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
                         const std::vector<std::size_t>& remote) {
@@ -313,6 +330,7 @@ void Supervisor::launch(const AddressPlan& plan, const RendezvousInfo& rdzv,
   rdzv_ = rdzv;
   interfaces_ = ipv4_interfaces();
   remote_count_ = remote.size();
+  warn_if_stdin_not_read(remote);
   launched_ = Clock::now();
   generations_.front().started = launched_;
   wait_signal();

@@ -32,7 +32,8 @@ int decode(int status) {
 }  // namespace
 
 HvdrunProcess::HvdrunProcess(const std::vector<std::string>& args,
-                             const std::map<std::string, std::string>& extra_env) {
+                             const std::map<std::string, std::string>& extra_env,
+                             const std::string& stdin_path) {
   // The test's environment, minus what the tests expect hvdrun to choose itself unless they
   // pass it (a machine with OMP_NUM_THREADS set must not change what they see).
   std::vector<std::string> env;
@@ -51,14 +52,18 @@ HvdrunProcess::HvdrunProcess(const std::vector<std::string>& args,
   c_env.push_back(nullptr);
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) < 0 || ::pipe2(err, O_CLOEXEC) < 0) throw std::runtime_error("pipe");
+  const int in = ::open(stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw std::runtime_error("cannot open " + stdin_path);
   started_ = Clock::now();
   pid_ = ::fork();
   if (pid_ == 0) {
+    ::dup2(in, 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     ::execve(c_argv[0], c_argv.data(), c_env.data());
     ::_exit(126);
   }
+  ::close(in);
   ::close(out[1]);
   ::close(err[1]);
   out_ = out[0];

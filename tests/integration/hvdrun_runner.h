@@ -21,9 +21,11 @@ struct RunResult {
 
 class HvdrunProcess {
  public:
-  // Starts `hvdrun args...` with the test's environment plus `extra_env`.
+  // Starts `hvdrun args...` with the test's environment plus `extra_env`, its stdin read from
+  // `stdin_path` (not the test's own, whatever that is).
   explicit HvdrunProcess(const std::vector<std::string>& args,
-                         const std::map<std::string, std::string>& extra_env = {});
+                         const std::map<std::string, std::string>& extra_env = {},
+                         const std::string& stdin_path = "/dev/null");
   ~HvdrunProcess();
   HvdrunProcess(const HvdrunProcess&) = delete;
   HvdrunProcess& operator=(const HvdrunProcess&) = delete;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -33,6 +34,35 @@ TEST(TestHostsJob, LocalAndRemoteRanksTrainTogether) {
                       home.env(), seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "all 3 ranks agree")) << r.out << r.err;
+}
+
+// hvdrun's stdin reaches rank 0 only on this machine: with rank 0 on a test host, the job says
+// that its input is not read; with rank 0 here, rank 0 reads it and nothing is said.
+TEST(TestHostsJob, StdinReachesALocalRankZeroAndARemoteOneIsWarnedAbout) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  const auto input = (dir.path / "input").string();
+  std::ofstream(input) << "typed\n";
+  auto job = [](const std::string& hosts) {
+    return std::vector<std::string>{
+        "-np", "2", "-H", hosts, "sh", "-c", "cat; echo \"$RANK done\""};
+  };
+  HvdrunProcess remote_first(job("hvdt-h1:1,localhost:1"), home.env(), input);
+  auto r = remote_first.finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: warning: hvdrun's stdin is not read: it reaches only a rank 0 on "
+                       "this machine, and rank 0 runs on host hvdt-h1\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:0 done\n")) << r.out;
+  EXPECT_FALSE(contains(r.out, "typed")) << r.out;
+
+  HvdrunProcess local_first(job("localhost:1,hvdt-h2:1"), home.env(), input);
+  r = local_first.finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:typed\n")) << r.out;
+  EXPECT_FALSE(contains(r.err, "stdin")) << r.err;
 }
 
 // A shell fragment for rank 3 of a 4-rank job: wait (at most 20 s) until every rank has

@@ -1,6 +1,7 @@
 // Spawner and wait-status decoding on real child processes.
 #include "launcher/process.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -98,6 +99,27 @@ TEST(Spawn, ChildLeadsItsOwnProcessGroupAndGetsNoExtraFds) {
   EXPECT_NE(s.child.pid(), ::getpgrp());
   // 0, 1, 2 and the fd `ls` opens for /proc/self/fd: nothing inherited.
   EXPECT_EQ(std::stoi(out.substr(out.find('\n') + 1)), 4) << out;
+}
+
+// The given stdin, and a new session led by the child, which exists (its group can be
+// signalled) as soon as spawn() returns.
+TEST(Spawn, GivenStdinAndANewSession) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  ASSERT_EQ(write_all(write_end.get(), "typed\n"), 0);
+  write_end.reset();
+  SpawnOptions options;
+  options.stdin_fd = read_end.get();
+  options.new_session = true;
+  Spawned s = spawn({"/bin/sh", "-c", "cat; cut -d' ' -f6 /proc/$$/stat"}, base_env(), options);
+  EXPECT_EQ(exec_error(s), 0);
+  EXPECT_EQ(read_until_eof(s.out), "typed\n" + std::to_string(s.child.pid()) + "\n");
+  EXPECT_EQ(s.child.wait(), ProcessEnd::exited(0));
+
+  Spawned t = spawn({"/bin/sleep", "30"}, base_env(), options);
+  EXPECT_EQ(t.child.signal_group(SIGTERM), 0);
+  EXPECT_EQ(t.child.wait(), ProcessEnd::signaled(SIGTERM));
 }
 
 TEST(Spawn, SignalsAreUnblockedAndDefaultInTheChild) {
