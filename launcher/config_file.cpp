@@ -4,6 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cstdlib>
+#include <set>
+#include <utility>
+#include <vector>
 
 #include "hvdrun/error.h"
 #include "launcher/cli_values.h"
@@ -20,8 +24,8 @@ class Loader {
   ConfigFile load(const YAML::Node& root) {
     if (root.IsNull()) return std::move(out_);
     if (!root.IsMap()) fail(root, "expected a mapping of sections (params:, autotune:, ...)");
-    for (const auto& entry : root) {
-      const auto section = entry.first.as<std::string>();
+    for (const auto& entry : entries(root)) {
+      const auto section = key_of(entry.first);
       const auto& body = entry.second;
       if (body.IsNull()) continue;  // `section:` with nothing under it, as horovodrun skips it
       if (section == "controller") {
@@ -60,13 +64,66 @@ class Loader {
     return node.Scalar();
   }
 
-  bool boolean(const YAML::Node& node, const std::string& key) const {
-    bool value = false;
-    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-      fail(node,
-           key + " " + quoted(node.IsScalar() ? node.Scalar() : "") + ": expected true or false");
+  static std::string key_of(const YAML::Node& key) {
+    return key.IsScalar() ? key.Scalar() : std::string();
+  }
+
+  // The entries of a mapping with YAML's merge keys applied (`<<: *defaults`, or a list of
+  // them), as PyYAML, horovodrun's reader, applies them: the mapping's own keys win over merged
+  // ones, and an earlier merged mapping over a later one. Keys must be plain values.
+  std::vector<std::pair<YAML::Node, YAML::Node>> entries(const YAML::Node& map, int depth = 0) {
+    if (depth > kMaxMergeDepth) fail(map, "merge keys (<<) nested too deep");
+    std::vector<std::pair<YAML::Node, YAML::Node>> out;
+    std::vector<YAML::Node> merges;
+    std::set<std::string> own;
+    for (const auto& entry : map) {
+      if (!entry.first.IsScalar()) fail(entry.first, "expected a plain key, not a list or mapping");
+      if (entry.first.Scalar() == "<<" && entry.first.Tag() != "!") {
+        merges.push_back(entry.second);
+        continue;
+      }
+      own.insert(entry.first.Scalar());
+      out.emplace_back(entry.first, entry.second);
     }
-    return value;
+    for (const auto& merge : merges) {
+      std::vector<YAML::Node> sources;
+      if (merge.IsSequence()) {
+        for (const auto& source : merge) sources.push_back(source);
+      } else {
+        sources.push_back(merge);
+      }
+      for (const auto& source : sources) {
+        if (!source.IsMap()) fail(source, "<<: expected a mapping or a list of mappings to merge");
+        for (auto& entry : entries(source, depth + 1)) {
+          if (++merged_ > kMaxMerged) fail(merge, "merge keys (<<) bring in too many entries");
+          if (own.insert(entry.first.Scalar()).second) out.push_back(std::move(entry));
+        }
+      }
+    }
+    return out;
+  }
+
+  // A switch as horovodrun reads it, Python's truth of what PyYAML makes of the value: YAML
+  // 1.1's booleans (true/false, yes/no, on/off) and numbers (0 is false). Anything else, a
+  // quoted "no" among them (a string, which horovodrun would take as true), is refused.
+  bool boolean(const YAML::Node& node, const std::string& key) const {
+    if (node.IsScalar() && node.Tag() != "!") {
+      const std::string& text = node.Scalar();
+      for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+        if (text == yes) return true;
+      }
+      for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+        if (text == no) return false;
+      }
+      char* end = nullptr;
+      const double number = std::strtod(text.c_str(), &end);
+      if (!text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) &&
+          end == text.c_str() + text.size()) {
+        return number != 0;
+      }
+    }
+    fail(node, key + " " + quoted(node.IsScalar() ? node.Scalar() : "") +
+                   ": expected true or false (or a number, 0 for false)");
   }
 
   void controller(const YAML::Node& node) {
@@ -81,8 +138,8 @@ class Loader {
 
   void logging(const YAML::Node& body) {
     if (!body.IsMap()) fail(body, "logging: expected a mapping");
-    for (const auto& entry : body) {
-      const auto key = entry.first.as<std::string>();
+    for (const auto& entry : entries(body)) {
+      const auto key = key_of(entry.first);
       if (key == "level") {
         out_.log_level = parse_log_level(where(entry.second) + ": logging.level",
                                          scalar(entry.second, "logging.level"));
@@ -94,11 +151,14 @@ class Loader {
 
   void settings_of(const std::string& section, const YAML::Node& body) {
     if (!body.IsMap()) fail(body, section + ": expected a mapping");
-    for (const auto& entry : body) {
-      settings_of_key(section, entry.first.as<std::string>(), entry.first, entry.second);
+    bool enabled_given = false;
+    for (const auto& entry : entries(body)) {
+      const auto key = key_of(entry.first);
+      enabled_given = enabled_given || key == "enabled";
+      settings_of_key(section, key, entry.first, entry.second);
     }
     // horovodrun: a stall_check section without `enabled` means enabled (it writes 0).
-    if (section == "stall_check" && !body["enabled"]) {
+    if (section == "stall_check" && !enabled_given) {
       out_.settings.push_back(
           {find_tuning_param("stall-check"), "", where(body) + ": stall_check", false});
     }
@@ -124,6 +184,13 @@ class Loader {
       out_.settings.push_back({param, scalar(value, full), origin, false});
     }
   }
+
+  // Bounds on merge keys, which aliases can make exponential (a list of the same anchor
+  // merged into a mapping that is merged the same way, again and again).
+  static constexpr int kMaxMergeDepth = 64;
+  static constexpr std::size_t kMaxMerged = 1u << 16;
+
+  std::size_t merged_ = 0;  // entries brought in by merge keys so far
 
   std::string path_;
   bool gloo_flag_ = false;

@@ -277,6 +277,62 @@ TEST(HorovodFlags, ConfigFileControllerAndSectionRules) {
             (Env{{"HOROVOD_STALL_CHECK_DISABLE", "0"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "5"}}));
 }
 
+// Switches as horovodrun reads them (Python's truth of PyYAML's value): YAML 1.1 booleans and
+// numbers; a quoted string, which horovodrun would take as true whatever it says, is refused.
+TEST(HorovodFlags, ConfigFileSwitchesTakeNumbersAndYamlBooleans) {
+  const ConfigFileOnDisk file(
+      "params:\n  hierarchical_allreduce: 1\n  hierarchical_allgather: off\n"
+      "  torus_allreduce: 0.0\nautotune:\n  enabled: 0\n  log_file: x.csv\n"
+      "stall_check:\n  enabled: Yes\ntimeline:\n  filename: t.json\n  mark_cycles: 2\n");
+  EXPECT_EQ(tuning_of({"--config-file", file.path}), (Env{{"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
+                                                          {"HOROVOD_HIERARCHICAL_ALLGATHER", "0"},
+                                                          {"HOROVOD_TORUS_ALLREDUCE", "0"},
+                                                          {"HOROVOD_STALL_CHECK_DISABLE", "0"},
+                                                          {"HOROVOD_TIMELINE", "t.json"},
+                                                          {"HOROVOD_TIMELINE_MARK_CYCLES", "1"}}));
+  for (const char* value : {"\"no\"", "'false'", "n", "[1]", "1_0"}) {
+    const ConfigFileOnDisk bad(std::string("params:\n  torus_allreduce: ") + value + "\n");
+    EXPECT_THAT(error_of({"--config-file", bad.path}),
+                HasSubstr(bad.path + ":2: params.torus_allreduce"))
+        << value;
+  }
+}
+
+// YAML merge keys, as PyYAML applies them: the section's own keys win, then the merged
+// mappings in order; a key that is not a plain value is named.
+TEST(HorovodFlags, ConfigFileMergeKeysApply) {
+  const ConfigFileOnDisk file(
+      "base: &base\n  cycle_time_ms: 3\n  cache_capacity: 7\n"
+      "more: &more\n  cycle_time_ms: 4\n  fusion_threshold_mb: 2\n"
+      "params:\n  <<: [*base, *more]\n  cache_capacity: 9\n"
+      "stall_check:\n  <<: {enabled: false}\n");
+  const std::vector<std::string> args = {"--config-file", file.path, "-np", "1", "prog"};
+  const auto result = parse_cli(std::span<const std::string>(args), {});
+  EXPECT_EQ(result.spec.tuning_env, (Env{{"HOROVOD_CYCLE_TIME", "3"},
+                                         {"HOROVOD_CACHE_CAPACITY", "9"},
+                                         {"HOROVOD_FUSION_THRESHOLD", "2097152"},
+                                         {"HOROVOD_STALL_CHECK_DISABLE", "1"}}));
+  EXPECT_THAT(result.notes, ElementsAre(file.path + ":1: unknown section 'base' ignored",
+                                        file.path + ":4: unknown section 'more' ignored"));
+  const ConfigFileOnDisk list_key("params:\n  [a, b]: 1\n");
+  EXPECT_THAT(error_of({"--config-file", list_key.path}),
+              HasSubstr(list_key.path + ":2: expected a plain key, not a list or mapping"));
+  // Aliases merged eight at a time, 30 deep: 8^30 entries unless the merging is bounded.
+  std::string bomb = "a0: &a0 {cycle_time_ms: 1}\n";
+  for (int i = 1; i < 30; ++i) {
+    const std::string previous = "*a" + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " {<<: [";
+    for (int copy = 0; copy < 8; ++copy) bomb += (copy > 0 ? ", " : "") + previous;
+    bomb += "]}\n";
+  }
+  const ConfigFileOnDisk merged_too_often(bomb + "params:\n  <<: *a29\n");
+  EXPECT_THAT(error_of({"--config-file", merged_too_often.path}),
+              HasSubstr("merge keys (<<) bring in too many entries"));
+  const ConfigFileOnDisk bad_merge("params:\n  <<: 5\n");
+  EXPECT_THAT(error_of({"--config-file", bad_merge.path}),
+              HasSubstr(bad_merge.path + ":2: <<: expected a mapping or a list of mappings"));
+}
+
 TEST(HorovodFlags, UnknownConfigKeysAreNotedAndIgnored) {
   const ConfigFileOnDisk file("params:\n  fusion: 3\nextras:\n  a: 1\n");
   const std::vector<std::string> args = {"--config-file", file.path, "-np", "1", "prog"};
