@@ -26,8 +26,15 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
 
 // Horovod's rendezvous server settings for a job of `size` workers: the bodies, stored bytes
 // and connections its Gloo rendezvous needs (each rank PUTs one address per peer, about 136
-// bytes each, into `global`, kept until every rank is done), with headroom.
-horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size);
+// bytes each, into `global`, kept until every rank is done), with headroom. Its port takes
+// no credentials, so its connections are also held to half of what `open_file_limit` leaves
+// after the job's own files: connections held open there never take the files that starting
+// the workers again needs.
+horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size,
+                                                std::size_t open_file_limit);
+
+// The soft RLIMIT_NOFILE; SIZE_MAX when unlimited or unknown.
+std::size_t open_file_limit();
 
 // A job id for TORCHELASTIC_RUN_ID: not a secret, unique enough to tell jobs apart.
 std::string make_run_id();

@@ -52,11 +52,13 @@ std::size_t open_files_now() {
 void check_open_file_budget(std::size_t workers) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
-  const std::size_t needed = open_files_now() + workers * kFilesPerWorker + kSpareFiles;
+  const std::size_t open = open_files_now();
+  const std::size_t needed = open + workers * kFilesPerWorker + kSpareFiles;
   if (needed <= limit.rlim_cur) return;
   throw Error("cannot start " + std::to_string(workers) + " local workers: they need about " +
-              std::to_string(needed) + " open files, more than the open-file limit " +
-              open_file_limit_text() + ": raise ulimit -n, or start fewer workers on this host");
+              std::to_string(needed) + " open files (" + std::to_string(open) +
+              " open in hvdrun now), more than the open-file limit " + open_file_limit_text() +
+              ": raise ulimit -n, or start fewer workers on this host");
 }
 
 }  // namespace

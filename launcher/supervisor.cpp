@@ -1173,7 +1173,7 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
                      }});
   // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
   // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
-  auto kv_options = horovod_server_options(plan.bind, slots.size());
+  auto kv_options = horovod_server_options(plan.bind, slots.size(), open_file_limit());
   kv_options.on_first_put = [&supervisor](const std::string& peer) {
     supervisor.horovod_in_use(peer);
   };

@@ -60,17 +60,27 @@ TEST(PortReservation, TwoReservationsDiffer) {
 }
 
 TEST(HorovodServerOptions, LimitsGrowWithTheJob) {
-  const auto small = horovod_server_options("127.0.0.1", 4);
+  const auto small = horovod_server_options("127.0.0.1", 4, 1 << 20);
   EXPECT_EQ(small.bind_address, "127.0.0.1");
   EXPECT_EQ(small.max_body_bytes, (64u << 10) + 4 * 256);
   EXPECT_EQ(small.max_stored_bytes, 256u << 20);
   EXPECT_EQ(small.max_connections, 4096u);
-  const auto large = horovod_server_options("0.0.0.0", 2000);
+  const auto large = horovod_server_options("0.0.0.0", 2000, 1 << 20);
   // Every rank's Gloo addresses of all its peers fit in one body, and all ranks' at once.
   EXPECT_GE(large.max_body_bytes, 2000u * 136);
   EXPECT_GE(large.max_stored_bytes, 2000u * 2000u * 136);
   EXPECT_GE(large.max_connections, 4000u);
-  EXPECT_EQ(horovod_server_options("0.0.0.0", 1'000'000).max_body_bytes, 8u << 20);
+  EXPECT_EQ(horovod_server_options("0.0.0.0", 1'000'000, SIZE_MAX).max_body_bytes, 8u << 20);
+}
+
+// Under `ulimit -n 1024`, connections held open on Horovod's port (it takes no credentials)
+// must leave the files that starting the workers again needs: at most half of what is left
+// after the job's own, never fewer than 16.
+TEST(HorovodServerOptions, ConnectionsStayUnderTheOpenFileLimit) {
+  EXPECT_EQ(horovod_server_options("127.0.0.1", 2, 1024).max_connections, (1024u - 64 - 10) / 2);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", 100, 1024).max_connections, (1024u - 64 - 500) / 2);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", 1000, 1024).max_connections, 16u);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", 2, SIZE_MAX).max_connections, 4096u);
 }
 
 }  // namespace
