@@ -41,8 +41,7 @@ struct ChildPlan {
   std::vector<char*> shell_argv;
   std::vector<char*> envp;  // null-terminated
   int devnull = -1;
-  int in = -1;  // stdin; -1: devnull
-  bool new_session = false;
+  int in = -1;   // stdin; -1: devnull
   int out = -1;  // write ends, or -1 to inherit
   int err = -1;
   int report = -1;
@@ -132,7 +131,7 @@ bool looks_like_text(const char* path) noexcept {
 // blocked on entry (SignalsBlocked in spawn) until the handlers are reset: a signal sent to
 // the new group at once must not run a handler inherited from the launcher.
 [[noreturn]] void child_exec(const ChildPlan& plan) noexcept {
-  if ((plan.new_session ? ::setsid() : ::setpgid(0, 0)) < 0) child_fail(plan, errno);
+  if (::setpgid(0, 0) < 0) child_fail(plan, errno);
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(plan, errno);
   if (::getppid() != plan.parent) ::_exit(127);  // the launcher died before prctl
   struct sigaction dfl {};
@@ -154,16 +153,6 @@ bool looks_like_text(const char* path) noexcept {
     ::execve(kShell, plan.shell_argv.data(), plan.envp.data());
   }
   child_fail(plan, err);
-}
-
-// Waits (bounded) until `fd` has data or has reached EOF, reading nothing.
-int wait_readable(int fd) {
-  pollfd pfd{fd, POLLIN, 0};
-  int ready;
-  do {
-    ready = ::poll(&pfd, 1, kExecReportTimeoutMs);
-  } while (ready < 0 && errno == EINTR);
-  return ready;
 }
 
 int max_fd_limit() {
@@ -259,7 +248,6 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
   if (!devnull.valid()) throw Error("cannot open /dev/null: " + errno_text(errno));
   plan.devnull = devnull.get();
   plan.in = options.stdin_fd;
-  plan.new_session = options.new_session;
   Pipe out, err;
   if (options.capture_output) {
     out = make_pipe();
@@ -280,22 +268,19 @@ Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::strin
     fork_errno = errno;
   }
   if (pid < 0) throw Error("fork failed for '" + argv[0] + "': " + errno_text(fork_errno));
-  if (options.new_session) {
-    // setsid() fails in a group leader, so the parent must not make it one: it waits for the
-    // exec (or its failure) instead, after which the new session's group exists.
-    report.write.reset();
-    wait_readable(report.read.get());
-  } else {
-    ::setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
-  }
+  ::setpgid(pid, pid);  // also done by the child; whichever runs first wins the race
   return Spawned{Child(pid), std::move(out.read), std::move(err.read), std::move(report.read)};
 }
 
 int exec_error(Spawned& spawned) {
   if (!spawned.exec_report.valid()) return 0;
   UniqueFd report = std::move(spawned.exec_report);
-  if (wait_readable(report.get()) <= 0)
-    return 0;  // still not exec'd: treat as running; its exit will tell
+  pollfd pfd{report.get(), POLLIN, 0};
+  int ready;
+  do {
+    ready = ::poll(&pfd, 1, kExecReportTimeoutMs);
+  } while (ready < 0 && errno == EINTR);
+  if (ready <= 0) return 0;  // still not exec'd: treat as running; its exit will tell
   int err = 0;
   ssize_t got;
   do {

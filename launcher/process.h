@@ -57,20 +57,13 @@ struct SpawnOptions {
   bool capture_output = true;            // false: the child inherits the launcher's stdout/stderr
   const sigset_t* child_mask = nullptr;  // the child's signal mask; nullptr: empty
   int stdin_fd = -1;                     // the child's stdin; -1: /dev/null
-  // The child leads a session of its own (setsid), not only a process group: a terminal on
-  // its stdin is then not its controlling terminal, so reading it or setting its modes never
-  // stops it (SIGTTIN, SIGTTOU) while the launcher holds the terminal's foreground. spawn()
-  // then returns only once the child has exec'd or failed to (bounded), so that its group
-  // exists for signal_group().
-  bool new_session = false;
 };
 
 // Starts argv[0] (searched in the PATH of `env`, else the launcher's PATH, if it has no '/')
 // with exactly `env` ("NAME=VALUE"). The child: stdin from /dev/null (or the options'),
 // stdout/stderr on pipes, its own process group, SIGKILL when the launcher dies, default
 // signal dispositions and the options' mask, every other fd closed on exec. Does not wait for
-// the exec (unless new_session): call exec_error() once every child is started, so that N
-// spawns run back to back.
+// the exec: call exec_error() once every child is started, so that N spawns run back to back.
 Spawned spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
               const SpawnOptions& options = {});
 

@@ -305,15 +305,15 @@ class Supervisor {
   bool interrupted_ = false;
   bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
   std::unique_ptr<FailurePolicy> policy_ = std::make_unique<FailFastPolicy>();
-  RankZeroStdin rank_zero_stdin_;  // before the workers: restores the terminal after them
+  RankZeroStdin rank_zero_stdin_;
   LocalWorkers local_;
   std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above
 };
 
-// hvdrun's stdin reaches only a rank 0 of this machine: input given to a job whose rank 0 is
-// remote would be lost without a word.
+// hvdrun's stdin reaches only a rank 0 of this machine: a file given to a job whose rank 0 is
+// remote would be lost without a word. (Not a pipe: `ssh head hvdrun ...` has one, unused.)
 void Supervisor::warn_if_stdin_not_read(const std::vector<std::size_t>& remote) const {
-  if (!rank_zero_stdin_.carries_input()) return;
+  if (!rank_zero_stdin_.is_file()) return;
   for (const auto& [id, record] : workers_) {
     if (record.slot.rank != 0) continue;
     if (std::find(remote.begin(), remote.end(), record.slot.host_index) == remote.end()) return;

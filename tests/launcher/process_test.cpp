@@ -101,9 +101,8 @@ TEST(Spawn, ChildLeadsItsOwnProcessGroupAndGetsNoExtraFds) {
   EXPECT_EQ(std::stoi(out.substr(out.find('\n') + 1)), 4) << out;
 }
 
-// The given stdin, and a new session led by the child, which exists (its group can be
-// signalled) as soon as spawn() returns.
-TEST(Spawn, GivenStdinAndANewSession) {
+// The given stdin, even the caller's own fd 0 when it is close-on-exec.
+TEST(Spawn, GivenStdin) {
   int fds[2];
   ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
   UniqueFd read_end(fds[0]), write_end(fds[1]);
@@ -111,15 +110,26 @@ TEST(Spawn, GivenStdinAndANewSession) {
   write_end.reset();
   SpawnOptions options;
   options.stdin_fd = read_end.get();
-  options.new_session = true;
-  Spawned s = spawn({"/bin/sh", "-c", "cat; cut -d' ' -f6 /proc/$$/stat"}, base_env(), options);
+  Spawned s = spawn({"/bin/sh", "-c", "cat"}, base_env(), options);
   EXPECT_EQ(exec_error(s), 0);
-  EXPECT_EQ(read_until_eof(s.out), "typed\n" + std::to_string(s.child.pid()) + "\n");
+  EXPECT_EQ(read_until_eof(s.out), "typed\n");
   EXPECT_EQ(s.child.wait(), ProcessEnd::exited(0));
 
-  Spawned t = spawn({"/bin/sleep", "30"}, base_env(), options);
-  EXPECT_EQ(t.child.signal_group(SIGTERM), 0);
-  EXPECT_EQ(t.child.wait(), ProcessEnd::signaled(SIGTERM));
+  // fd 0 itself, made close-on-exec: dup2(0, 0) would leave it so, and the child would read
+  // a closed stdin.
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  UniqueFd second_read(fds[0]), second_write(fds[1]);
+  ASSERT_EQ(write_all(second_write.get(), "from fd 0\n"), 0);
+  second_write.reset();
+  UniqueFd saved_stdin(::fcntl(0, F_DUPFD_CLOEXEC, 3));
+  ASSERT_TRUE(saved_stdin.valid());
+  ASSERT_EQ(::dup3(second_read.get(), 0, O_CLOEXEC), 0);
+  options.stdin_fd = 0;
+  Spawned t = spawn({"/bin/sh", "-c", "cat"}, base_env(), options);
+  ::dup2(saved_stdin.get(), 0);
+  EXPECT_EQ(exec_error(t), 0);
+  EXPECT_EQ(read_until_eof(t.out), "from fd 0\n");
+  EXPECT_EQ(t.child.wait(), ProcessEnd::exited(0));
 }
 
 TEST(Spawn, SignalsAreUnblockedAndDefaultInTheChild) {
