@@ -4,7 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
-#include <cstdlib>
+#include <optional>
+#include <regex>
 #include <set>
 #include <utility>
 #include <vector>
@@ -16,6 +17,38 @@
 
 namespace hvdrun::launcher {
 namespace {
+
+// PyYAML's implicit YAML 1.1 integers and floats (its resolver's patterns).
+const std::regex kYamlInt(
+    "[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|"
+    "[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+");
+const std::regex kYamlFloat(
+    "[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?|\\.[0-9_]+(?:[eE][-+][0-9]+)?|"
+    "[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(?:inf|Inf|INF)|\\.(?:nan|NaN|NAN)");
+
+// Python's truth of a plain scalar (tag "?") or one tagged bool, int or float, as PyYAML
+// reads it; nullopt for a string.
+std::optional<bool> yaml11_truth(const std::string& text, const std::string& tag) {
+  const std::string core = "tag:yaml.org,2002:";
+  const bool plain = tag == "?";
+  if (plain || tag == core + "bool") {
+    for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+      if (text == yes) return true;
+    }
+    for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+      if (text == no) return false;
+    }
+  }
+  const bool is_int = (plain || tag == core + "int") && std::regex_match(text, kYamlInt);
+  const bool is_float = (plain || tag == core + "float") && std::regex_match(text, kYamlFloat);
+  if (!is_int && !is_float) return std::nullopt;
+  if (text.find_first_of("nNiI") != std::string::npos) return true;  // .nan, .inf
+  // Zero unless a digit of the value (before any exponent; after a 0b or 0x prefix) is not.
+  std::string digits = text.substr(0, is_float ? text.find_first_of("eE") : std::string::npos);
+  const auto prefix = digits.find_first_of("bxX");
+  if (prefix != std::string::npos) digits = digits.substr(prefix + 1);
+  return digits.find_first_of("123456789abcdefABCDEF") != std::string::npos;
+}
 
 class Loader {
  public:
@@ -70,7 +103,7 @@ class Loader {
 
   // The entries of a mapping with YAML's merge keys applied (`<<: *defaults`, or a list of
   // them), as PyYAML, horovodrun's reader, applies them: the mapping's own keys win over merged
-  // ones, and an earlier merged mapping over a later one. Keys must be plain values.
+  // ones. Keys must be plain values.
   std::vector<std::pair<YAML::Node, YAML::Node>> entries(const YAML::Node& map, int depth = 0) {
     if (depth > kMaxMergeDepth) fail(map, "merge keys (<<) nested too deep");
     std::vector<std::pair<YAML::Node, YAML::Node>> out;
@@ -85,7 +118,9 @@ class Loader {
       own.insert(entry.first.Scalar());
       out.emplace_back(entry.first, entry.second);
     }
-    for (const auto& merge : merges) {
+    // Of two `<<` keys the later wins; within one list of mappings, the earlier.
+    for (auto merge_it = merges.rbegin(); merge_it != merges.rend(); ++merge_it) {
+      const YAML::Node& merge = *merge_it;
       std::vector<YAML::Node> sources;
       if (merge.IsSequence()) {
         for (const auto& source : merge) sources.push_back(source);
@@ -94,6 +129,7 @@ class Loader {
       }
       for (const auto& source : sources) {
         if (!source.IsMap()) fail(source, "<<: expected a mapping or a list of mappings to merge");
+        if (++merged_ > kMaxMerged) fail(merge, "merge keys (<<) bring in too many entries");
         for (auto& entry : entries(source, depth + 1)) {
           if (++merged_ > kMaxMerged) fail(merge, "merge keys (<<) bring in too many entries");
           if (own.insert(entry.first.Scalar()).second) out.push_back(std::move(entry));
@@ -104,23 +140,12 @@ class Loader {
   }
 
   // A switch as horovodrun reads it, Python's truth of what PyYAML makes of the value: YAML
-  // 1.1's booleans (true/false, yes/no, on/off) and numbers (0 is false). Anything else, a
-  // quoted "no" among them (a string, which horovodrun would take as true), is refused.
+  // 1.1's booleans (true/false, yes/no, on/off), integers and floats (zero is false, .nan
+  // and .inf are true). Anything else is a string, which horovodrun would take as true
+  // whatever it says (a quoted "no", `!!str 0`): refused.
   bool boolean(const YAML::Node& node, const std::string& key) const {
-    if (node.IsScalar() && node.Tag() != "!") {
-      const std::string& text = node.Scalar();
-      for (const char* yes : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
-        if (text == yes) return true;
-      }
-      for (const char* no : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
-        if (text == no) return false;
-      }
-      char* end = nullptr;
-      const double number = std::strtod(text.c_str(), &end);
-      if (!text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) &&
-          end == text.c_str() + text.size()) {
-        return number != 0;
-      }
+    if (node.IsScalar()) {
+      if (const auto truth = yaml11_truth(node.Scalar(), node.Tag())) return *truth;
     }
     fail(node, key + " " + quoted(node.IsScalar() ? node.Scalar() : "") +
                    ": expected true or false (or a number, 0 for false)");
@@ -175,7 +200,13 @@ class Loader {
       note(key_node, "unknown key " + quoted(full) + " ignored");
       return;
     }
-    if (value.IsNull()) return;  // `key:` with no value: not set, as in horovodrun
+    if (value.IsNull()) {
+      // `key:` with no value: not set, as in horovodrun, except stall_check's `enabled:`,
+      // which horovodrun reads as not enabled.
+      if (full == "stall_check.enabled")
+        out_.settings.push_back({switch_sibling(*param), "", where(key_node) + ": " + full, false});
+      return;
+    }
     const std::string origin = where(value) + ": " + full;
     if (param->kind == TuningKind::kSwitch) {
       const auto* chosen = boolean(value, full) ? param : switch_sibling(*param);
@@ -188,9 +219,9 @@ class Loader {
   // Bounds on merge keys, which aliases can make exponential (a list of the same anchor
   // merged into a mapping that is merged the same way, again and again).
   static constexpr int kMaxMergeDepth = 64;
-  static constexpr std::size_t kMaxMerged = 1u << 16;
+  static constexpr std::size_t kMaxMerged = 1u << 16;  // mappings merged and entries taken
 
-  std::size_t merged_ = 0;  // entries brought in by merge keys so far
+  std::size_t merged_ = 0;  // mappings and entries brought in by merge keys so far
 
   std::string path_;
   bool gloo_flag_ = false;

@@ -275,6 +275,10 @@ TEST(HorovodFlags, ConfigFileControllerAndSectionRules) {
   const ConfigFileOnDisk stall("stall_check:\n  warning_time_seconds: 5\n");
   EXPECT_EQ(tuning_of({"--config-file", stall.path}),
             (Env{{"HOROVOD_STALL_CHECK_DISABLE", "0"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "5"}}));
+  // `enabled:` with no value: horovodrun takes `not None`, the stall check off.
+  const ConfigFileOnDisk null_enabled("stall_check:\n  enabled:\n  warning_time_seconds: 5\n");
+  EXPECT_EQ(tuning_of({"--config-file", null_enabled.path}),
+            (Env{{"HOROVOD_STALL_CHECK_DISABLE", "1"}, {"HOROVOD_STALL_CHECK_TIME_SECONDS", "5"}}));
 }
 
 // Switches as horovodrun reads them (Python's truth of PyYAML's value): YAML 1.1 booleans and
@@ -290,7 +294,21 @@ TEST(HorovodFlags, ConfigFileSwitchesTakeNumbersAndYamlBooleans) {
                                                           {"HOROVOD_STALL_CHECK_DISABLE", "0"},
                                                           {"HOROVOD_TIMELINE", "t.json"},
                                                           {"HOROVOD_TIMELINE_MARK_CYCLES", "1"}}));
-  for (const char* value : {"\"no\"", "'false'", "n", "[1]", "1_0"}) {
+  // PyYAML's integers and floats: zero is false whatever its spelling.
+  const std::vector<std::pair<std::string, std::string>> numbers = {
+      {"1_0", "1"},    {"0_0", "0"},  {"0b0", "0"},  {"0b10", "1"},    {"0x0", "0"},
+      {"0xA", "1"},    {"017", "1"},  {"1:00", "1"}, {"-0.0", "0"},    {".5", "1"},
+      {"0.0e+5", "0"}, {".inf", "1"}, {".nan", "1"}, {"!!int 0", "0"}, {"!!bool yes", "1"}};
+  for (const auto& [value, expected] : numbers) {
+    const ConfigFileOnDisk number("params:\n  torus_allreduce: " + value + "\n");
+    EXPECT_EQ(tuning_of({"--config-file", number.path}),
+              (Env{{"HOROVOD_TORUS_ALLREDUCE", expected}}))
+        << value;
+  }
+  // Strings in PyYAML (0e5 needs a dot and a signed exponent to be a float; strtod's hex
+  // floats are not YAML's), which horovodrun would take as true.
+  for (const char* value :
+       {"\"no\"", "'false'", "n", "[1]", "!!str 0", "0e5", "0x0p0", "0o0", "0:00"}) {
     const ConfigFileOnDisk bad(std::string("params:\n  torus_allreduce: ") + value + "\n");
     EXPECT_THAT(error_of({"--config-file", bad.path}),
                 HasSubstr(bad.path + ":2: params.torus_allreduce"))
@@ -328,6 +346,22 @@ TEST(HorovodFlags, ConfigFileMergeKeysApply) {
   const ConfigFileOnDisk merged_too_often(bomb + "params:\n  <<: *a29\n");
   EXPECT_THAT(error_of({"--config-file", merged_too_often.path}),
               HasSubstr("merge keys (<<) bring in too many entries"));
+  // Empty mappings merged eight at a time, 10 deep: 8^10 merges unless each one counts.
+  std::string empty_bomb = "a0: &a0 {}\n";
+  for (int i = 1; i < 10; ++i) {
+    const std::string previous = "*a" + std::to_string(i - 1);
+    empty_bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " {<<: [";
+    for (int copy = 0; copy < 8; ++copy) empty_bomb += (copy > 0 ? ", " : "") + previous;
+    empty_bomb += "]}\n";
+  }
+  const ConfigFileOnDisk merged_empty(empty_bomb + "params:\n  <<: *a9\n");
+  EXPECT_THAT(error_of({"--config-file", merged_empty.path}),
+              HasSubstr("merge keys (<<) bring in too many entries"));
+  // Of two << keys the later wins, as in PyYAML.
+  const ConfigFileOnDisk two_merges(
+      "params: {<<: {torus_allreduce: 1}, <<: {torus_allreduce: 0, cycle_time_ms: 2}}\n");
+  EXPECT_EQ(tuning_of({"--config-file", two_merges.path}),
+            (Env{{"HOROVOD_TORUS_ALLREDUCE", "0"}, {"HOROVOD_CYCLE_TIME", "2"}}));
   const ConfigFileOnDisk bad_merge("params:\n  <<: 5\n");
   EXPECT_THAT(error_of({"--config-file", bad_merge.path}),
               HasSubstr(bad_merge.path + ":2: <<: expected a mapping or a list of mappings"));
