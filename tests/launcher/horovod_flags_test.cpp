@@ -55,6 +55,18 @@ struct ConfigFileOnDisk {
   std::string path;
 };
 
+// `a0: &a0 LEAF`, then each `aN` merging eight copies of `aN-1`, and `params` merging the last.
+std::string merge_bomb(const std::string& leaf, int depth) {
+  std::string text = "a0: &a0 " + leaf + "\n";
+  for (int i = 1; i < depth; ++i) {
+    const std::string previous = "*a" + std::to_string(i - 1);
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " {<<: [";
+    for (int copy = 0; copy < 8; ++copy) text += (copy > 0 ? ", " : "") + previous;
+    text += "]}\n";
+  }
+  return text + "params:\n  <<: *a" + std::to_string(depth - 1) + "\n";
+}
+
 TEST(HorovodFlags, UnsetFlagsWriteNothing) {
   EXPECT_THAT(tuning_of({}), IsEmpty());
 }
@@ -335,28 +347,14 @@ TEST(HorovodFlags, ConfigFileMergeKeysApply) {
   const ConfigFileOnDisk list_key("params:\n  [a, b]: 1\n");
   EXPECT_THAT(error_of({"--config-file", list_key.path}),
               HasSubstr(list_key.path + ":2: expected a plain key, not a list or mapping"));
-  // Aliases merged eight at a time, 30 deep: 8^30 entries unless the merging is bounded.
-  std::string bomb = "a0: &a0 {cycle_time_ms: 1}\n";
-  for (int i = 1; i < 30; ++i) {
-    const std::string previous = "*a" + std::to_string(i - 1);
-    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " {<<: [";
-    for (int copy = 0; copy < 8; ++copy) bomb += (copy > 0 ? ", " : "") + previous;
-    bomb += "]}\n";
+  // Aliases merged eight at a time: 8^depth entries (or, of empty mappings, merges) unless
+  // every merge counts toward a bound.
+  for (const auto& [leaf, depth] : {std::pair{"{cycle_time_ms: 1}", 30}, std::pair{"{}", 10}}) {
+    const ConfigFileOnDisk bomb(merge_bomb(leaf, depth));
+    EXPECT_THAT(error_of({"--config-file", bomb.path}),
+                HasSubstr("merge keys (<<) bring in too many entries"))
+        << leaf;
   }
-  const ConfigFileOnDisk merged_too_often(bomb + "params:\n  <<: *a29\n");
-  EXPECT_THAT(error_of({"--config-file", merged_too_often.path}),
-              HasSubstr("merge keys (<<) bring in too many entries"));
-  // Empty mappings merged eight at a time, 10 deep: 8^10 merges unless each one counts.
-  std::string empty_bomb = "a0: &a0 {}\n";
-  for (int i = 1; i < 10; ++i) {
-    const std::string previous = "*a" + std::to_string(i - 1);
-    empty_bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " {<<: [";
-    for (int copy = 0; copy < 8; ++copy) empty_bomb += (copy > 0 ? ", " : "") + previous;
-    empty_bomb += "]}\n";
-  }
-  const ConfigFileOnDisk merged_empty(empty_bomb + "params:\n  <<: *a9\n");
-  EXPECT_THAT(error_of({"--config-file", merged_empty.path}),
-              HasSubstr("merge keys (<<) bring in too many entries"));
   // Of two << keys the later wins, as in PyYAML.
   const ConfigFileOnDisk two_merges(
       "params: {<<: {torus_allreduce: 1}, <<: {torus_allreduce: 0, cycle_time_ms: 2}}\n");
