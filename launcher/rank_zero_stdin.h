@@ -1,9 +1,8 @@
 // The launcher's stdin, read by the worker of rank 0 when it runs on this machine, as mpirun
 // gives it (`hvdrun ... < input`, `producer | hvdrun ...`): a file, a pipe or a socket is
 // passed to rank 0 as it is. A terminal is not: rank 0 runs in a process group of its own,
-// where reading the terminal would stop it (SIGTTIN), and a job control that stops and
-// continues it with hvdrun is not built; it reads /dev/null, as the other ranks and a rank 0
-// on another host do.
+// where reading the terminal would stop it (SIGTTIN); it reads /dev/null, as the other ranks
+// and a rank 0 on another host do.
 #pragma once
 
 #include "launcher/process.h"
