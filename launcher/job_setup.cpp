@@ -1,8 +1,6 @@
 // run_job's preparations (job_setup.h).
 #include "launcher/job_setup.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -12,6 +10,7 @@
 #include "launcher/hosts.h"
 #include "launcher/local_host.h"
 #include "launcher/logging.h"
+#include "launcher/open_files.h"
 #include "launcher/worker_env.h"
 
 namespace hvdrun::launcher {
@@ -50,8 +49,8 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots) {
 
 horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size,
                                                 std::size_t open_file_limit) {
-  constexpr std::size_t kFilesPerWorker = 5;  // pipes, exec report, rendezvous connection
-  constexpr std::size_t kJobFiles = 64;       // the launcher's own
+  // A worker's files, with one to spare (a worker may also be remote, costing less).
+  constexpr std::size_t kFilesPerWorker = kFilesPerLocalWorker + 1;
   constexpr std::size_t kFewestConnections = 16;
   constexpr std::size_t kPerPeer = 256;  // a Gloo TCP address is 136 bytes
   horovod::KvServerOptions options;
@@ -60,18 +59,10 @@ horovod::KvServerOptions horovod_server_options(const std::string& bind_address,
       std::clamp<std::size_t>((64u << 10) + size * kPerPeer, 64u << 10, options.max_body_bytes);
   options.max_stored_bytes = std::max(options.max_stored_bytes, 2 * size * size * kPerPeer);
   options.max_connections = std::max(options.max_connections, 4 * size);
-  const std::size_t job_files = kJobFiles + size * kFilesPerWorker;
+  const std::size_t job_files = kLauncherFiles + size * kFilesPerWorker;
   const std::size_t room = open_file_limit > job_files ? (open_file_limit - job_files) / 2 : 0;
   options.max_connections = std::max(kFewestConnections, std::min(options.max_connections, room));
   return options;
-}
-
-std::size_t open_file_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
-    return SIZE_MAX;
-  }
-  return static_cast<std::size_t>(limit.rlim_cur);
 }
 
 std::string make_run_id() {

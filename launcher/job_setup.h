@@ -33,9 +33,6 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
 horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size,
                                                 std::size_t open_file_limit);
 
-// The soft RLIMIT_NOFILE; SIZE_MAX when unlimited or unknown.
-std::size_t open_file_limit();
-
 // A job id for TORCHELASTIC_RUN_ID: not a secret, unique enough to tell jobs apart.
 std::string make_run_id();
 

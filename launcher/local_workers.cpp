@@ -15,6 +15,7 @@
 
 #include "hvdrun/error.h"
 #include "launcher/logging.h"
+#include "launcher/open_files.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -32,11 +33,6 @@ std::string open_file_limit_text() {
   return text(limit.rlim_cur) + " (hard " + text(limit.rlim_max) + ")";
 }
 
-// Open files a local worker costs the launcher: its stdout and stderr pipes and its exec-error
-// pipe while the batch starts, then its rendezvous connection.
-constexpr std::size_t kFilesPerWorker = 4;
-constexpr std::size_t kSpareFiles = 64;  // the launcher's own sockets, timers, the watchdog
-
 std::size_t open_files_now() {
   std::error_code ec;
   std::size_t count = 0;
@@ -50,11 +46,11 @@ std::size_t open_files_now() {
 // A batch that cannot fit under RLIMIT_NOFILE fails before its first fork, not after
 // thousands of workers were started.
 void check_open_file_budget(std::size_t workers) {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return;
+  const std::size_t limit = open_file_limit();
+  if (limit == SIZE_MAX) return;
   const std::size_t open = open_files_now();
-  const std::size_t needed = open + workers * kFilesPerWorker + kSpareFiles;
-  if (needed <= limit.rlim_cur) return;
+  const std::size_t needed = open + workers * kFilesPerLocalWorker + kLauncherFiles;
+  if (needed <= limit) return;
   throw Error("cannot start " + std::to_string(workers) + " local workers: they need about " +
               std::to_string(needed) + " open files (" + std::to_string(open) +
               " open in hvdrun now), more than the open-file limit " + open_file_limit_text() +

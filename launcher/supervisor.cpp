@@ -23,6 +23,7 @@
 #include "launcher/local_host.h"
 #include "launcher/local_workers.h"
 #include "launcher/logging.h"
+#include "launcher/open_files.h"
 #include "launcher/placement.h"
 #include "launcher/port_reservation.h"
 #include "launcher/rank_zero_stdin.h"
