@@ -47,22 +47,33 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots) {
   return plan;
 }
 
-horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size,
-                                                std::size_t open_file_limit) {
-  // A worker's files, with one to spare (a worker may also be remote, costing less).
-  constexpr std::size_t kFilesPerWorker = kFilesPerLocalWorker + 1;
-  constexpr std::size_t kFewestConnections = 16;
+WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std::size_t>& remote) {
+  WorkerCount count;
+  for (const auto& slot : slots) {
+    const bool is_remote = std::find(remote.begin(), remote.end(), slot.host_index) != remote.end();
+    ++(is_remote ? count.remote : count.local);
+  }
+  return count;
+}
+
+horovod::KvServerOptions horovod_server_options(const std::string& bind_address,
+                                                WorkerCount workers, std::size_t open_file_limit) {
   constexpr std::size_t kPerPeer = 256;  // a Gloo TCP address is 136 bytes
+  const std::size_t size = workers.total();
   horovod::KvServerOptions options;
   options.bind_address = bind_address;
   options.max_body_bytes =
       std::clamp<std::size_t>((64u << 10) + size * kPerPeer, 64u << 10, options.max_body_bytes);
   options.max_stored_bytes = std::max(options.max_stored_bytes, 2 * size * size * kPerPeer);
-  options.max_connections = std::max(options.max_connections, 4 * size);
-  const std::size_t job_files = kLauncherFiles + size * kFilesPerWorker;
-  const std::size_t room = open_file_limit > job_files ? (open_file_limit - job_files) / 2 : 0;
-  options.max_connections = std::max(kFewestConnections, std::min(options.max_connections, room));
+  options.max_connections = std::min(std::max(options.max_connections, 4 * size),
+                                     credential_free_connections(open_file_limit, workers));
   return options;
+}
+
+std::size_t rendezvous_max_unauthenticated(WorkerCount workers, std::size_t open_file_limit) {
+  const rdzv::ServerOptions defaults;
+  return std::min(std::max(defaults.max_unauthenticated, workers.total()),
+                  credential_free_connections(open_file_limit, workers));
 }
 
 std::string make_run_id() {

@@ -11,6 +11,7 @@
 #include "launcher/horovod/kv_plan.h"
 #include "launcher/horovod/kv_server.h"
 #include "launcher/job_spec.h"
+#include "launcher/open_files.h"
 #include "launcher/placement.h"
 #include "rendezvous/server.h"
 
@@ -24,14 +25,21 @@ std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slo
 // Sizes of Horovod's global, local_<host> and cross_<local_rank> scopes.
 horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
 
-// Horovod's rendezvous server settings for a job of `size` workers: the bodies, stored bytes
+// The job's local and remote workers (`remote`: remote_hosts()).
+WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std::size_t>& remote);
+
+// Horovod's rendezvous server settings for a job of `workers`: the bodies, stored bytes
 // and connections its Gloo rendezvous needs (each rank PUTs one address per peer, about 136
 // bytes each, into `global`, kept until every rank is done), with headroom. Its port takes
-// no credentials, so its connections are also held to half of what `open_file_limit` leaves
-// after the job's own files: connections held open there never take the files that starting
-// the workers again needs.
-horovod::KvServerOptions horovod_server_options(const std::string& bind_address, std::size_t size,
-                                                std::size_t open_file_limit);
+// no credentials, so its connections are also held to credential_free_connections(): those
+// held open there never take the files that starting the workers again needs.
+horovod::KvServerOptions horovod_server_options(const std::string& bind_address,
+                                                WorkerCount workers, std::size_t open_file_limit);
+
+// How many connections hvdrun's rendezvous lets wait to authenticate in a job of `workers`:
+// all of them at once, at least the server's default, held to credential_free_connections()
+// as Horovod's port is.
+std::size_t rendezvous_max_unauthenticated(WorkerCount workers, std::size_t open_file_limit);
 
 // A job id for TORCHELASTIC_RUN_ID: not a secret, unique enough to tell jobs apart.
 std::string make_run_id();

@@ -1160,6 +1160,8 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   options.slots = slots;
   options.start_timeout = spec.start_timeout;
   options.bind_address = plan.bind;
+  const WorkerCount workers = count_workers(slots, remote);
+  options.max_unauthenticated = rendezvous_max_unauthenticated(workers, open_file_limit());
   if (spec.elastic_job()) {
     options.reform_timeout = spec.elastic.timeout;
     options.heartbeat_interval = rdzv::kDefaultHeartbeat;
@@ -1174,7 +1176,7 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
                      }});
   // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
   // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
-  auto kv_options = horovod_server_options(plan.bind, slots.size(), open_file_limit());
+  auto kv_options = horovod_server_options(plan.bind, workers, open_file_limit());
   kv_options.on_first_put = [&supervisor](const std::string& peer) {
     supervisor.horovod_in_use(peer);
   };

@@ -55,6 +55,13 @@ struct ServerOptions {
   std::chrono::milliseconds heartbeat_timeout{0};
   // A connection that has not authenticated within this time is closed.
   std::chrono::milliseconds auth_timeout{10000};
+  // At most this many connections wait to authenticate (each an open file until it does or
+  // auth_timeout closes it); past it, new connections wait in the listen backlog, and the
+  // oldest waiting connection is closed once it has waited shed_after (a client answers its
+  // challenge at once: one that does not must not hold the job's workers in the backlog for
+  // the whole auth_timeout).
+  std::size_t max_unauthenticated = 4096;
+  std::chrono::milliseconds shed_after{2000};
   // Bounds on what authenticated clients can make the server hold (0: the default for the
   // job's size, see kv_limits_for()). A KvSet past a store limit is refused with kBadRequest
   // and that connection closed; a connection whose unread replies exceed

@@ -1,5 +1,6 @@
-// Rendezvous server core: binding, the accept loop, dispatch of messages, authentication,
-// close() and the cleanup when a session goes away. Requests are in server_requests.cpp.
+// Rendezvous server core: binding, generations and their handovers, heartbeats, dispatch of
+// messages, close() and the cleanup when a session goes away. Admission (accepting and
+// authenticating) is in server_admission.cpp, requests in server_requests.cpp.
 #include "rendezvous/server_core.h"
 
 #include <spdlog/spdlog.h>
@@ -12,7 +13,6 @@
 
 #include "common/tcp_listen.h"
 #include "hvdrun/error.h"
-#include "rendezvous/auth.h"
 #include "rendezvous/log.h"
 #include "rendezvous/session.h"
 
@@ -21,10 +21,6 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
-constexpr std::string_view kAuthContext = "rdzv";
-// How late an authentication deadline may be served: the deadlines due within it share one
-// wake-up of the timer.
-constexpr std::chrono::milliseconds kAuthDueSlack{20};
 
 void validate_slots(const std::vector<Slot>& slots) {
   if (slots.size() > kMaxPeers) {
@@ -64,7 +60,9 @@ ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallba
       form_timeout_(options_.start_timeout),
       start_timer_(io),
       heartbeat_timer_(io),
-      auth_timer_(io) {
+      auth_timer_(io),
+      room_(io) {
+  if (options_.max_unauthenticated == 0) options_.max_unauthenticated = 1;
   port_ = acceptor_.local_endpoint().port();
   log_->debug("listening on {}:{} for {} slots", options_.bind_address, port_,
               options_.slots.size());
@@ -75,55 +73,6 @@ void ServerCore::start() {
   asio::co_spawn(io_, authentication_deadlines(), asio::detached);
   if (options_.heartbeat_interval.count() > 0) {
     asio::co_spawn(io_, heartbeat_loop(), asio::detached);
-  }
-}
-
-asio::awaitable<void> ServerCore::accept_loop() {
-  auto self = shared_from_this();
-  asio::steady_timer backoff(io_);
-  while (!closed_) {
-    asio::ip::tcp::endpoint remote;  // filled by accept itself (no getpeername)
-    auto [ec, socket] = co_await acceptor_.async_accept(remote, kUseTuple);
-    if (closed_ || ec == asio::error::operation_aborted) break;
-    if (ec) {  // e.g. out of file descriptors: recover after a pause
-      log_->warn("accept on port {} failed: {}; retrying in 100 ms", port_, ec.message());
-      backoff.expires_after(std::chrono::milliseconds(100));
-      co_await backoff.async_wait(kUseTuple);
-      continue;
-    }
-    auto session = std::make_shared<Session>(std::move(socket), remote, self, next_session_id_++);
-    sessions_.emplace(session->id(), session);
-    log_->trace("accepted {}", session->peer());
-    session->start();
-    watch_authentication(session->id());
-  }
-}
-
-void ServerCore::watch_authentication(std::uint64_t session_id) {
-  auth_due_.push_back({std::chrono::steady_clock::now() + options_.auth_timeout, session_id});
-  if (auth_due_.size() == 1) auth_timer_.cancel();  // it waits for none: wake it for this one
-}
-
-asio::awaitable<void> ServerCore::authentication_deadlines() {
-  auto self = shared_from_this();
-  while (!closed_) {
-    auth_timer_.expires_at(auth_due_.empty() ? asio::steady_timer::time_point::max()
-                                             : auth_due_.front().at + kAuthDueSlack);
-    co_await auth_timer_.async_wait(kUseTuple);
-    const auto now = std::chrono::steady_clock::now();
-    while (!closed_ && !auth_due_.empty() && auth_due_.front().at <= now) {
-      const auto it = sessions_.find(auth_due_.front().session_id);
-      auth_due_.pop_front();
-      if (it == sessions_.end()) continue;
-      auto session = it->second.lock();
-      if (!session) continue;
-      try {
-        session->authentication_timed_out();
-      } catch (const std::exception& e) {  // not expected; this loop serves every session
-        log_->error("closing {}: {}", session->peer(), e.what());
-        session->close();
-      }
-    }
   }
 }
 
@@ -222,6 +171,7 @@ void ServerCore::close() {
   start_timer_.cancel();
   heartbeat_timer_.cancel();
   auth_timer_.cancel();
+  room_.cancel();
   std::vector<std::shared_ptr<Session>> open;
   for (auto& [id, weak] : sessions_) {
     if (auto s = weak.lock()) open.push_back(std::move(s));
@@ -273,22 +223,6 @@ void ServerCore::on_message(const std::shared_ptr<Session>& session, Message mes
     default:
       return refuse(*session, "unexpected " + type_name(type) + " from a client");
   }
-}
-
-void ServerCore::on_auth(Session& session, const Auth& auth) {
-  std::array<std::uint8_t, kMacSize> expected{};
-  try {
-    expected = compute_mac(options_.secret, kAuthContext, session.nonce());
-  } catch (const std::exception& e) {
-    log_->error("cannot check authentication of {}: {}", session.peer(), e.what());
-    return session.fail(ErrorCode::kAuthFailed, "authentication failed");
-  }
-  if (!mac_equal(expected, auth.mac)) {
-    log_refusal(session.peer(), "authentication failed (wrong secret)");
-    return session.fail(ErrorCode::kAuthFailed, "authentication failed");
-  }
-  session.authenticated();  // no answer: the client's first request follows right behind
-  log_->debug("{} authenticated", session.peer());
 }
 
 void ServerCore::refuse(Session& session, const std::string& why) {

@@ -64,9 +64,18 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void log_refusal(const std::string& peer, const std::string& why);
   // The session is closing: cancel its waits, leave a forming generation.
   void session_gone(Session& session);
+  // A session no longer waits to authenticate: it did, or its socket is closed (not merely
+  // closing: until then it holds an open file).
+  void challenge_ended();
 
  private:
   boost::asio::awaitable<void> accept_loop();
+  // Waits until fewer than max_unauthenticated connections wait to authenticate, shedding the
+  // oldest of them once it has waited shed_after; false once closed.
+  boost::asio::awaitable<bool> wait_for_room();
+  // The session accepted first of those still challenged, with its accept time (entries of
+  // the others at the front of auth_due_ are dropped); null if none.
+  std::shared_ptr<Session> oldest_challenged(std::chrono::steady_clock::time_point& accepted);
   boost::asio::awaitable<void> start_timer();
   boost::asio::awaitable<void> wait_timer(std::shared_ptr<Wait> wait);
   boost::asio::awaitable<void> heartbeat_loop();
@@ -112,6 +121,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   };
   std::deque<AuthDue> auth_due_;
   boost::asio::steady_timer auth_timer_;
+  std::size_t unauthenticated_ = 0;  // sessions accepted and not (yet) authenticated
+  bool accept_paused_ = false;       // the accept loop waits in wait_for_room()
+  boost::asio::steady_timer room_;   // wakes it
+  LogRate accept_pauses_;
   std::chrono::steady_clock::time_point first_join_{};
   KvStore kv_;
   NonceSource nonces_;

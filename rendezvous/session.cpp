@@ -98,11 +98,14 @@ void Session::close() {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   close_grace_.cancel();
+  if (!authenticated_) core_->challenge_ended();
   gone();
 }
 
 void Session::authenticated() {
   state_ = State::kAuthenticated;
+  authenticated_ = true;
+  core_->challenge_ended();
 }
 
 void Session::gone() {

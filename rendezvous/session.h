@@ -43,6 +43,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Closes now; pending output is dropped.
   void close();
 
+  // Tells ServerCore, as close() does for a session that never authenticated.
   void authenticated();
   // ServerCore's authentication deadline passed: a session still challenged is failed.
   void authentication_timed_out();
@@ -90,6 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::size_t outbox_bytes_ = 0;                    // queued and under way
   boost::asio::steady_timer close_grace_;           // armed by fail()
   bool notified_gone_ = false;
+  bool authenticated_ = false;
 };
 
 }  // namespace hvdrun::rdzv

@@ -14,6 +14,10 @@
 namespace hvdrun::launcher {
 namespace {
 
+WorkerCount local(std::size_t n) {
+  return WorkerCount{n, 0};
+}
+
 // Binds a TCP socket to 0.0.0.0:port (0: any); returns the errno of bind (0 on success) and
 // leaves the socket in `fd` (listening if asked and bound).
 int bind_port(UniqueFd& fd, std::uint16_t port, bool reuse, bool listen_too) {
@@ -60,27 +64,54 @@ TEST(PortReservation, TwoReservationsDiffer) {
 }
 
 TEST(HorovodServerOptions, LimitsGrowWithTheJob) {
-  const auto small = horovod_server_options("127.0.0.1", 4, 1 << 20);
+  const auto small = horovod_server_options("127.0.0.1", local(4), 1 << 20);
   EXPECT_EQ(small.bind_address, "127.0.0.1");
   EXPECT_EQ(small.max_body_bytes, (64u << 10) + 4 * 256);
   EXPECT_EQ(small.max_stored_bytes, 256u << 20);
   EXPECT_EQ(small.max_connections, 4096u);
-  const auto large = horovod_server_options("0.0.0.0", 2000, 1 << 20);
+  const auto large = horovod_server_options("0.0.0.0", local(2000), 1 << 20);
   // Every rank's Gloo addresses of all its peers fit in one body, and all ranks' at once.
   EXPECT_GE(large.max_body_bytes, 2000u * 136);
   EXPECT_GE(large.max_stored_bytes, 2000u * 2000u * 136);
   EXPECT_GE(large.max_connections, 4000u);
-  EXPECT_EQ(horovod_server_options("0.0.0.0", 1'000'000, SIZE_MAX).max_body_bytes, 8u << 20);
+  EXPECT_EQ(horovod_server_options("0.0.0.0", local(1'000'000), SIZE_MAX).max_body_bytes, 8u << 20);
 }
 
 // Under `ulimit -n 1024`, connections held open on Horovod's port (it takes no credentials)
 // must leave the files that starting the workers again needs: at most half of what is left
 // after the job's own, never fewer than 16.
+// Each of the two ports that take clients without credentials gets a quarter of what the
+// limit leaves after the launcher's 64 files, 5 per local worker and 1 per remote one.
 TEST(HorovodServerOptions, ConnectionsStayUnderTheOpenFileLimit) {
-  EXPECT_EQ(horovod_server_options("127.0.0.1", 2, 1024).max_connections, (1024u - 64 - 10) / 2);
-  EXPECT_EQ(horovod_server_options("127.0.0.1", 100, 1024).max_connections, (1024u - 64 - 500) / 2);
-  EXPECT_EQ(horovod_server_options("127.0.0.1", 1000, 1024).max_connections, 16u);
-  EXPECT_EQ(horovod_server_options("127.0.0.1", 2, SIZE_MAX).max_connections, 4096u);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", local(2), 1024).max_connections,
+            (1024u - 64 - 10) / 4);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", local(100), 1024).max_connections,
+            (1024u - 64 - 500) / 4);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", local(1000), 1024).max_connections, 16u);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", local(2), SIZE_MAX).max_connections, 4096u);
+  EXPECT_EQ(horovod_server_options("127.0.0.1", local(2000), SIZE_MAX).max_connections, 8000u);
+  EXPECT_EQ(horovod_server_options("0.0.0.0", WorkerCount{8, 4000}, 20000).max_connections,
+            (20000u - 64 - 40 - 4000) / 4);
+}
+
+TEST(RendezvousOptions, UnauthenticatedConnectionsStayUnderTheOpenFileLimit) {
+  EXPECT_EQ(rendezvous_max_unauthenticated(local(2), 1024), (1024u - 64 - 10) / 4);
+  EXPECT_EQ(rendezvous_max_unauthenticated(local(1000), 1024), 16u);
+  EXPECT_EQ(rendezvous_max_unauthenticated(local(2), SIZE_MAX), 4096u);
+  EXPECT_EQ(rendezvous_max_unauthenticated(WorkerCount{0, 65536}, SIZE_MAX), 65536u);
+  EXPECT_EQ(rendezvous_max_unauthenticated(WorkerCount{8, 16376}, 1u << 20), 16384u);
+  EXPECT_EQ(rendezvous_max_unauthenticated(WorkerCount{8, 16376}, 20000),
+            (20000u - 64 - 40 - 16376) / 4);
+}
+
+TEST(CountWorkers, LocalAndRemoteSlots) {
+  std::vector<Slot> slots(5);
+  slots[0].host_index = slots[1].host_index = 0;
+  slots[2].host_index = 1;
+  slots[3].host_index = slots[4].host_index = 2;
+  const WorkerCount count = count_workers(slots, {1, 2});
+  EXPECT_EQ(count.local, 2u);
+  EXPECT_EQ(count.remote, 3u);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
-// What clients can make the server hold is bounded: the key-value store's bytes and keys,
-// each connection's unread replies, and the log lines a flood of refused connections gets; a
-// Join whose connection goes away does not leave the start timeout running.
+// What clients can make the server hold is bounded: the connections waiting to authenticate,
+// the key-value store's bytes and keys, each connection's unread replies, and the log lines a
+// flood of refused connections gets; a Join whose connection goes away does not leave the
+// start timeout running.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "common/log_rate.h"
@@ -116,6 +118,72 @@ TEST(Limits, AJoinThatGoesAwayStopsTheStartTimeout) {
   }
   for (auto& t : ranks) t.join();
   EXPECT_EQ(errors.load(), 0);
+}
+
+std::size_t open_files() {
+  const std::filesystem::directory_iterator fds("/proc/self/fd");
+  return static_cast<std::size_t>(std::distance(begin(fds), end(fds)));
+}
+
+// With at most 4 connections waiting to authenticate, 24 silent ones leave the server holding
+// 4 (the rest wait in the listen backlog, unanswered); each that authenticates or closes lets
+// the next one in, and the wait is logged.
+TEST(Limits, ConnectionsWaitingToAuthenticateAreCapped) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
+  logger()->sinks().push_back(sink);
+  ServerOptions options = slot_options(1);
+  options.max_unauthenticated = 4;
+  options.shed_after = 60s;  // not in this test
+  ServerThread server(options);
+  const std::size_t before = open_files();
+  std::vector<std::unique_ptr<RawConn>> conns;
+  for (int i = 0; i < 24; ++i) conns.push_back(std::make_unique<RawConn>(server.endpoint().port));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(conns[i]->readable_within(kTimeout)) << i;
+  EXPECT_FALSE(conns[4]->readable_within(300ms)) << "a fifth connection was challenged";
+  EXPECT_LE(open_files() - before, 24u + 4u);
+  conns[0]->authenticate(kSecret);
+  ASSERT_TRUE(conns[4]->readable_within(kTimeout)) << "an authentication made no room";
+  EXPECT_FALSE(conns[5]->readable_within(100ms));
+  conns[1].reset();
+  ASSERT_TRUE(conns[5]->readable_within(kTimeout)) << "a close made no room";
+  conns[0]->send(Message{0, make_join(0)});
+  const auto assign = conns[0]->receive();
+  ASSERT_TRUE(assign && std::holds_alternative<Assign>(assign->body));
+  logger()->sinks().pop_back();
+  const auto lines = sink->last_formatted();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(contains(lines.front(),
+                       "4 connections have not authenticated, the most that may "
+                       "wait; new connections wait in the listen backlog"))
+      << lines.front();
+}
+
+// At the limit, a connection that has waited shed_after without authenticating is closed to
+// let the next one in, with an error that says why.
+TEST(Limits, AtTheLimitAConnectionSilentForTooLongIsShed) {
+  ServerOptions options = slot_options(1);
+  options.max_unauthenticated = 2;
+  options.shed_after = 200ms;
+  ServerThread server(options);
+  RawConn first(server.endpoint().port);
+  RawConn second(server.endpoint().port);
+  ASSERT_TRUE(first.readable_within(kTimeout));
+  ASSERT_TRUE(second.readable_within(kTimeout));
+  const auto start = std::chrono::steady_clock::now();
+  RawConn next(server.endpoint().port);
+  EXPECT_FALSE(next.readable_within(100ms));
+  next.authenticate(kSecret);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
+  ASSERT_TRUE(first.receive());  // its challenge
+  const auto error = first.receive();
+  ASSERT_TRUE(error && std::holds_alternative<ErrorMsg>(error->body));
+  EXPECT_EQ(std::get<ErrorMsg>(error->body).code, ErrorCode::kTimeout);
+  EXPECT_EQ(std::get<ErrorMsg>(error->body).text,
+            "not authenticated within 200 ms while the server was full");
+  EXPECT_TRUE(first.closed_by_server());
+  next.send(Message{0, make_join(0)});
+  const auto assign = next.receive();
+  ASSERT_TRUE(assign && std::holds_alternative<Assign>(assign->body));
 }
 
 TEST(LogRate, OneLineAnIntervalWithTheCountHeldBack) {

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -142,6 +143,11 @@ Message RawConn::authenticate(std::string_view secret) {
 bool RawConn::closed_by_server() {
   std::uint8_t byte = 0;
   return ::recv(fd_.get(), &byte, 1, 0) == 0;
+}
+
+bool RawConn::readable_within(std::chrono::milliseconds limit) {
+  pollfd p{fd_.get(), POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(limit.count())) == 1;
 }
 
 }  // namespace hvdrun::rdzv::test

@@ -76,6 +76,8 @@ class RawConn {
   Message authenticate(std::string_view secret);
   // True if the server closed the connection (EOF) before the receive timeout.
   bool closed_by_server();
+  // True if something arrives (or the connection ends) within `limit`; reads nothing.
+  bool readable_within(std::chrono::milliseconds limit);
 
  private:
   UniqueFd fd_;
