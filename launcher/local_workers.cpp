@@ -61,7 +61,7 @@ void check_open_file_budget(std::size_t workers) {
 
 LocalWorkers::LocalWorkers(asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
                            Callbacks callbacks, std::vector<std::string> command, bool verbose,
-                           const RankZeroStdin* rank_zero_stdin)
+                           RankZeroStdin* rank_zero_stdin)
     : io_(io),
       watchdog_(watchdog),
       sink_(sink),

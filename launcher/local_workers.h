@@ -44,7 +44,7 @@ class LocalWorkers final : public WorkerPool {
   // `rank_zero_stdin` (if given, outliving this) is the stdin of the worker of rank 0.
   LocalWorkers(boost::asio::io_context& io, Watchdog& watchdog, OutputSink& sink,
                Callbacks callbacks, std::vector<std::string> command = {}, bool verbose = false,
-               const RankZeroStdin* rank_zero_stdin = nullptr);
+               RankZeroStdin* rank_zero_stdin = nullptr);
 
   // spawn(command, launches, verbose) with the command and verbosity given at construction,
   // then the exits that happened meanwhile.
@@ -96,7 +96,7 @@ class LocalWorkers final : public WorkerPool {
   Callbacks callbacks_;
   std::vector<std::string> command_;
   bool verbose_ = false;
-  const RankZeroStdin* rank_zero_stdin_ = nullptr;
+  RankZeroStdin* rank_zero_stdin_ = nullptr;
   std::map<WorkerId, std::unique_ptr<Worker>> workers_;  // stable: pumps point into them
   std::string program_;
   std::size_t open_streams_ = 0;

@@ -5,15 +5,25 @@
 
 namespace hvdrun::launcher {
 
-RankZeroStdin::RankZeroStdin(int fd) : fd_(fd) {
+RankZeroStdin::RankZeroStdin(boost::asio::io_context& io, int fd) : fd_(fd) {
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return;
   file_ = S_ISREG(st.st_mode);
   passed_ = file_ || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+  if (S_ISCHR(st.st_mode)) relay_ = TerminalRelay::open(io, fd_);
 }
 
-void RankZeroStdin::give(SpawnOptions& options) const {
-  if (passed_) options.stdin_fd = fd_;
+void RankZeroStdin::give(SpawnOptions& options) {
+  if (passed_) {
+    options.stdin_fd = fd_;
+  } else if (relay_) {
+    options.stdin_fd = relay_->read_end();
+    relay_->start();
+  }
+}
+
+void RankZeroStdin::close() {
+  if (relay_) relay_->close();
 }
 
 }  // namespace hvdrun::launcher

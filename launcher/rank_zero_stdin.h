@@ -1,27 +1,36 @@
 // The launcher's stdin, read by the worker of rank 0 when it runs on this machine, as mpirun
 // gives it (`hvdrun ... < input`, `producer | hvdrun ...`): a file, a pipe or a socket is
-// passed to rank 0 as it is. A terminal is not: rank 0 runs in a process group of its own,
-// where reading the terminal would stop it (SIGTTIN); it reads /dev/null, as the other ranks
-// and a rank 0 on another host do.
+// passed to rank 0 as it is. A terminal is relayed (TerminalRelay): rank 0 runs in a process
+// group of its own, where reading the terminal itself would stop it (SIGTTIN), so it reads a
+// pipe that hvdrun fills with what is typed while the job is in the foreground. The other
+// ranks, and a rank 0 on another host, read /dev/null.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
+#include <memory>
+
 #include "launcher/process.h"
+#include "launcher/terminal_relay.h"
 
 namespace hvdrun::launcher {
 
 class RankZeroStdin {
  public:
-  explicit RankZeroStdin(int fd = 0);
+  explicit RankZeroStdin(boost::asio::io_context& io, int fd = 0);
 
-  // Sets the stdin of the worker that reads it, rank 0 on this machine.
-  void give(SpawnOptions& options) const;
+  // Sets the stdin of the worker that reads it, rank 0 on this machine (and starts relaying a
+  // terminal).
+  void give(SpawnOptions& options);
   // Whether it was redirected from a file, whose input a rank 0 on another host would not get.
   bool is_file() const noexcept { return file_; }
+  // Stops relaying a terminal (the job is over).
+  void close();
 
  private:
   int fd_;
   bool passed_ = false;  // a file, pipe or socket
   bool file_ = false;
+  std::unique_ptr<TerminalRelay> relay_;  // a terminal
 };
 
 }  // namespace hvdrun::launcher

@@ -102,6 +102,7 @@ class Supervisor {
         elastic_timer_(io),
         cooldown_timer_(io),
         discovery_timer_(io),
+        rank_zero_stdin_(io),
         local_(io, watchdog, sink,
                {[this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
                 [this](const WorkerId& id) { on_stream_closed(id); }},
@@ -1021,6 +1022,7 @@ void Supervisor::finish() {
   cooldown_timer_.cancel();
   discovery_timer_.cancel();
   if (discovery_) discovery_->cancel();
+  rank_zero_stdin_.close();
   boost::system::error_code ignored;
   signals_.clear(ignored);  // restores the default dispositions
   signals_.cancel(ignored);

@@ -1,5 +1,6 @@
-// hvdrun's stdin reaches the worker of rank 0 when it is a file or a pipe; a terminal (a
-// pseudo-terminal made by the test, hvdrun in its foreground as in a shell) is not passed on.
+// hvdrun's stdin reaches the worker of rank 0: a file or a pipe as it is, a terminal (a
+// pseudo-terminal made by the test, hvdrun in its foreground as in a shell) through hvdrun,
+// which does not read it in the background.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -28,8 +29,10 @@ struct TerminalRun {
 };
 
 // Runs hvdrun in a new pseudo-terminal, which is its controlling terminal, with hvdrun in the
-// terminal's foreground. Types `typed` into it and reads the screen until hvdrun ends.
-TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::string& typed) {
+// terminal's foreground (or, with `background`, in a process group of its own beside it, as
+// `hvdrun ... &` in a shell). Types `typed` into it and reads the screen until hvdrun ends.
+TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::string& typed,
+                            bool background = false) {
   std::vector<std::string> argv{HVDRUN_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> c_argv;
@@ -39,6 +42,15 @@ TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::str
   const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
   if (pid < 0) throw std::runtime_error("forkpty failed");
   if (pid == 0) {
+    if (background) {
+      const pid_t job = ::fork();
+      if (job > 0) {
+        int status = 0;
+        ::waitpid(job, &status, 0);
+        ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+      }
+      if (job == 0) ::setpgid(0, 0);
+    }
     ::execv(c_argv[0], c_argv.data());
     ::_exit(126);
   }
@@ -105,10 +117,31 @@ TEST(Stdin, APipeReachesRankZero) {
 }
 
 // Rank 0 runs in a process group of its own: given the terminal, it would be stopped
-// (SIGTTIN) by its first read, and the job would hang. It reads /dev/null instead.
-TEST(Stdin, ATerminalIsNotPassedOn) {
+// (SIGTTIN) by its first read, and the job would hang. hvdrun reads the terminal for it.
+TEST(Stdin, ATerminalIsRelayedToRankZero) {
   const auto run =
       run_in_terminal({"-np", "2", "sh", "-c", "read line; echo \"got:[$line]\""}, "hello\n");
+  EXPECT_EQ(run.status, 0) << run.screen;
+  EXPECT_NE(run.screen.find("[0]<stdout>:got:[hello]"), std::string::npos) << run.screen;
+  EXPECT_NE(run.screen.find("[1]<stdout>:got:[]"), std::string::npos) << run.screen;
+}
+
+// Ctrl-D at the start of a line ends rank 0's input.
+TEST(Stdin, EndOfTerminalInputEndsRankZerosInput) {
+  const auto run =
+      run_in_terminal({"-np", "2", "sh", "-c", "cat; echo \"$RANK done\""}, "one\ntwo\n\x04");
+  EXPECT_EQ(run.status, 0) << run.screen;
+  EXPECT_NE(run.screen.find("[0]<stdout>:one\r\n[0]<stdout>:two\r\n[0]<stdout>:0 done"),
+            std::string::npos)
+      << run.screen;
+  EXPECT_NE(run.screen.find("[1]<stdout>:1 done"), std::string::npos) << run.screen;
+}
+
+// In the background hvdrun neither stops (a read of the terminal there would stop it) nor
+// takes what is typed: rank 0 reads nothing.
+TEST(Stdin, InTheBackgroundTheTerminalIsNotRead) {
+  const auto run = run_in_terminal(
+      {"-np", "2", "bash", "-c", "read -t 2 line; echo \"got:[$line]\""}, "hello\n", true);
   EXPECT_EQ(run.status, 0) << run.screen;
   EXPECT_NE(run.screen.find("[0]<stdout>:got:[]"), std::string::npos) << run.screen;
   EXPECT_NE(run.screen.find("[1]<stdout>:got:[]"), std::string::npos) << run.screen;

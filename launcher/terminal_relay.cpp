@@ -1,0 +1,105 @@
+// TerminalRelay (terminal_relay.h): the terminal read without blocking, its lines written to
+// rank 0's pipe.
+#include "launcher/terminal_relay.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio/write.hpp>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "launcher/logging.h"
+
+namespace hvdrun::launcher {
+namespace asio = boost::asio;
+
+std::unique_ptr<TerminalRelay> TerminalRelay::open(asio::io_context& io, int fd) {
+  if (::isatty(fd) != 1) return nullptr;
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  UniqueFd terminal(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  int ends[2];
+  if (!terminal || ::pipe2(ends, O_CLOEXEC) != 0) {
+    launcher_log()->debug("rank 0 gets no terminal input: {}", std::strerror(errno));
+    return nullptr;
+  }
+  UniqueFd read_end(ends[0]);
+  UniqueFd write_end(ends[1]);
+  return std::unique_ptr<TerminalRelay>(
+      new TerminalRelay(io, std::move(terminal), std::move(read_end), std::move(write_end)));
+}
+
+TerminalRelay::TerminalRelay(asio::io_context& io, UniqueFd terminal, UniqueFd read_end,
+                             UniqueFd write_end)
+    : terminal_(io, terminal.release()),
+      pipe_(io, write_end.release()),
+      read_end_(std::move(read_end)),
+      continued_(io, SIGCONT) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGTTIN, &ignore, &previous_ttin_);
+}
+
+TerminalRelay::~TerminalRelay() {
+  close();
+}
+
+void TerminalRelay::start() {
+  if (started_ || closed_) return;
+  started_ = true;
+  read();
+}
+
+void TerminalRelay::close() {
+  if (closed_) return;
+  closed_ = true;
+  boost::system::error_code ignored;
+  terminal_.close(ignored);
+  pipe_.close(ignored);
+  continued_.clear(ignored);  // restores SIGCONT's default disposition
+  continued_.cancel(ignored);
+  ::sigaction(SIGTTIN, &previous_ttin_, nullptr);
+}
+
+void TerminalRelay::read() {
+  terminal_.async_read_some(asio::buffer(buffer_), [this](const boost::system::error_code& ec,
+                                                          std::size_t n) { on_read(ec, n); });
+}
+
+void TerminalRelay::on_read(const boost::system::error_code& ec, std::size_t n) {
+  if (closed_ || ec == asio::error::operation_aborted) return;
+  if (ec == asio::error::eof) {  // Ctrl-D: rank 0 reads the end of its input
+    launcher_log()->debug("end of the terminal's input: rank 0's stdin is closed");
+    boost::system::error_code ignored;
+    pipe_.close(ignored);
+    terminal_.close(ignored);
+    return;
+  }
+  if (ec.value() == EIO) return wait_for_foreground();  // hvdrun runs in the background
+  if (ec) {
+    launcher_log()->warn("cannot read the terminal for rank 0: {}; rank 0's stdin is closed",
+                         ec.message());
+    boost::system::error_code ignored;
+    pipe_.close(ignored);
+    return;
+  }
+  asio::async_write(pipe_, asio::buffer(buffer_.data(), n),
+                    [this](const boost::system::error_code& error, std::size_t) {
+                      if (closed_ || error == asio::error::operation_aborted) return;
+                      if (error) {
+                        launcher_log()->warn("cannot pass terminal input to rank 0: {}",
+                                             error.message());
+                        return;
+                      }
+                      read();
+                    });
+}
+
+void TerminalRelay::wait_for_foreground() {
+  continued_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (!closed_ && !ec) read();
+  });
+}
+
+}  // namespace hvdrun::launcher
