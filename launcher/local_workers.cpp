@@ -22,6 +22,9 @@ namespace {
 
 namespace asio = boost::asio;
 constexpr std::size_t kReadBufferBytes = 32 * 1024;
+// How long an interactive worker's partial line waits for its end before it is shown: a
+// prompt (pdb's "(Pdb) ") is written in one piece, and the user waits for it.
+constexpr std::chrono::milliseconds kPromptDelay{50};
 
 // "64 (hard 64)": the soft and hard RLIMIT_NOFILE.
 std::string open_file_limit_text() {
@@ -84,9 +87,13 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<La
   const auto start = std::chrono::steady_clock::now();
   std::vector<Spawned> spawned;
   spawned.reserve(launches.size());
+  std::optional<std::size_t> interactive;  // the launch that reads the terminal
   for (std::size_t i = 0; i < launches.size(); ++i) {
     SpawnOptions options;
-    if (rank_zero_stdin_ != nullptr && launches[i].slot.rank == 0) rank_zero_stdin_->give(options);
+    if (rank_zero_stdin_ != nullptr && launches[i].slot.rank == 0 &&
+        rank_zero_stdin_->give(options)) {
+      interactive = i;
+    }
     try {
       spawned.push_back(launcher::spawn(command, launches[i].env, options));
     } catch (const Error& e) {
@@ -113,6 +120,9 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<La
     }
     w.out.emplace(io_, s.out.release());
     w.err.emplace(io_, s.err.release());
+    if (interactive == i) {
+      for (auto& timer : w.prompt_timers) timer = std::make_unique<asio::steady_timer>(io_);
+    }
     if (s.exec_report.valid()) {
       w.report.emplace(io_, s.exec_report.release());
     } else {
@@ -171,7 +181,10 @@ asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
     if (closing_streams_) break;
     auto [ec, n] =
         co_await stream.async_read_some(asio::buffer(buffer), asio::as_tuple(asio::use_awaitable));
-    if (n > 0) sink_.write(w.id, kind, {buffer.data(), n});
+    if (n > 0) {
+      sink_.write(w.id, kind, {buffer.data(), n});
+      if (w.prompt_timers[0] && sink_.holds_partial(w.id, kind)) show_prompt_later(w, kind);
+    }
     if (sink_.console_closed(kind)) drop_streams(kind);
     if (ec || dropped(kind)) break;
   }
@@ -188,6 +201,14 @@ asio::awaitable<void> LocalWorkers::pump(Worker& w, StreamKind kind) {
   --open_streams_;
   forget_empty_groups();
   callbacks_.on_stream_closed(w.id);
+}
+
+void LocalWorkers::show_prompt_later(Worker& w, StreamKind kind) {
+  auto& timer = *w.prompt_timers[kind == StreamKind::kStderr ? 1 : 0];
+  timer.expires_after(kPromptDelay);  // cancels the wait for an earlier partial line
+  timer.async_wait([this, &w, kind](const boost::system::error_code& ec) {
+    if (!ec && sink_.holds_partial(w.id, kind)) sink_.show_partial(w.id, kind);
+  });
 }
 
 // The console reader of `kind` is gone: close that pipe of every rank, so the workers get

@@ -81,12 +81,18 @@ class LocalWorkers final : public WorkerPool {
     std::optional<ProcessEnd> held_exit;  // reaped before its exec report was read
     int exec_errno = 0;
     bool group_empty = false;  // kill(-pgid, 0) said ESRCH: never signal that id again
+    // The worker reads the terminal: a partial line it leaves unfinished for kPromptDelay (a
+    // prompt) is shown. Per stream; only for that worker.
+    std::array<std::unique_ptr<boost::asio::steady_timer>, 2> prompt_timers;
   };
   boost::asio::awaitable<void> pump(Worker& w, StreamKind kind);
   boost::asio::awaitable<void> read_exec_report(Worker& w);
   void on_exit(Worker& w, ProcessEnd status);
   void report_exit(Worker& w, ProcessEnd status);
   void drop_streams(StreamKind kind);
+  // After output of an interactive worker that left a partial line: show it if nothing follows
+  // within kPromptDelay.
+  void show_prompt_later(Worker& w, StreamKind kind);
   bool dropped(StreamKind kind) const { return dropped_[kind == StreamKind::kStderr ? 1 : 0]; }
   void forget_empty_groups();
 

@@ -129,6 +129,12 @@ void LineSplitter::finish(const Emit& emit) {
   pending_.clear();
 }
 
+void LineSplitter::flush(const Emit& emit) {
+  if (held_cr_ || pending_.empty()) return;
+  emit_piece(pending_, emit);
+  pending_.clear();
+}
+
 std::string rank_directory_name(int rank, int num_proc) {
   int width = 1;
   for (int n = num_proc - 1; n >= 10; n /= 10) ++width;
@@ -201,27 +207,71 @@ void OutputSink::finish(const WorkerId& id, StreamKind stream) {
   take(id, stream, nullptr);
 }
 
+bool OutputSink::holds_partial(const WorkerId& id, StreamKind stream) const {
+  return workers_.at(id).splitters[stream == StreamKind::kStderr ? 1 : 0].buffered() > 0;
+}
+
+void OutputSink::show_partial(const WorkerId& id, StreamKind stream) {
+  auto& worker = workers_.at(id);
+  Cut cut{worker, id, stream == StreamKind::kStderr};
+  cut.open_line = true;
+  settle_open_line(id, cut);
+  worker.splitters[cut.is_err ? 1 : 0].flush(
+      [this, &cut](std::string_view chunk) { append(cut, chunk); });
+  if (cut.out.empty()) return;
+  send(cut);
+  open_line_ = OpenLine{id, cut.is_err};
+}
+
+void OutputSink::terminal_line_typed() {
+  if (open_line_) open_line_->on_screen = false;
+}
+
+void OutputSink::settle_open_line(const WorkerId& id, Cut& cut) {
+  if (!open_line_) return;
+  if (open_line_->id == id && open_line_->is_err == cut.is_err) {
+    cut.continues_line = open_line_->on_screen;
+    if (!open_line_->on_screen) cut.file_prefix = "\n";
+    open_line_.reset();
+  } else if (open_line_->is_err == cut.is_err && open_line_->on_screen) {
+    cut.ends_other_line = true;  // another worker's line must not run on from the open one
+    open_line_->on_screen = false;
+  }
+}
+
 void OutputSink::take(const WorkerId& id, StreamKind stream, const std::string_view* bytes) {
   auto& worker = workers_.at(id);
-  Cut cut{worker, stream == StreamKind::kStderr, {}, {}};
+  Cut cut{worker, id, stream == StreamKind::kStderr};
   // Two references: small enough for std::function to hold without allocating.
-  const auto emit = [this, &cut](std::string_view chunk) { append(cut, chunk); };
+  const auto emit = [this, &cut](std::string_view chunk) {
+    if (cut.out.empty() && open_line_) settle_open_line(cut.id, cut);
+    append(cut, chunk);
+  };
   auto& splitter = worker.splitters[cut.is_err ? 1 : 0];
   if (bytes) {
     splitter.feed(*bytes, emit);
   } else {
     splitter.finish(emit);
+    if (open_line_ && open_line_->id == id && open_line_->is_err == cut.is_err) {
+      // The stream ended on the open line: end it (on the screen only if nothing did).
+      (open_line_->on_screen ? cut.out : cut.file_prefix) = "\n";
+      open_line_.reset();
+    }
   }
-  send(worker, cut.is_err, std::move(cut.out));
+  send(cut);
 }
 
 void OutputSink::append(Cut& cut, std::string_view chunk) {
-  if (cut.out.empty() && options_.timestamp) {
+  if (cut.stamp.empty() && options_.timestamp) {
     cut.stamp = asctime_text(std::time(nullptr));  // one for what one read brought
   }
-  cut.out.append(cut.stamp).append("[").append(std::to_string(cut.worker.rank));
-  cut.out.append(cut.is_err ? "]<stderr>:" : "]<stdout>:").append(chunk);
-  if (!is_terminator(chunk.back())) cut.out.push_back('\n');
+  if (std::exchange(cut.continues_line, false)) {
+    cut.out.append(chunk);
+  } else {
+    cut.out.append(cut.stamp).append("[").append(std::to_string(cut.worker.rank));
+    cut.out.append(cut.is_err ? "]<stderr>:" : "]<stdout>:").append(chunk);
+  }
+  if (!is_terminator(chunk.back()) && !cut.open_line) cut.out.push_back('\n');
   if (cut.is_err) {
     auto& tail = cut.worker.tail;
     tail.emplace_back(
@@ -230,17 +280,22 @@ void OutputSink::append(Cut& cut, std::string_view chunk) {
   }
 }
 
-void OutputSink::send(WorkerOutput& worker, bool is_err, std::string out) {
-  if (out.empty()) return;
-  const int index = is_err ? 1 : 0;
+void OutputSink::send(Cut& cut) {
+  if (cut.out.empty() && cut.file_prefix.empty()) return;
+  WorkerOutput& worker = cut.worker;
+  const int index = cut.is_err ? 1 : 0;
   if (auto& file = worker.files[index]; file.get() >= 0) {
-    if (const int error = hvdrun::write_all(file.get(), out); error != 0) {
-      report_failure(worker.rank, is_err, "'" + worker.paths[index] + "'", error);
+    int error = hvdrun::write_all(file.get(), cut.file_prefix);
+    if (error == 0) error = hvdrun::write_all(file.get(), cut.out);
+    if (error != 0) {
+      report_failure(worker.rank, cut.is_err, "'" + worker.paths[index] + "'", error);
       file.reset();
     }
   }
-  console_.write(is_err ? StreamKind::kStderr : StreamKind::kStdout, std::move(out),
-                 "rank " + std::to_string(worker.rank) + (is_err ? "'s stderr" : "'s stdout"));
+  if (cut.out.empty()) return;
+  if (cut.ends_other_line) cut.out.insert(0, 1, '\n');
+  console_.write(cut.is_err ? StreamKind::kStderr : StreamKind::kStdout, std::move(cut.out),
+                 "rank " + std::to_string(worker.rank) + (cut.is_err ? "'s stderr" : "'s stdout"));
 }
 
 const std::deque<std::string>& OutputSink::last_stderr_lines(const WorkerId& id) const {

@@ -36,6 +36,9 @@ class LineSplitter {
   void feed(std::string_view bytes, const Emit& emit);
   // End of stream: emits what is left (a partial last line), if anything.
   void finish(const Emit& emit);
+  // Emits the partial last line held so far, if any (not a held '\r'); what follows starts a
+  // new piece.
+  void flush(const Emit& emit);
   std::size_t buffered() const noexcept { return pending_.size(); }
 
  private:
@@ -88,6 +91,17 @@ class OutputSink {
   void write(const WorkerId& id, StreamKind stream, std::string_view bytes);
   // The end of the worker's `stream`: a partial last line still held goes out.
   void finish(const WorkerId& id, StreamKind stream);
+  // Whether a partial last line of the worker's `stream` is held.
+  bool holds_partial(const WorkerId& id, StreamKind stream) const;
+  // The partial last line held (a prompt, such as pdb's "(Pdb) ", of the worker that reads
+  // the terminal) goes out without waiting for its end, and without a line end, so that what
+  // is typed follows it. The line stays open: the rest of it continues it (no prefix) unless
+  // the line was ended meanwhile on the screen, by a line typed at the terminal
+  // (terminal_line_typed()) or by another worker's output on that stream (which first gets a
+  // line end); then the rest comes as a line of its own. A tee file gets the same lines.
+  void show_partial(const WorkerId& id, StreamKind stream);
+  // A line typed at the terminal, echoed there, ended the open line on the screen.
+  void terminal_line_typed();
   // The last stderr lines of a worker, oldest first, terminators removed.
   const std::deque<std::string>& last_stderr_lines(const WorkerId& id) const;
   // True once a write of that stream to the console failed with EPIPE.
@@ -111,21 +125,37 @@ class OutputSink {
   // What one write() or finish() of a stream cut, prefixed.
   struct Cut {
     WorkerOutput& worker;
+    const WorkerId& id;
     bool is_err;
-    std::string stamp;  // with --prefix-output-with-timestamp: taken at the first piece
-    std::string out;
+    std::string stamp{};  // with --prefix-output-with-timestamp: taken at the first piece
+    std::string out{};
+    bool open_line = false;        // show_partial(): no line end is added
+    bool continues_line = false;   // the first piece continues the open line: no prefix
+    bool ends_other_line = false;  // the console first ends another worker's open line
+    std::string file_prefix{};     // written to the tee file before `out`
   };
+  // The line a show_partial() left open (one at most: only the worker that reads the terminal
+  // has its partial lines shown).
+  struct OpenLine {
+    WorkerId id;
+    bool is_err = false;
+    bool on_screen = true;  // nothing ended it on the screen yet
+  };
+  // Before `cut` is sent: continues the open line, or ends it.
+  void settle_open_line(const WorkerId& id, Cut& cut);
   // Feeds (or, with `bytes` null, finishes) one stream's splitter and sends what it cut.
   void take(const WorkerId& id, StreamKind stream, const std::string_view* bytes);
   // Appends `chunk` with its prefix; keeps a stderr line for the tail.
   void append(Cut& cut, std::string_view chunk);
-  // Writes `out` to the stream's tee file and queues it on the console.
-  void send(WorkerOutput& worker, bool is_err, std::string out);
+  // Writes `cut.file_prefix` and `cut.out` to the stream's tee file and queues `cut.out` on
+  // the console (after a line end if it ends another worker's open line).
+  void send(Cut& cut);
   // Reports a failed write of `rank`'s `stream` to `destination` once.
   void report_failure(int rank, bool is_err, const std::string& destination, int error);
   OutputOptions options_;
   Console& console_;
   std::map<WorkerId, WorkerOutput> workers_;
+  std::optional<OpenLine> open_line_;
   std::string first_failure_;  // of a tee file
 };
 

@@ -5,21 +5,24 @@
 
 namespace hvdrun::launcher {
 
-RankZeroStdin::RankZeroStdin(boost::asio::io_context& io, int fd) : fd_(fd) {
+RankZeroStdin::RankZeroStdin(boost::asio::io_context& io, std::function<void()> on_line, int fd)
+    : fd_(fd) {
   struct stat st {};
   if (::fstat(fd_, &st) != 0) return;
   file_ = S_ISREG(st.st_mode);
   passed_ = file_ || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
-  if (S_ISCHR(st.st_mode)) relay_ = TerminalRelay::open(io, fd_);
+  if (S_ISCHR(st.st_mode)) relay_ = TerminalRelay::open(io, fd_, std::move(on_line));
 }
 
-void RankZeroStdin::give(SpawnOptions& options) {
+bool RankZeroStdin::give(SpawnOptions& options) {
   if (passed_) {
     options.stdin_fd = fd_;
-  } else if (relay_) {
-    options.stdin_fd = relay_->read_end();
-    relay_->start();
+    return false;
   }
+  if (!relay_) return false;
+  options.stdin_fd = relay_->read_end();
+  relay_->start();
+  return true;
 }
 
 void RankZeroStdin::close() {

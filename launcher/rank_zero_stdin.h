@@ -7,6 +7,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <functional>
 #include <memory>
 
 #include "launcher/process.h"
@@ -16,11 +17,12 @@ namespace hvdrun::launcher {
 
 class RankZeroStdin {
  public:
-  explicit RankZeroStdin(boost::asio::io_context& io, int fd = 0);
+  // `on_line`: see TerminalRelay::open.
+  RankZeroStdin(boost::asio::io_context& io, std::function<void()> on_line, int fd = 0);
 
   // Sets the stdin of the worker that reads it, rank 0 on this machine (and starts relaying a
-  // terminal).
-  void give(SpawnOptions& options);
+  // terminal). True when that is a terminal's: the worker is interactive.
+  bool give(SpawnOptions& options);
   // Whether it was redirected from a file, whose input a rank 0 on another host would not get.
   bool is_file() const noexcept { return file_; }
   // Stops relaying a terminal (the job is over).

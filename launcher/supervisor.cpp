@@ -102,7 +102,7 @@ class Supervisor {
         elastic_timer_(io),
         cooldown_timer_(io),
         discovery_timer_(io),
-        rank_zero_stdin_(io),
+        rank_zero_stdin_(io, [this] { sink_.terminal_line_typed(); }),
         local_(io, watchdog, sink,
                {[this](const WorkerId& id, ProcessEnd end) { on_worker_exit(id, std::move(end)); },
                 [this](const WorkerId& id) { on_stream_closed(id); }},

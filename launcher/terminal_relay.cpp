@@ -15,7 +15,8 @@
 namespace hvdrun::launcher {
 namespace asio = boost::asio;
 
-std::unique_ptr<TerminalRelay> TerminalRelay::open(asio::io_context& io, int fd) {
+std::unique_ptr<TerminalRelay> TerminalRelay::open(asio::io_context& io, int fd,
+                                                   std::function<void()> on_line) {
   if (::isatty(fd) != 1) return nullptr;
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   UniqueFd terminal(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
@@ -26,16 +27,17 @@ std::unique_ptr<TerminalRelay> TerminalRelay::open(asio::io_context& io, int fd)
   }
   UniqueFd read_end(ends[0]);
   UniqueFd write_end(ends[1]);
-  return std::unique_ptr<TerminalRelay>(
-      new TerminalRelay(io, std::move(terminal), std::move(read_end), std::move(write_end)));
+  return std::unique_ptr<TerminalRelay>(new TerminalRelay(
+      io, std::move(terminal), std::move(read_end), std::move(write_end), std::move(on_line)));
 }
 
 TerminalRelay::TerminalRelay(asio::io_context& io, UniqueFd terminal, UniqueFd read_end,
-                             UniqueFd write_end)
+                             UniqueFd write_end, std::function<void()> on_line)
     : terminal_(io, terminal.release()),
       pipe_(io, write_end.release()),
       read_end_(std::move(read_end)),
-      continued_(io, SIGCONT) {
+      continued_(io, SIGCONT),
+      on_line_(std::move(on_line)) {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGTTIN, &ignore, &previous_ttin_);
@@ -84,6 +86,7 @@ void TerminalRelay::on_read(const boost::system::error_code& ec, std::size_t n) 
     pipe_.close(ignored);
     return;
   }
+  if (buffer_[n - 1] == '\n' && on_line_) on_line_();
   asio::async_write(pipe_, asio::buffer(buffer_.data(), n),
                     [this](const boost::system::error_code& error, std::size_t) {
                       if (closed_ || error == asio::error::operation_aborted) return;

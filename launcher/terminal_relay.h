@@ -19,6 +19,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "common/unique_fd.h"
@@ -29,8 +30,10 @@ class TerminalRelay {
  public:
   // A relay for the terminal on `fd`, which it opens anew (its own file description: it
   // reads that one without blocking, and the shell's stays as it is); null when `fd` is not a
-  // terminal or it cannot be opened.
-  static std::unique_ptr<TerminalRelay> open(boost::asio::io_context& io, int fd);
+  // terminal or it cannot be opened. `on_line` is called for each line read (the terminal
+  // echoed it: the cursor is at the start of a line).
+  static std::unique_ptr<TerminalRelay> open(boost::asio::io_context& io, int fd,
+                                             std::function<void()> on_line);
   ~TerminalRelay();
   TerminalRelay(const TerminalRelay&) = delete;
   TerminalRelay& operator=(const TerminalRelay&) = delete;
@@ -43,7 +46,7 @@ class TerminalRelay {
 
  private:
   TerminalRelay(boost::asio::io_context& io, UniqueFd terminal, UniqueFd read_end,
-                UniqueFd write_end);
+                UniqueFd write_end, std::function<void()> on_line);
   void read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void wait_for_foreground();
@@ -52,6 +55,7 @@ class TerminalRelay {
   boost::asio::posix::stream_descriptor pipe_;  // the write end
   UniqueFd read_end_;
   boost::asio::signal_set continued_;
+  std::function<void()> on_line_;
   std::array<char, 4096> buffer_{};
   struct sigaction previous_ttin_ {};
   bool started_ = false;

@@ -30,9 +30,10 @@ struct TerminalRun {
 
 // Runs hvdrun in a new pseudo-terminal, which is its controlling terminal, with hvdrun in the
 // terminal's foreground (or, with `background`, in a process group of its own beside it, as
-// `hvdrun ... &` in a shell). Types `typed` into it and reads the screen until hvdrun ends.
+// `hvdrun ... &` in a shell). Types `typed` into it (once the screen shows `prompt`, if given)
+// and reads the screen until hvdrun ends.
 TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::string& typed,
-                            bool background = false) {
+                            bool background = false, const std::string& prompt = "") {
   std::vector<std::string> argv{HVDRUN_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> c_argv;
@@ -55,9 +56,14 @@ TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::str
     ::_exit(126);
   }
   TerminalRun run;
-  if (::write(master, typed.data(), typed.size()) != static_cast<ssize_t>(typed.size())) {
-    ADD_FAILURE() << "cannot type into the terminal";
-  }
+  bool typed_yet = false;
+  const auto type = [&] {
+    typed_yet = true;
+    if (::write(master, typed.data(), typed.size()) != static_cast<ssize_t>(typed.size())) {
+      ADD_FAILURE() << "cannot type into the terminal";
+    }
+  };
+  if (prompt.empty()) type();
   const auto deadline = Clock::now() + seconds(20);
   char buffer[4096];
   bool killed = false;
@@ -76,6 +82,7 @@ TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::str
     const ssize_t n = ::read(master, buffer, sizeof buffer);
     if (n <= 0) break;  // EIO: every holder of the terminal's other side has closed it
     run.screen.append(buffer, static_cast<std::size_t>(n));
+    if (!typed_yet && run.screen.find(prompt) != std::string::npos) type();
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -135,6 +142,18 @@ TEST(Stdin, EndOfTerminalInputEndsRankZerosInput) {
             std::string::npos)
       << run.screen;
   EXPECT_NE(run.screen.find("[1]<stdout>:1 done"), std::string::npos) << run.screen;
+}
+
+// A prompt (a partial line of rank 0, which reads the terminal) shows before anything is
+// typed; what rank 0 writes after the typed line is a line of its own.
+TEST(Stdin, RankZerosPromptShowsBeforeItsLineEnds) {
+  const auto run = run_in_terminal(
+      {"-np", "1", "sh", "-c", "printf 'name? '; read name; echo \"hi [$name]\""}, "bob\n", false,
+      "[0]<stdout>:name? ");
+  EXPECT_EQ(run.status, 0) << run.screen;
+  EXPECT_NE(run.screen.find("[0]<stdout>:name? bob\r\n[0]<stdout>:hi [bob]\r\n"),
+            std::string::npos)
+      << run.screen;
 }
 
 // In the background hvdrun neither stops (a read of the terminal there would stop it) nor

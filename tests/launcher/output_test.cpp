@@ -222,6 +222,49 @@ TEST(OutputSink, LinesSplitAcrossWritesArriveWholeAndAPartialOneAtFinish) {
   EXPECT_EQ(file.text(), lines + "[1]<stdout>:tail\n");
 }
 
+// The partial line of the worker that reads the terminal (a prompt) is shown at once, without
+// a line end. What its worker writes next continues it; after a line typed at the terminal
+// (whose echo ended the line on the screen) it is a line of its own; another worker's output
+// first ends it. The tee file gets whole lines.
+TEST(OutputSink, AShownPartialLineStaysOpenUntilSomethingEndsIt) {
+  TempDir tmp;
+  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  UniqueFd err(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  ASSERT_TRUE(out.valid() && err.valid());
+  const auto dir = (tmp.path / "logs").string();
+  TestConsole console(out.get(), err.get());
+  OutputSink sink({2, false, dir, 10}, console.console);
+  sink.add_worker(worker(0), 0);
+  sink.add_worker(worker(1), 1);
+  sink.show_partial(worker(0), StreamKind::kStdout);  // nothing held: nothing shown
+  sink.write(worker(0), StreamKind::kStdout, "Loading");
+  EXPECT_TRUE(sink.holds_partial(worker(0), StreamKind::kStdout));
+  sink.show_partial(worker(0), StreamKind::kStdout);
+  EXPECT_FALSE(sink.holds_partial(worker(0), StreamKind::kStdout));
+  sink.write(worker(0), StreamKind::kStdout, "...");
+  sink.show_partial(worker(0), StreamKind::kStdout);
+  sink.write(worker(0), StreamKind::kStdout, " done\n(Pdb) ");
+  sink.show_partial(worker(0), StreamKind::kStdout);
+  sink.terminal_line_typed();
+  sink.write(worker(0), StreamKind::kStdout, "42\n(Pdb) ");
+  sink.show_partial(worker(0), StreamKind::kStdout);
+  sink.write(worker(1), StreamKind::kStdout, "other\n");
+  sink.write(worker(1), StreamKind::kStderr, "err\n");  // another stream: nothing to end
+  sink.finish(worker(0), StreamKind::kStdout);
+  sink.write(worker(0), StreamKind::kStderr, "> ");
+  sink.show_partial(worker(0), StreamKind::kStderr);
+  sink.finish(worker(0), StreamKind::kStderr);  // the stream ends on an open line: it ends
+  console.flush();
+  EXPECT_EQ(read_all(out.get()),
+            "[0]<stdout>:Loading... done\n[0]<stdout>:(Pdb) [0]<stdout>:42\n[0]<stdout>:(Pdb) "
+            "\n[1]<stdout>:other\n");
+  EXPECT_EQ(read_all(err.get()), "[1]<stderr>:err\n[0]<stderr>:> \n");
+  EXPECT_EQ(
+      read_file(std::filesystem::path(dir) / "rank.0" / "stdout"),
+      "[0]<stdout>:Loading... done\n[0]<stdout>:(Pdb) \n[0]<stdout>:42\n[0]<stdout>:(Pdb) \n");
+  EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.0" / "stderr"), "[0]<stderr>:> \n");
+}
+
 TEST(OutputSink, TimestampComesBeforeThePrefix) {
   SinkOnOneFile file({1, true, std::nullopt, 10});
   OutputSink& sink = file.sink;
