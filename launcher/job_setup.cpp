@@ -47,12 +47,14 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots) {
   return plan;
 }
 
-WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std::size_t>& remote) {
+WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std::size_t>& remote,
+                          std::size_t most) {
   WorkerCount count;
   for (const auto& slot : slots) {
     const bool is_remote = std::find(remote.begin(), remote.end(), slot.host_index) != remote.end();
     ++(is_remote ? count.remote : count.local);
   }
+  if (most > count.total()) count.local += most - count.total();
   return count;
 }
 
@@ -72,8 +74,9 @@ horovod::KvServerOptions horovod_server_options(const std::string& bind_address,
 
 std::size_t rendezvous_max_unauthenticated(WorkerCount workers, std::size_t open_file_limit) {
   const rdzv::ServerOptions defaults;
-  return std::min(std::max(defaults.max_unauthenticated, workers.total()),
-                  credential_free_connections(open_file_limit, workers));
+  const std::size_t others = credential_free_connections(open_file_limit, workers);
+  const std::size_t most = std::max(defaults.max_unauthenticated, workers.total());
+  return others >= most ? most : std::min(most, workers.total() + others);
 }
 
 std::string make_run_id() {

@@ -25,8 +25,10 @@ std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slo
 // Sizes of Horovod's global, local_<host> and cross_<local_rank> scopes.
 horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
 
-// The job's local and remote workers (`remote`: remote_hosts()).
-WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std::size_t>& remote);
+// The job's local and remote workers (`remote`: remote_hosts()), and as many more local ones
+// (those that cost the most files) as an elastic job may grow to: up to `most` in all.
+WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std::size_t>& remote,
+                          std::size_t most = 0);
 
 // Horovod's rendezvous server settings for a job of `workers`: the bodies, stored bytes
 // and connections its Gloo rendezvous needs (each rank PUTs one address per peer, about 136
@@ -37,8 +39,9 @@ horovod::KvServerOptions horovod_server_options(const std::string& bind_address,
                                                 WorkerCount workers, std::size_t open_file_limit);
 
 // How many connections hvdrun's rendezvous lets wait to authenticate in a job of `workers`:
-// all of them at once, at least the server's default, held to credential_free_connections()
-// as Horovod's port is.
+// at least the server's default, but no more than the workers themselves (their connections
+// are counted in the job's files) and credential_free_connections() for anyone else, as
+// Horovod's port gets.
 std::size_t rendezvous_max_unauthenticated(WorkerCount workers, std::size_t open_file_limit);
 
 // A job id for TORCHELASTIC_RUN_ID: not a secret, unique enough to tell jobs apart.

@@ -1162,7 +1162,8 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   options.slots = slots;
   options.start_timeout = spec.start_timeout;
   options.bind_address = plan.bind;
-  const WorkerCount workers = count_workers(slots, remote);
+  const WorkerCount workers =
+      count_workers(slots, remote, static_cast<std::size_t>(spec.elastic.max_np.value_or(0)));
   options.max_unauthenticated = rendezvous_max_unauthenticated(workers, open_file_limit());
   if (spec.elastic_job()) {
     options.reform_timeout = spec.elastic.timeout;

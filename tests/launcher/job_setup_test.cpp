@@ -77,9 +77,6 @@ TEST(HorovodServerOptions, LimitsGrowWithTheJob) {
   EXPECT_EQ(horovod_server_options("0.0.0.0", local(1'000'000), SIZE_MAX).max_body_bytes, 8u << 20);
 }
 
-// Under `ulimit -n 1024`, connections held open on Horovod's port (it takes no credentials)
-// must leave the files that starting the workers again needs: at most half of what is left
-// after the job's own, never fewer than 16.
 // Each of the two ports that take clients without credentials gets a quarter of what the
 // limit leaves after the launcher's 64 files, 5 per local worker and 1 per remote one.
 TEST(HorovodServerOptions, ConnectionsStayUnderTheOpenFileLimit) {
@@ -94,14 +91,16 @@ TEST(HorovodServerOptions, ConnectionsStayUnderTheOpenFileLimit) {
             (20000u - 64 - 40 - 4000) / 4);
 }
 
+// The job's own workers may all wait at once (their files are counted), and anyone else gets
+// the same quarter as on Horovod's port.
 TEST(RendezvousOptions, UnauthenticatedConnectionsStayUnderTheOpenFileLimit) {
-  EXPECT_EQ(rendezvous_max_unauthenticated(local(2), 1024), (1024u - 64 - 10) / 4);
-  EXPECT_EQ(rendezvous_max_unauthenticated(local(1000), 1024), 16u);
+  EXPECT_EQ(rendezvous_max_unauthenticated(local(2), 1024), 2 + (1024u - 64 - 10) / 4);
+  EXPECT_EQ(rendezvous_max_unauthenticated(local(100), 600), 100u + 16);
   EXPECT_EQ(rendezvous_max_unauthenticated(local(2), SIZE_MAX), 4096u);
   EXPECT_EQ(rendezvous_max_unauthenticated(WorkerCount{0, 65536}, SIZE_MAX), 65536u);
   EXPECT_EQ(rendezvous_max_unauthenticated(WorkerCount{8, 16376}, 1u << 20), 16384u);
-  EXPECT_EQ(rendezvous_max_unauthenticated(WorkerCount{8, 16376}, 20000),
-            (20000u - 64 - 40 - 16376) / 4);
+  EXPECT_EQ(rendezvous_max_unauthenticated(WorkerCount{8, 16376}, 20000), 16384u);
+  EXPECT_EQ(rendezvous_max_unauthenticated(local(3000), 18000), 3000 + (18000u - 64 - 15000) / 4);
 }
 
 TEST(CountWorkers, LocalAndRemoteSlots) {
@@ -112,6 +111,9 @@ TEST(CountWorkers, LocalAndRemoteSlots) {
   const WorkerCount count = count_workers(slots, {1, 2});
   EXPECT_EQ(count.local, 2u);
   EXPECT_EQ(count.remote, 3u);
+  const WorkerCount elastic = count_workers(slots, {1, 2}, 12);  // --max-np 12
+  EXPECT_EQ(elastic.local, 9u);
+  EXPECT_EQ(elastic.remote, 3u);
 }
 
 }  // namespace
