@@ -262,6 +262,8 @@ void LocalWorkers::forget_empty_groups() {
 
 void LocalWorkers::on_exit(Worker& w, ProcessEnd status) {
   w.exited = true;
+  // What is typed after the worker that read the terminal ended is the shell's again.
+  if (w.prompt_timers[0] && rank_zero_stdin_ != nullptr) rank_zero_stdin_->pause();
   if (!w.report_known) {
     w.held_exit = std::move(status);
     return;

@@ -208,12 +208,13 @@ void OutputSink::finish(const WorkerId& id, StreamKind stream) {
 }
 
 bool OutputSink::holds_partial(const WorkerId& id, StreamKind stream) const {
-  return workers_.at(id).splitters[stream == StreamKind::kStderr ? 1 : 0].buffered() > 0;
+  return workers_.at(id).splitters[stream == StreamKind::kStderr ? 1 : 0].flushable();
 }
 
 void OutputSink::show_partial(const WorkerId& id, StreamKind stream) {
   auto& worker = workers_.at(id);
   Cut cut{worker, id, stream == StreamKind::kStderr};
+  if (!worker.splitters[cut.is_err ? 1 : 0].flushable()) return;
   cut.open_line = true;
   settle_open_line(id, cut);
   worker.splitters[cut.is_err ? 1 : 0].flush(
@@ -233,9 +234,22 @@ void OutputSink::settle_open_line(const WorkerId& id, Cut& cut) {
     cut.continues_line = open_line_->on_screen;
     if (!open_line_->on_screen) cut.file_prefix = "\n";
     open_line_.reset();
-  } else if (open_line_->is_err == cut.is_err && open_line_->on_screen) {
-    cut.ends_other_line = true;  // another worker's line must not run on from the open one
-    open_line_->on_screen = false;
+    return;
+  }
+  // Other output must not run on from the open line.
+  cut.ends_other_line = open_line_->on_screen;
+  end_in_file(*open_line_);
+  open_line_.reset();
+}
+
+void OutputSink::end_in_file(const OpenLine& line) {
+  auto& worker = workers_.at(line.id);
+  const int index = line.is_err ? 1 : 0;
+  if (auto& file = worker.files[index]; file.get() >= 0) {
+    if (const int error = hvdrun::write_all(file.get(), "\n"); error != 0) {
+      report_failure(worker.rank, line.is_err, "'" + worker.paths[index] + "'", error);
+      file.reset();
+    }
   }
 }
 

@@ -39,6 +39,8 @@ class LineSplitter {
   // Emits the partial last line held so far, if any (not a held '\r'); what follows starts a
   // new piece.
   void flush(const Emit& emit);
+  // Whether flush() would emit something.
+  bool flushable() const noexcept { return !held_cr_ && !pending_.empty(); }
   std::size_t buffered() const noexcept { return pending_.size(); }
 
  private:
@@ -91,14 +93,16 @@ class OutputSink {
   void write(const WorkerId& id, StreamKind stream, std::string_view bytes);
   // The end of the worker's `stream`: a partial last line still held goes out.
   void finish(const WorkerId& id, StreamKind stream);
-  // Whether a partial last line of the worker's `stream` is held.
+  // Whether a partial last line of the worker's `stream` is held (not just a '\r' that may
+  // be followed by '\n').
   bool holds_partial(const WorkerId& id, StreamKind stream) const;
   // The partial last line held (a prompt, such as pdb's "(Pdb) ", of the worker that reads
   // the terminal) goes out without waiting for its end, and without a line end, so that what
   // is typed follows it. The line stays open: the rest of it continues it (no prefix) unless
   // the line was ended meanwhile on the screen, by a line typed at the terminal
-  // (terminal_line_typed()) or by another worker's output on that stream (which first gets a
-  // line end); then the rest comes as a line of its own. A tee file gets the same lines.
+  // (terminal_line_typed()) or by other output of the workers (which first gets a line end,
+  // on either stream: both are one screen); then the rest comes as a line of its own. A tee
+  // file gets whole lines.
   void show_partial(const WorkerId& id, StreamKind stream);
   // A line typed at the terminal, echoed there, ended the open line on the screen.
   void terminal_line_typed();
@@ -143,6 +147,8 @@ class OutputSink {
   };
   // Before `cut` is sent: continues the open line, or ends it.
   void settle_open_line(const WorkerId& id, Cut& cut);
+  // Writes the line end of an open line that other output ended to its tee file.
+  void end_in_file(const OpenLine& line);
   // Feeds (or, with `bytes` null, finishes) one stream's splitter and sends what it cut.
   void take(const WorkerId& id, StreamKind stream, const std::string_view* bytes);
   // Appends `chunk` with its prefix; keeps a stderr line for the tail.

@@ -25,6 +25,10 @@ bool RankZeroStdin::give(SpawnOptions& options) {
   return true;
 }
 
+void RankZeroStdin::pause() {
+  if (relay_) relay_->pause();
+}
+
 void RankZeroStdin::close() {
   if (relay_) relay_->close();
 }

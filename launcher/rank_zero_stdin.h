@@ -25,6 +25,8 @@ class RankZeroStdin {
   bool give(SpawnOptions& options);
   // Whether it was redirected from a file, whose input a rank 0 on another host would not get.
   bool is_file() const noexcept { return file_; }
+  // The worker that read the terminal ended: it is not read until give() again.
+  void pause();
   // Stops relaying a terminal (the job is over).
   void close();
 

@@ -7,6 +7,7 @@
 
 #include <boost/asio/write.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -14,6 +15,12 @@
 
 namespace hvdrun::launcher {
 namespace asio = boost::asio;
+namespace {
+
+// How often a relay in the background looks whether it is in the foreground again.
+constexpr std::chrono::milliseconds kForegroundPoll{100};
+
+}  // namespace
 
 std::unique_ptr<TerminalRelay> TerminalRelay::open(asio::io_context& io, int fd,
                                                    std::function<void()> on_line) {
@@ -36,7 +43,7 @@ TerminalRelay::TerminalRelay(asio::io_context& io, UniqueFd terminal, UniqueFd r
     : terminal_(io, terminal.release()),
       pipe_(io, write_end.release()),
       read_end_(std::move(read_end)),
-      continued_(io, SIGCONT),
+      foreground_poll_(io),
       on_line_(std::move(on_line)) {
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
@@ -48,9 +55,16 @@ TerminalRelay::~TerminalRelay() {
 }
 
 void TerminalRelay::start() {
-  if (started_ || closed_) return;
+  if (closed_ || ended_) return;
   started_ = true;
-  read();
+  if (!busy_) read();
+}
+
+void TerminalRelay::pause() {
+  started_ = false;
+  boost::system::error_code ignored;
+  terminal_.cancel(ignored);  // not the pipe's write: what was read still goes to rank 0
+  foreground_poll_.cancel();
 }
 
 void TerminalRelay::close() {
@@ -59,49 +73,65 @@ void TerminalRelay::close() {
   boost::system::error_code ignored;
   terminal_.close(ignored);
   pipe_.close(ignored);
-  continued_.clear(ignored);  // restores SIGCONT's default disposition
-  continued_.cancel(ignored);
+  foreground_poll_.cancel();
   ::sigaction(SIGTTIN, &previous_ttin_, nullptr);
 }
 
 void TerminalRelay::read() {
+  busy_ = true;
   terminal_.async_read_some(asio::buffer(buffer_), [this](const boost::system::error_code& ec,
                                                           std::size_t n) { on_read(ec, n); });
 }
 
+void TerminalRelay::next() {
+  if (started_ && !ended_) {
+    read();
+  } else {
+    busy_ = false;
+  }
+}
+
+void TerminalRelay::end() {
+  ended_ = true;
+  busy_ = false;
+  boost::system::error_code ignored;
+  pipe_.close(ignored);
+  terminal_.close(ignored);
+}
+
 void TerminalRelay::on_read(const boost::system::error_code& ec, std::size_t n) {
-  if (closed_ || ec == asio::error::operation_aborted) return;
+  if (closed_) return;
+  if (ec == asio::error::operation_aborted) return next();  // paused (or paused and resumed)
   if (ec == asio::error::eof) {  // Ctrl-D: rank 0 reads the end of its input
     launcher_log()->debug("end of the terminal's input: rank 0's stdin is closed");
-    boost::system::error_code ignored;
-    pipe_.close(ignored);
-    terminal_.close(ignored);
-    return;
+    return end();
   }
   if (ec.value() == EIO) return wait_for_foreground();  // hvdrun runs in the background
   if (ec) {
     launcher_log()->warn("cannot read the terminal for rank 0: {}; rank 0's stdin is closed",
                          ec.message());
-    boost::system::error_code ignored;
-    pipe_.close(ignored);
-    return;
+    return end();
   }
   if (buffer_[n - 1] == '\n' && on_line_) on_line_();
   asio::async_write(pipe_, asio::buffer(buffer_.data(), n),
                     [this](const boost::system::error_code& error, std::size_t) {
-                      if (closed_ || error == asio::error::operation_aborted) return;
+                      if (closed_) return;
                       if (error) {
                         launcher_log()->warn("cannot pass terminal input to rank 0: {}",
                                              error.message());
-                        return;
+                        return end();
                       }
-                      read();
+                      next();
                     });
 }
 
 void TerminalRelay::wait_for_foreground() {
-  continued_.async_wait([this](const boost::system::error_code& ec, int) {
-    if (!closed_ && !ec) read();
+  foreground_poll_.expires_after(kForegroundPoll);
+  foreground_poll_.async_wait([this](const boost::system::error_code& ec) {
+    if (closed_) return;
+    if (ec || !started_) return next();
+    if (::tcgetpgrp(terminal_.native_handle()) == ::getpgrp()) return read();
+    wait_for_foreground();
   });
 }
 

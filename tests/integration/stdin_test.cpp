@@ -29,11 +29,13 @@ struct TerminalRun {
 };
 
 // Runs hvdrun in a new pseudo-terminal, which is its controlling terminal, with hvdrun in the
-// terminal's foreground (or, with `background`, in a process group of its own beside it, as
-// `hvdrun ... &` in a shell). Types `typed` into it (once the screen shows `prompt`, if given)
-// and reads the screen until hvdrun ends.
+// terminal's foreground (or in a process group of its own beside it, as `hvdrun ... &` in a
+// shell, and with kBackgroundThenForeground put in the foreground after 1 s without a signal,
+// as `fg` does for a running job). Types `typed` into it (once the screen shows `prompt`, if
+// given) and reads the screen until hvdrun ends.
+enum class Place { kForeground, kBackground, kBackgroundThenForeground };
 TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::string& typed,
-                            bool background = false, const std::string& prompt = "") {
+                            Place place = Place::kForeground, const std::string& prompt = "") {
   std::vector<std::string> argv{HVDRUN_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> c_argv;
@@ -43,9 +45,14 @@ TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::str
   const pid_t pid = ::forkpty(&master, nullptr, nullptr, nullptr);
   if (pid < 0) throw std::runtime_error("forkpty failed");
   if (pid == 0) {
-    if (background) {
+    if (place != Place::kForeground) {
       const pid_t job = ::fork();
       if (job > 0) {
+        ::setpgid(job, job);  // before either side goes on
+        if (place == Place::kBackgroundThenForeground) {
+          ::sleep(1);
+          ::tcsetpgrp(0, job);
+        }
         int status = 0;
         ::waitpid(job, &status, 0);
         ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
@@ -147,23 +154,32 @@ TEST(Stdin, EndOfTerminalInputEndsRankZerosInput) {
 // A prompt (a partial line of rank 0, which reads the terminal) shows before anything is
 // typed; what rank 0 writes after the typed line is a line of its own.
 TEST(Stdin, RankZerosPromptShowsBeforeItsLineEnds) {
-  const auto run = run_in_terminal(
-      {"-np", "1", "sh", "-c", "printf 'name? '; read name; echo \"hi [$name]\""}, "bob\n", false,
-      "[0]<stdout>:name? ");
+  const auto run =
+      run_in_terminal({"-np", "1", "sh", "-c", "printf 'name? '; read name; echo \"hi [$name]\""},
+                      "bob\n", Place::kForeground, "[0]<stdout>:name? ");
   EXPECT_EQ(run.status, 0) << run.screen;
-  EXPECT_NE(run.screen.find("[0]<stdout>:name? bob\r\n[0]<stdout>:hi [bob]\r\n"),
-            std::string::npos)
+  EXPECT_NE(run.screen.find("[0]<stdout>:name? bob\r\n[0]<stdout>:hi [bob]\r\n"), std::string::npos)
       << run.screen;
 }
 
 // In the background hvdrun neither stops (a read of the terminal there would stop it) nor
 // takes what is typed: rank 0 reads nothing.
 TEST(Stdin, InTheBackgroundTheTerminalIsNotRead) {
-  const auto run = run_in_terminal(
-      {"-np", "2", "bash", "-c", "read -t 2 line; echo \"got:[$line]\""}, "hello\n", true);
+  const auto run =
+      run_in_terminal({"-np", "2", "bash", "-c", "read -t 2 line; echo \"got:[$line]\""}, "hello\n",
+                      Place::kBackground);
   EXPECT_EQ(run.status, 0) << run.screen;
   EXPECT_NE(run.screen.find("[0]<stdout>:got:[]"), std::string::npos) << run.screen;
   EXPECT_NE(run.screen.find("[1]<stdout>:got:[]"), std::string::npos) << run.screen;
+}
+
+// A job started in the background and then given the foreground without a signal (`fg` of a
+// running job) reads what was typed meanwhile.
+TEST(Stdin, BroughtToTheForegroundTheTerminalIsRead) {
+  const auto run = run_in_terminal({"-np", "1", "sh", "-c", "read line; echo \"got:[$line]\""},
+                                   "hello\n", Place::kBackgroundThenForeground);
+  EXPECT_EQ(run.status, 0) << run.screen;
+  EXPECT_NE(run.screen.find("[0]<stdout>:got:[hello]"), std::string::npos) << run.screen;
 }
 
 }  // namespace

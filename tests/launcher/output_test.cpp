@@ -265,6 +265,32 @@ TEST(OutputSink, AShownPartialLineStaysOpenUntilSomethingEndsIt) {
   EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.0" / "stderr"), "[0]<stderr>:> \n");
 }
 
+// Output on the other stream ends the open line too (one screen), a held '\r' is not shown
+// (it may begin "\r\n") and leaves the open line as it is, and the tee file gets the line end
+// when the line is ended.
+TEST(OutputSink, AnOpenLineIsEndedByEitherStreamAndNotByAHeldCarriageReturn) {
+  TempDir tmp;
+  UniqueFd out(::open(tmp.path.c_str(), O_TMPFILE | O_RDWR, 0600));
+  ASSERT_TRUE(out.valid());
+  const auto dir = (tmp.path / "logs").string();
+  TestConsole console(out.get(), out.get());
+  OutputSink sink({2, false, dir, 10}, console.console);
+  sink.add_worker(worker(0), 0);
+  sink.add_worker(worker(1), 1);
+  sink.write(worker(0), StreamKind::kStdout, "(a) ");
+  sink.show_partial(worker(0), StreamKind::kStdout);
+  sink.write(worker(0), StreamKind::kStdout, "x\r");
+  EXPECT_FALSE(sink.holds_partial(worker(0), StreamKind::kStdout));
+  sink.show_partial(worker(0), StreamKind::kStdout);
+  sink.write(worker(1), StreamKind::kStderr, "warning\n");
+  sink.write(worker(0), StreamKind::kStdout, "y\n");
+  console.flush();
+  EXPECT_EQ(read_all(out.get()),
+            "[0]<stdout>:(a) \n[1]<stderr>:warning\n[0]<stdout>:x\r[0]<stdout>:y\n");
+  EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.0" / "stdout"),
+            "[0]<stdout>:(a) \n[0]<stdout>:x\r[0]<stdout>:y\n");
+}
+
 TEST(OutputSink, TimestampComesBeforeThePrefix) {
   SinkOnOneFile file({1, true, std::nullopt, 10});
   OutputSink& sink = file.sink;
