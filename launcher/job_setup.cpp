@@ -76,7 +76,7 @@ std::size_t rendezvous_max_unauthenticated(WorkerCount workers, std::size_t open
   const rdzv::ServerOptions defaults;
   const std::size_t others = credential_free_connections(open_file_limit, workers);
   const std::size_t most = std::max(defaults.max_unauthenticated, workers.total());
-  return others >= most ? most : std::min(most, workers.total() + others);
+  return std::min(most, workers.total() + std::min(others, most));  // others may be SIZE_MAX
 }
 
 std::string make_run_id() {

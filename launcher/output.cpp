@@ -230,7 +230,7 @@ void OutputSink::terminal_line_typed() {
 
 void OutputSink::settle_open_line(const WorkerId& id, Cut& cut) {
   if (!open_line_) return;
-  if (open_line_->id == id && open_line_->is_err == cut.is_err) {
+  if (owns_open_line(id, cut.is_err)) {
     cut.continues_line = open_line_->on_screen;
     if (!open_line_->on_screen) cut.file_prefix = "\n";
     open_line_.reset();
@@ -238,18 +238,17 @@ void OutputSink::settle_open_line(const WorkerId& id, Cut& cut) {
   }
   // Other output must not run on from the open line.
   cut.ends_other_line = open_line_->on_screen;
-  end_in_file(*open_line_);
+  write_file(workers_.at(open_line_->id), open_line_->is_err, "\n");  // its tee file's line end
   open_line_.reset();
 }
 
-void OutputSink::end_in_file(const OpenLine& line) {
-  auto& worker = workers_.at(line.id);
-  const int index = line.is_err ? 1 : 0;
-  if (auto& file = worker.files[index]; file.get() >= 0) {
-    if (const int error = hvdrun::write_all(file.get(), "\n"); error != 0) {
-      report_failure(worker.rank, line.is_err, "'" + worker.paths[index] + "'", error);
-      file.reset();
-    }
+void OutputSink::write_file(WorkerOutput& worker, bool is_err, std::string_view data) {
+  const int index = is_err ? 1 : 0;
+  auto& file = worker.files[index];
+  if (data.empty() || file.get() < 0) return;
+  if (const int error = hvdrun::write_all(file.get(), data); error != 0) {
+    report_failure(worker.rank, is_err, "'" + worker.paths[index] + "'", error);
+    file.reset();
   }
 }
 
@@ -266,7 +265,7 @@ void OutputSink::take(const WorkerId& id, StreamKind stream, const std::string_v
     splitter.feed(*bytes, emit);
   } else {
     splitter.finish(emit);
-    if (open_line_ && open_line_->id == id && open_line_->is_err == cut.is_err) {
+    if (owns_open_line(id, cut.is_err)) {
       // The stream ended on the open line: end it (on the screen only if nothing did).
       (open_line_->on_screen ? cut.out : cut.file_prefix) = "\n";
       open_line_.reset();
@@ -297,15 +296,8 @@ void OutputSink::append(Cut& cut, std::string_view chunk) {
 void OutputSink::send(Cut& cut) {
   if (cut.out.empty() && cut.file_prefix.empty()) return;
   WorkerOutput& worker = cut.worker;
-  const int index = cut.is_err ? 1 : 0;
-  if (auto& file = worker.files[index]; file.get() >= 0) {
-    int error = hvdrun::write_all(file.get(), cut.file_prefix);
-    if (error == 0) error = hvdrun::write_all(file.get(), cut.out);
-    if (error != 0) {
-      report_failure(worker.rank, cut.is_err, "'" + worker.paths[index] + "'", error);
-      file.reset();
-    }
-  }
+  write_file(worker, cut.is_err, cut.file_prefix);
+  write_file(worker, cut.is_err, cut.out);
   if (cut.out.empty()) return;
   if (cut.ends_other_line) cut.out.insert(0, 1, '\n');
   console_.write(cut.is_err ? StreamKind::kStderr : StreamKind::kStdout, std::move(cut.out),

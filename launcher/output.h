@@ -145,10 +145,15 @@ class OutputSink {
     bool is_err = false;
     bool on_screen = true;  // nothing ended it on the screen yet
   };
+  // Whether the open line is that of the worker's stream.
+  bool owns_open_line(const WorkerId& id, bool is_err) const {
+    return open_line_ && open_line_->id == id && open_line_->is_err == is_err;
+  }
   // Before `cut` is sent: continues the open line, or ends it.
   void settle_open_line(const WorkerId& id, Cut& cut);
-  // Writes the line end of an open line that other output ended to its tee file.
-  void end_in_file(const OpenLine& line);
+  // Writes `data` to the worker's tee file of that stream, if it has one (a failure is
+  // reported once, and the file closed).
+  void write_file(WorkerOutput& worker, bool is_err, std::string_view data);
   // Feeds (or, with `bytes` null, finishes) one stream's splitter and sends what it cut.
   void take(const WorkerId& id, StreamKind stream, const std::string_view* bytes);
   // Appends `chunk` with its prefix; keeps a stderr line for the tail.

@@ -32,11 +32,14 @@ struct TerminalRun {
 // terminal's foreground (or in a process group of its own beside it, as `hvdrun ... &` in a
 // shell, and with kBackgroundThenForeground put in the foreground after 1 s without a signal,
 // as `fg` does for a running job). Types `typed` into it (once the screen shows `prompt`, if
-// given) and reads the screen until hvdrun ends.
+// given) and reads the screen until hvdrun ends. With `then`, a shell runs hvdrun and then
+// that command, in the same terminal.
 enum class Place { kForeground, kBackground, kBackgroundThenForeground };
 TerminalRun run_in_terminal(const std::vector<std::string>& args, const std::string& typed,
-                            Place place = Place::kForeground, const std::string& prompt = "") {
+                            Place place = Place::kForeground, const std::string& prompt = "",
+                            const std::string& then = "") {
   std::vector<std::string> argv{HVDRUN_BINARY};
+  if (!then.empty()) argv = {"/bin/bash", "-c", "\"$0\" \"$@\"; " + then, HVDRUN_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> c_argv;
   for (auto& a : argv) c_argv.push_back(a.data());
@@ -189,6 +192,16 @@ TEST(Stdin, BroughtToTheForegroundTheTerminalIsRead) {
                                    "hello\n", Place::kBackgroundThenForeground);
   EXPECT_EQ(run.status, 0) << run.screen;
   EXPECT_NE(run.screen.find("[0]<stdout>:got:[hello]"), std::string::npos) << run.screen;
+}
+
+// Once rank 0 has ended, what is typed is the shell's: hvdrun no longer reads the terminal.
+TEST(Stdin, AfterRankZeroEndedTypingIsTheShells) {
+  const auto run = run_in_terminal(
+      {"-np", "2", "sh", "-c",
+       "if [ $RANK = 1 ]; then sleep 0.5; echo '1 waiting'; sleep 1.5; fi; echo \"$RANK gone\""},
+      "after\n", Place::kForeground, "[1]<stdout>:1 waiting", "read -t 5 x; echo \"left:[$x]\"");
+  EXPECT_EQ(run.status, 0) << run.screen;
+  EXPECT_NE(run.screen.find("left:[after]"), std::string::npos) << run.screen;
 }
 
 }  // namespace
