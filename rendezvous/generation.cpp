@@ -30,11 +30,6 @@ std::string describe_missing(const std::vector<Slot>& slots, const std::vector<b
   return out;
 }
 
-std::string describe_duration(std::chrono::milliseconds d) {
-  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
-  return std::to_string(d.count()) + " ms";
-}
-
 Generation::Generation(std::vector<Member> members, std::uint32_t number)
     : entries_(members.size()), number_(number) {
   if (members.size() > kMaxPeers) {

@@ -21,8 +21,6 @@ class Session;
 
 // "rank 2 (host a), rank 5 (host b) and 3 more": the slots not marked in `present`, by rank.
 std::string describe_missing(const std::vector<Slot>& slots, const std::vector<bool>& present);
-// "30 s" for whole seconds, else "250 ms".
-std::string describe_duration(std::chrono::milliseconds d);
 
 class Generation {
  public:

@@ -11,6 +11,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/duration_text.h"
 #include "common/tcp_listen.h"
 #include "hvdrun/error.h"
 #include "rendezvous/log.h"

@@ -7,6 +7,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/duration_text.h"
 #include "rendezvous/log.h"
 #include "rendezvous/server_core.h"
 #include "rendezvous/session.h"
