@@ -49,7 +49,7 @@ Runtime::Runtime(Options options) : options_(std::move(options)) {
     return;
   }
   try {
-    communicator_ = form_generation(false);
+    communicator_ = form_until_formed(false, {});
   } catch (const Error&) {
     rethrow_with_prefix(std::current_exception(), "hvdrun::init (rendezvous " + o.rendezvous +
                                                       ", slot " + std::to_string(o.slot) + "): ");
@@ -71,39 +71,44 @@ void Runtime::reform() {
   }
   const auto start = tcp::Clock::now();
   const auto end = client_->generation_end();
-  std::uint32_t ended = end ? end->ended : client_->generation();  // the generation left last
+  const std::uint32_t ended = end ? end->ended : client_->generation();  // the one left last
   client_->set_interrupt(-1);  // the old generation's signal: raised, and about to be closed
   PreviousDevice previous{communicator_->take_device_backend(), generation_};
   communicator_.reset();
-  for (;;) {
-    try {
-      communicator_ = form_generation(true, std::move(previous));
-      break;
-    } catch (const Error& e) {
-      // The generation being formed broke too (another worker failed meanwhile): re-join,
-      // which waits (see rejoin_wait) for the launcher to end it and form the
-      // next. Each retry needs a newer assignment, so the retries are bounded.
-      const bool broke =
-          dynamic_cast<const AbortedError*>(&e) || dynamic_cast<const NetworkError*>(&e) ||
-          dynamic_cast<const TimeoutError*>(&e) || dynamic_cast<const BackendError*>(&e);
-      if (broke && client_->generation() != ended) {
-        runtime_log().info("generation {} failed while forming ({}): re-forming again",
-                           client_->generation(), e.what());
-        ended = client_->generation();
-        previous = {};
-        client_->set_interrupt(-1);
-        continue;
-      }
-      rethrow_with_prefix(std::current_exception(),
-                          "hvdrun: re-forming after generation " +
-                              std::to_string(end ? end->ended : client_->generation()) + " ended" +
-                              (end ? " (" + end->end.reason + ")" : std::string()) + ": ");
-    }
+  try {
+    communicator_ = form_until_formed(true, std::move(previous));
+  } catch (const Error&) {
+    rethrow_with_prefix(std::current_exception(),
+                        "hvdrun: re-forming after generation " + std::to_string(ended) + " ended" +
+                            (end ? " (" + end->end.reason + ")" : std::string()) + ": ");
   }
   runtime_log().info(
       "re-formed as rank {}/{} in {} ms", communicator_->topology().rank,
       communicator_->topology().size,
       std::chrono::duration_cast<std::chrono::milliseconds>(tcp::Clock::now() - start).count());
+}
+
+std::unique_ptr<Communicator> Runtime::form_until_formed(bool rejoin, PreviousDevice previous) {
+  for (;;) {
+    const auto before = assigned_;
+    try {
+      return form_generation(rejoin, std::move(previous));
+    } catch (const Error& e) {
+      // In an elastic job, the generation being formed broke (another worker failed
+      // meanwhile, the first generation included): re-join, which waits (see rejoin_wait)
+      // for the launcher to end it and form the next. Each retry needs a newer assignment,
+      // so the retries are bounded.
+      const bool broke =
+          dynamic_cast<const AbortedError*>(&e) || dynamic_cast<const NetworkError*>(&e) ||
+          dynamic_cast<const TimeoutError*>(&e) || dynamic_cast<const BackendError*>(&e);
+      if (!options_.elastic || !broke || assigned_ == before) throw;
+      runtime_log().info("generation {} failed while forming ({}): re-forming again", *assigned_,
+                         e.what());
+      previous = {};
+      rejoin = true;
+      client_->set_interrupt(-1);
+    }
+  }
 }
 
 void Runtime::watch(std::shared_ptr<AbortSignal> abort, std::uint32_t generation) {
@@ -155,22 +160,25 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
       rejoin ? client_->rejoin(request, rejoin_wait(options), rejoin_wait(options))
              : client_->join(request, options.start_timeout);
   const auto assigned = tcp::Clock::now();
+  assigned_ = assignment.generation;
   const rdzv::Assign& a = assignment.assign;
   check_assignment(a);
   configure_runtime_log(options.log_level, options.hostname, a.rank);
   runtime_log().debug("joined as rank {}/{} (generation {}); data socket {}:{}", a.rank, a.size,
                       assignment.generation, request.data_addr, request.data_port);
 
+  // From here on, the end of this generation aborts its waits: the rendezvous ones (the
+  // board's entry among them) and the ring setup's.
+  auto abort = std::make_shared<AbortSignal>();
+  client_->set_interrupt(abort->fd());
+  watch(abort, assignment.generation);
+  if (const auto end = client_->generation_end(); end && end->end.kind == rdzv::EndKind::kBroken) {
+    on_generation_end(*end);  // it ended before the watch was set
+  }
   // The board's entry exists before the ring connects (see rdzv_failure_board.h).
   std::shared_ptr<tcp::FailureBoard> board;
   if (a.size > 1) {
     board = std::make_shared<RendezvousFailureBoard>(*client_, a.rank, options.start_timeout);
-  }
-  auto abort = std::make_shared<AbortSignal>();  // the ring setup already watches it
-  client_->set_interrupt(abort->fd());           // and the rendezvous waits of this generation
-  watch(abort, assignment.generation);
-  if (const auto end = client_->generation_end(); end && end->end.kind == rdzv::EndKind::kBroken) {
-    on_generation_end(*end);  // it ended before the watch was set
   }
   const rdzv::PeerAddr self{request.data_addr, request.data_port};
   auto ring = std::make_unique<tcp::Ring>(a.rank, a.size, tcp::RingAddresses{self, a.prev, a.next},

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "rendezvous/client.h"
@@ -48,6 +49,9 @@ class Runtime {
   // by the first call, after the data socket is bound); `rejoin`: of the generation after the
   // one that ended, which may reuse `previous` (the ended generation's device backend).
   std::unique_ptr<Communicator> form_generation(bool rejoin, PreviousDevice previous = {});
+  // form_generation(); in an elastic job, while the generation being formed breaks after
+  // its assignment came (the first generation included), the next one.
+  std::unique_ptr<Communicator> form_until_formed(bool rejoin, PreviousDevice previous);
   // On the client's reader thread: a broken generation aborts what the communicator waits for.
   void on_generation_end(const rdzv::GenerationEndEvent& event);
   void watch(std::shared_ptr<AbortSignal> abort, std::uint32_t generation);
@@ -56,8 +60,9 @@ class Runtime {
   Options options_;
   std::unique_ptr<rdzv::Client> client_;  // declared first: outlives the communicator
   std::unique_ptr<Communicator> communicator_;
-  std::uint32_t generation_ = 0;    // communicator_'s
-  mutable std::mutex watch_mutex_;  // guards the two below (the reader thread reads them)
+  std::uint32_t generation_ = 0;           // communicator_'s
+  std::optional<std::uint32_t> assigned_;  // the generation of the last assignment received
+  mutable std::mutex watch_mutex_;         // guards the two below (the reader thread reads them)
   std::shared_ptr<AbortSignal> watched_abort_;  // the current generation's
   std::uint32_t watched_generation_ = 0;
 };

@@ -128,6 +128,28 @@ TEST(Elastic, BelowMinNpTheJobFailsAfterTheElasticTimeoutAndLeavesNothing) {
   EXPECT_TRUE(wait_until_gone(all, seconds(10)).empty());
 }
 
+// A worker that dies after its assignment, before its ring connects, breaks the first
+// generation while the others form it (inside hvdrun::init): they re-join, and the job goes on
+// without it.
+TEST(Elastic, AWorkerLostWhileTheFirstGenerationFormsLeavesSurvivorsThatFinish) {
+  TempDir dir;
+  HvdrunProcess job(elastic_job(
+      dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "60", "60"}, 2,
+      std::string("if [ \"$HVDRUN_SLOT\" = 1 ]; then exec ") + JOIN_THEN_DIE + "; fi; "));
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "slot 1 assigned rank ")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       ") was killed by signal SIGKILL (9); host localhost unused for 60 s; "
+                       "re-forming with 3 surviving workers"))
+      << r.err;
+  const auto done = finished(r.out);
+  EXPECT_EQ(done.size(), 3u) << r.out;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 3) << r.out;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 16384 samples of 16384; all ranks agree")) << r.out;
+}
+
 // --reset-limit 1: the first failure re-forms, the second ends the job, and the summary says
 // which limit made it the job's failure.
 TEST(Elastic, TheResetLimitEndsTheJob) {
