@@ -47,8 +47,13 @@ Match match_long(std::string_view word) {
   std::vector<const OptionInfo*> candidates;
   for (const auto& option : cli_options()) {
     if (!option.long_form || name.empty()) continue;
-    if (option.name == name) return {&option, "--" + std::string(name), inline_value};
-    if (option.name.starts_with(name)) candidates.push_back(&option);
+    if (option.name == name || (!option.other_name.empty() && option.other_name == name)) {
+      return {&option, "--" + std::string(name), inline_value};
+    }
+    if (option.name.starts_with(name) ||
+        (!option.other_name.empty() && option.other_name.starts_with(name))) {
+      candidates.push_back(&option);
+    }
   }
   if (candidates.size() == 1) {
     return {candidates[0], "--" + std::string(candidates[0]->name), inline_value};

@@ -27,10 +27,10 @@ constexpr OptionInfo kOptions[] = {
      ""},
     {"min-np", "", "N", true, false, kElastic,
      "elastic job: survivors of a failure re-form and go on while at least N workers run",
-     "-np (with --max-np)", ""},
+     "-np (with --max-np)", "", "min-num-proc"},
     {"max-np", "", "N", true, false, kElastic,
      "elastic job: at most N workers; replacements and returning hosts fill up to it",
-     "-np (with --min-np)", ""},
+     "-np (with --min-np)", "", "max-num-proc"},
     {"elastic-timeout", "", "S", true, false, kElastic,
      "seconds to wait for --min-np workers before the job fails",
      "$HOROVOD_ELASTIC_TIMEOUT, else 600", ""},
@@ -148,6 +148,7 @@ std::string help_text() {
       std::string left = "  " + std::string(option.alias);
       if (option.long_form) {
         left += (option.alias.empty() ? "--" : ", --") + std::string(option.name);
+        if (!option.other_name.empty()) left += ", --" + std::string(option.other_name);
       }
       if (!option.value_name.empty()) left += " " + std::string(option.value_name);
       const auto tail = option.default_text.empty()

@@ -19,6 +19,7 @@ struct OptionInfo {
   std::string_view help;
   std::string_view default_text;  // empty: no default shown
   std::string_view refusal;       // non-empty: giving the option is an error with this reason
+  std::string_view other_name{};  // a second long name (horovodrun's --min-num-proc), or empty
 };
 
 namespace option_group {

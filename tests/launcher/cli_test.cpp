@@ -11,6 +11,7 @@
 #include <initializer_list>
 
 #include "hvdrun/error.h"
+#include "launcher/cli_options.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -250,6 +251,20 @@ TEST(Cli, OptionValueProblems) {
   EXPECT_THAT(twice, HasSubstr("given twice"));
   EXPECT_THAT(twice, HasSubstr("'2'"));
   EXPECT_THAT(twice, HasSubstr("'3'"));
+}
+
+// horovodrun's second names of --min-np and --max-np; a prefix common to both names of one
+// option is not ambiguous.
+TEST(Cli, MinNumProcAndMaxNumProcAreMinNpAndMaxNp) {
+  const auto spec = spec_of({"-np", "3", "--min-num-proc", "2", "--max-num-proc", "5", "p"});
+  EXPECT_EQ(spec.elastic.min_np, 2);
+  EXPECT_EQ(spec.elastic.max_np, 5);
+  const auto prefixed = spec_of({"-np", "3", "--min-n", "2", "--max-n", "4", "p"});
+  EXPECT_EQ(prefixed.elastic.min_np, 2);
+  EXPECT_EQ(prefixed.elastic.max_np, 4);
+  EXPECT_THAT(error_of({"-np", "3", "--min-np", "2", "--min-num-proc", "1", "p"}),
+              HasSubstr("given twice"));
+  EXPECT_THAT(hvdrun::launcher::help_text(), HasSubstr("--min-np, --min-num-proc N"));
 }
 
 // HOROVOD_ELASTIC_TIMEOUT counts in elastic jobs only, as in horovodrun: a static job runs
