@@ -11,7 +11,7 @@
 namespace hvdrun::launcher::ssh {
 namespace {
 
-constexpr std::array<std::string_view, 13> kDeniedNames = {"PWD",
+constexpr std::array<std::string_view, 14> kDeniedNames = {"PWD",
                                                            "OLDPWD",
                                                            "HOSTNAME",
                                                            "DISPLAY",
@@ -23,9 +23,13 @@ constexpr std::array<std::string_view, 13> kDeniedNames = {"PWD",
                                                            "SHELL",
                                                            "XDG_RUNTIME_DIR",
                                                            "MAIL",
-                                                           "DBUS_SESSION_BUS_ADDRESS"};
+                                                           "DBUS_SESSION_BUS_ADDRESS",
+                                                           "_HOROVOD_SECRET_KEY"};
 
 constexpr std::array<std::string_view, 3> kDeniedPrefixes = {"SSH_", "BASH_FUNC_", "XDG_SESSION_"};
+// The launcher's GPU selection (CUDA_VISIBLE_DEVICES and the like, as horovodrun drops them):
+// another machine's GPUs are not this one's.
+constexpr std::array<std::string_view, 1> kDeniedParts = {"CUDA_VISIBLE_DEVICES"};
 
 }  // namespace
 
@@ -34,7 +38,9 @@ bool is_launcher_only_variable(std::string_view name) {
     return true;
   }
   return std::any_of(kDeniedPrefixes.begin(), kDeniedPrefixes.end(),
-                     [&](std::string_view prefix) { return name.starts_with(prefix); });
+                     [&](std::string_view prefix) { return name.starts_with(prefix); }) ||
+         std::any_of(kDeniedParts.begin(), kDeniedParts.end(),
+                     [&](std::string_view part) { return name.find(part) != name.npos; });
 }
 
 std::vector<std::string> remote_worker_environment(const std::vector<std::string>& env,

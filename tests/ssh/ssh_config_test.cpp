@@ -111,10 +111,15 @@ TEST(RemoteEnvironment, DropsLauncherOnlyVariablesUnlessForwarded) {
                                         "TERM=xterm",
                                         "HVDRUN_SECRET=s",
                                         "CUDA_VISIBLE_DEVICES=0",
+                                        "SINGULARITYENV_CUDA_VISIBLE_DEVICES=1",
+                                        "_HOROVOD_SECRET_KEY=k",
                                         "RANK=3"};
   const auto out = remote_worker_environment(env, {"DISPLAY"});
   EXPECT_EQ(out, (std::vector<std::string>{"PATH=/bin", "DISPLAY=:0", "TERM=xterm",
-                                           "HVDRUN_SECRET=s", "CUDA_VISIBLE_DEVICES=0", "RANK=3"}));
+                                           "HVDRUN_SECRET=s", "RANK=3"}));
+  // Named with -x, it is forwarded.
+  EXPECT_EQ(remote_worker_environment({"CUDA_VISIBLE_DEVICES=0"}, {"CUDA_VISIBLE_DEVICES"}),
+            (std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0"}));
 }
 
 TEST(RemoteEnvironment, AgentCommandQuotesThePath) {
