@@ -21,7 +21,7 @@ std::string RestartAllPolicy::exhausted() const {
 
 WorkerEndDecision ElasticPolicy::on_worker_end(const WorkerId& /*worker*/, const ProcessEnd& end) {
   if (end.success()) return WorkerEndDecision::kContinue;
-  if (no_reform_ || (reset_limit_ && resets_ >= *reset_limit_)) {
+  if (reset_limit_ && resets_ >= *reset_limit_) {
     return WorkerEndDecision::kTerminateJob;
   }
   ++resets_;
@@ -29,7 +29,6 @@ WorkerEndDecision ElasticPolicy::on_worker_end(const WorkerId& /*worker*/, const
 }
 
 std::string ElasticPolicy::exhausted() const {
-  if (no_reform_) return *no_reform_;
   return reset_limit_
              ? "no re-formation left: --reset-limit " + std::to_string(*reset_limit_) + " used"
              : std::string();

@@ -29,9 +29,6 @@ class FailurePolicy {
   virtual std::string exhausted() const { return {}; }
   // Failures the job went on after (restarts, re-formations).
   virtual int survived() const { return 0; }
-  // The job's workers turned out not to be able to re-form (`why`): from now on a failure is
-  // the job's, and exhausted() says why. Only the elastic policy re-forms.
-  virtual void stop_reforming(std::string /*why*/) {}
 };
 
 // Static jobs: a worker that exits non-zero, dies by a signal or cannot be started fails the
@@ -58,21 +55,18 @@ class RestartAllPolicy final : public FailurePolicy {
 };
 
 // Elastic jobs (--min-np/--max-np): a failed worker is dropped and the survivors re-form, up
-// to --reset-limit times (none: no limit), or none once stop_reforming() was called; one that
-// exits 0 is finished.
+// to --reset-limit times (none: no limit); one that exits 0 is finished.
 class ElasticPolicy final : public FailurePolicy {
  public:
   explicit ElasticPolicy(std::optional<int> reset_limit) : reset_limit_(reset_limit) {}
   WorkerEndDecision on_worker_end(const WorkerId& worker, const ProcessEnd& end) override;
   std::string exhausted() const override;
   int survived() const override { return resets_; }
-  void stop_reforming(std::string why) override { no_reform_ = std::move(why); }
   int resets() const noexcept { return resets_; }
 
  private:
   std::optional<int> reset_limit_;
   int resets_ = 0;
-  std::optional<std::string> no_reform_;
 };
 
 }  // namespace hvdrun::launcher

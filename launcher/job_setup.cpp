@@ -58,6 +58,11 @@ WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std:
   return count;
 }
 
+std::chrono::milliseconds rank_query_hold(std::chrono::seconds elastic_timeout) {
+  constexpr std::chrono::seconds kLauncherDecidesFirst{30};
+  return elastic_timeout + kLauncherDecidesFirst;
+}
+
 horovod::KvServerOptions horovod_server_options(const std::string& bind_address,
                                                 WorkerCount workers, std::size_t open_file_limit) {
   constexpr std::size_t kPerPeer = 256;  // a Gloo TCP address is 136 bytes

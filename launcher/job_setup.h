@@ -3,6 +3,7 @@
 // id, and the OMP_NUM_THREADS notice.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <string>
@@ -29,6 +30,11 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
 // (those that cost the most files) as an elastic job may grow to: up to `most` in all.
 WorkerCount count_workers(const std::vector<Slot>& slots, const std::vector<std::size_t>& remote,
                           std::size_t most = 0);
+
+// How long an elastic Horovod survivor's GET /rank_and_size is held for its next generation:
+// the launcher decides within `elastic_timeout` (a failure seen, slots waited for), and the
+// worker is given 30 s more, so that it never gives up first with a less telling error.
+std::chrono::milliseconds rank_query_hold(std::chrono::seconds elastic_timeout);
 
 // Horovod's rendezvous server settings for a job of `workers`: the bodies, stored bytes
 // and connections its Gloo rendezvous needs (each rank PUTs one address per peer, about 136

@@ -80,10 +80,18 @@ const char* state_name(JobState state) {
 // the stack of run_job around io_context::run(); io thread only.
 class Supervisor {
  public:
-  // Called when a new generation starts (a restart or an elastic re-formation) with its
-  // members: prepares the rendezvous for it and returns its MASTER_PORT.
-  using NextGeneration = std::function<std::uint16_t(std::vector<rdzv::Member> members,
-                                                     rdzv::Handover how, std::string reason)>;
+  // A new generation (a restart or an elastic re-formation): its members, how it takes over,
+  // and why; `survivors`: each member that ran in the generation that ended, by its Horovod
+  // name there ("<HOROVOD_HOSTNAME>:<HOROVOD_LOCAL_RANK>"), to its slot in this one.
+  struct GenerationStart {
+    std::vector<rdzv::Member> members;
+    rdzv::Handover how = rdzv::Handover::kRestart;
+    std::string reason;
+    std::map<std::string, Slot> survivors;
+  };
+  // Called when a new generation starts: prepares the rendezvous for it and returns its
+  // MASTER_PORT.
+  using NextGeneration = std::function<std::uint16_t(GenerationStart start)>;
 
   Supervisor(asio::io_context& io, const JobSpec& spec, std::vector<Slot> slots, Watchdog& watchdog,
              OutputSink& sink, const std::map<std::string, std::string>& environment,
@@ -139,8 +147,14 @@ class Supervisor {
   // a failure like any other.
   void worker_lost(std::uint32_t key, const std::string& why);
   // A worker stored a key in Horovod's rendezvous (from `peer`): the job runs Horovod, whose
-  // workers cannot re-form. An elastic job then stops re-forming and taking in host changes.
+  // workers re-form after failures (they ask Horovod's rendezvous for their places) but are
+  // not told of host changes. An elastic job then stops taking in host changes and growing.
   void horovod_in_use(const std::string& peer);
+  // Every Horovod worker (`waiting` of them) asked for its place in a next generation, though
+  // none exited: a collective failed (a Gloo timeout, a broken connection). The same workers
+  // re-form, as horovodrun's do.
+  // Returns whether it re-forms.
+  bool horovod_reform_asked(std::size_t waiting);
   // Whether a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ended the job.
   bool interrupted() const noexcept { return interrupted_; }
   // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
@@ -167,6 +181,8 @@ class Supervisor {
   // The workers that are `members` of the next generation take their slots (rank, topology)
   // there, also in their output's prefix.
   void take_ranks(const std::vector<rdzv::Member>& members);
+  // Before take_ranks(): GenerationStart::survivors of the next generation's `members`.
+  std::map<std::string, Slot> named_survivors(const std::vector<rdzv::Member>& members) const;
   RemoteWorkers::Callbacks remote_callbacks();
   void warn_if_stdin_not_read(const std::vector<std::size_t>& remote) const;
   void start_workers();
@@ -288,7 +304,7 @@ class Supervisor {
   std::optional<ElasticMembership> membership_;  // elastic jobs only
   std::optional<DiscoveryScript> discovery_;     // --host-discovery-script only
   std::string discovery_failure_;                // the last run's failure; empty: it worked
-  bool horovod_ = false;  // an elastic job of Horovod workers: no re-formation, no host changes
+  bool horovod_ = false;  // an elastic job of Horovod workers: no host changes, no growth
   bool waiting_for_slots_ = false;
   std::uint32_t next_key_ = 0;  // HVDRUN_SLOT of the next worker started
   AddressPlan plan_;
@@ -415,7 +431,7 @@ bool Supervisor::start_without_host(std::size_t host, const std::string& why) {
   take_ranks(members);
   const std::size_t size = members.size();
   rdzv_.size = static_cast<int>(size);
-  rdzv_.master_port = next_generation_(std::move(members), rdzv::Handover::kRestart, reason);
+  rdzv_.master_port = next_generation_({std::move(members), rdzv::Handover::kRestart, reason, {}});
   generations_.back().size = size;  // no worker ran in it yet: it is still the first
   return true;
 }
@@ -429,6 +445,21 @@ void Supervisor::take_ranks(const std::vector<rdzv::Member>& members) {
     record.slot = *it->second;
     sink_.set_rank(id, record.slot.rank);
   }
+}
+
+std::map<std::string, Slot> Supervisor::named_survivors(
+    const std::vector<rdzv::Member>& members) const {
+  std::map<std::uint32_t, const Slot*> ran;  // worker key -> slot in the generation that ended
+  for (const auto& [id, record] : workers_) {
+    if (!record.slot.host.empty()) ran[record.key] = &record.slot;  // not a newcomer
+  }
+  std::map<std::string, Slot> out;
+  for (const auto& m : members) {
+    const auto it = ran.find(m.worker);
+    if (it == ran.end()) continue;
+    out[it->second->host + ":" + std::to_string(it->second->local_rank)] = m.slot;
+  }
+  return out;
 }
 
 // Addresses for the workers of a host (see rendezvous_addr.h for the rule).
@@ -608,8 +639,8 @@ void Supervisor::start_next_generation() {
   std::sort(members.begin(), members.end(),
             [](const rdzv::Member& a, const rdzv::Member& b) { return a.slot.rank < b.slot.rank; });
   const std::size_t size = members.size();
-  rdzv_.master_port = next_generation_(std::move(members), rdzv::Handover::kRestart,
-                                       generations_.back().end_reason);
+  rdzv_.master_port = next_generation_(
+      {std::move(members), rdzv::Handover::kRestart, generations_.back().end_reason, {}});
   generations_.push_back({Clock::now(), {}, {}, size, {}});
   start_workers();
 }
@@ -657,6 +688,7 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
   }
   next_key_ = membership_->next_key();
   auto members = membership_->next_generation();
+  auto survivors = named_survivors(members);
   take_ranks(members);
   for (const auto& id : added) sink_.add_worker(id, workers_.at(id).slot.rank);
   const std::size_t size = members.size();
@@ -665,7 +697,7 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
     generations_.back().end_reason = reason;
   }
   rdzv_.size = static_cast<int>(size);
-  rdzv_.master_port = next_generation_(std::move(members), how, reason);
+  rdzv_.master_port = next_generation_({std::move(members), how, reason, std::move(survivors)});
   generations_.push_back({now, {}, {}, size, {}});
   if (how == rdzv::Handover::kRestart) {
     note("generation " + std::to_string(generations_.size() - 1) + ": " + plural(size, "worker") +
@@ -723,6 +755,9 @@ void Supervisor::grow(const std::string& reason) {
   // A job whose workers have begun to finish does not take new ones, unless it waits for
   // slots to go on at all.
   if (winding_down() && !waiting_for_slots_) return;
+  // Horovod workers learn of a growth only from a host-update notification, which is not
+  // served; they do take part in a generation that ends a wait for slots.
+  if (horovod_ && !waiting_for_slots_) return;
   change_members(reason);
 }
 
@@ -1055,14 +1090,26 @@ void Supervisor::fail_job(const rdzv::JobError& error) {
 void Supervisor::horovod_in_use(const std::string& peer) {
   if (!spec_.survivors_reform() || horovod_) return;
   horovod_ = true;
-  const std::string why =
-      "an elastic job does not re-form Horovod workers; elastic Horovod (hvd.elastic.run) is not "
-      "served yet: --max-restarts N restarts every worker instead";
-  policy_->stop_reforming(why);
   discovery_timer_.cancel();
   note("warning: a worker stored a key in Horovod's rendezvous (from " + peer +
-       "): this job runs Horovod, so a failure will end it and host changes are not taken in (" +
-       why + ")");
+       "): this job runs Horovod, whose workers re-form after a failure but are not told of "
+       "new or removed hosts (Horovod's host-update notification is not served yet): the job "
+       "keeps its hosts and does not grow back after a cooldown");
+}
+
+bool Supervisor::horovod_reform_asked(std::size_t waiting) {
+  if (!membership_ || !spec_.survivors_reform() || state_ != JobState::kRunning || outcome_ ||
+      waiting_for_slots_) {
+    return false;
+  }
+  // A member that does not ask yet (it has not registered; or it died before it did, and its
+  // exit re-forms the job) is waited for.
+  if (waiting < membership_->live()) return false;
+  const std::string reason = "every Horovod worker (" + std::to_string(waiting) +
+                             ") asked to re-form, though none exited: a collective failed";
+  note(reason + "; re-forming with the same workers");
+  reform(rdzv::Handover::kBroken, reason);
+  return true;
 }
 
 void Supervisor::all_joined() {
@@ -1145,14 +1192,16 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
         server->close();
         horovod_kv->close();
       },
-      [&server, &horovod_kv, &master_port](std::vector<rdzv::Member> members, rdzv::Handover how,
-                                           std::string reason) {
+      [&server, &horovod_kv, &master_port](Supervisor::GenerationStart generation) {
         std::vector<Slot> next;
-        for (const auto& m : members) next.push_back(m.slot);
+        for (const auto& m : generation.members) next.push_back(m.slot);
         std::sort(next.begin(), next.end(),
                   [](const Slot& a, const Slot& b) { return a.rank < b.rank; });
-        server->start_generation(std::move(members), how, std::move(reason));
-        horovod_kv->reset(horovod_plan(next));
+        server->start_generation(std::move(generation.members), generation.how,
+                                 std::move(generation.reason));
+        auto kv_plan = horovod_plan(next);
+        kv_plan.survivors = std::move(generation.survivors);
+        horovod_kv->reset(std::move(kv_plan));
         master_port.reset();  // a fresh port: the old one may still be in TIME_WAIT
         master_port.emplace(PortReservation::reserve());
         return master_port->port();
@@ -1180,8 +1229,12 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
   // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
   auto kv_options = horovod_server_options(plan.bind, workers, open_file_limit());
+  if (spec.survivors_reform()) kv_options.rank_query_hold = rank_query_hold(spec.elastic.timeout);
   kv_options.on_first_put = [&supervisor](const std::string& peer) {
     supervisor.horovod_in_use(peer);
+  };
+  kv_options.on_reform_asked = [&supervisor](std::size_t waiting) {
+    return supervisor.horovod_reform_asked(waiting);
   };
   horovod_kv.emplace(io, std::move(kv_options), horovod_plan(slots));
   master_port.emplace(PortReservation::reserve());

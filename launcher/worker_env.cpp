@@ -58,6 +58,7 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
     env[env::kHorovodCpuOperations] = "gloo";
     env[env::kHorovodGlooRendezvousAddr] = rendezvous.addr;
     env[env::kHorovodGlooRendezvousPort] = str(rendezvous.horovod_port);
+    if (spec.survivors_reform()) env[env::kHorovodElastic] = "1";
   }
 }
 

@@ -37,6 +37,9 @@ inline constexpr const char* kHorovodLocalSize = "HOROVOD_LOCAL_SIZE";
 inline constexpr const char* kHorovodCrossRank = "HOROVOD_CROSS_RANK";
 inline constexpr const char* kHorovodCrossSize = "HOROVOD_CROSS_SIZE";
 inline constexpr const char* kHorovodHostname = "HOROVOD_HOSTNAME";
+// 1 in an elastic job whose survivors re-form: a Horovod worker's hvd.init() after
+// hvd.shutdown() asks Horovod's rendezvous for its place (GET /rank_and_size).
+inline constexpr const char* kHorovodElastic = "HOROVOD_ELASTIC";
 // Horovod's Gloo mode: controller, CPU operations, HTTP rendezvous, interfaces.
 inline constexpr const char* kHorovodController = "HOROVOD_CONTROLLER";
 inline constexpr const char* kHorovodCpuOperations = "HOROVOD_CPU_OPERATIONS";

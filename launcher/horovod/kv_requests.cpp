@@ -1,10 +1,13 @@
 // KvServerCore's request handling (Horovod's KV protocol, reference §4): GET, PUT and DELETE
-// on /<scope>/<key>, the elastic rank_and_size query of a static job, and bad requests.
-// Every request is a few hash lookups; nothing here waits.
+// on /<scope>/<key>, the elastic rank_and_size query, and bad requests. Every request is a
+// few hash lookups; only a rank_and_size query waits (held for the next generation).
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/beast/http/verb.hpp>
+#include <set>
 
+#include "common/duration_text.h"
 #include "launcher/horovod/kv_server_core.h"
 
 namespace hvdrun::launcher::horovod {
@@ -24,7 +27,7 @@ std::string quoted(std::string_view text) {
 
 }  // namespace
 
-KvReply KvServerCore::handle(KvRequest& request, const KvSession& session) {
+std::optional<KvReply> KvServerCore::handle(KvRequest& request, KvSession& session) {
   ++requests_;
   const std::string_view target = request.target();
   const auto path = parse_kv_path(target);
@@ -65,9 +68,11 @@ KvReply KvServerCore::on_put(std::string_view scope, std::string_view key, std::
     return KvReply{http::status::insufficient_storage, nullptr};
   }
   if (scope == kWorkerAddressesScope) {
+    // hvd.elastic.run registers: this worker will ask for its place at a re-formation.
+    rank_queries_.registered(std::string(key));
     kv_logger()->debug(
         "{}: worker {} registered its notification service; stored as a plain key (hvdrun "
-        "sends Horovod workers no host updates)",
+        "sends Horovod workers no host updates; it re-forms them after failures)",
         name_, quoted(key));
   }
   if (!put_seen_) {
@@ -91,17 +96,108 @@ KvReply KvServerCore::on_delete(std::string_view scope, std::string_view key) {
 // gloo ("rank < size"); an error status is retried for 1.5 s and ends in "HTTP request
 // failed.". The answer of horovodrun's elastic driver for a slot that is not in the job,
 // "-1,-1,-1,-1,-1,-1" (hosts.py INVALID_SLOT_INFO), makes the worker throw
-// "<host>[<local_rank>] has been removed from elastic job" at once, so this answers that.
-KvReply KvServerCore::on_rank_and_size(std::string_view key, const KvSession& session) {
-  std::string held;
-  if (may_warn(Limit::kElasticQuery, held)) {
-    kv_logger()->warn(
-        "{}: worker {} ({}) asked for its elastic rank and size (GET /rank_and_size/{}): elastic "
-        "Horovod (hvd.elastic.run) is not served yet; it was told it is not in the job and "
-        "will fail with \"has been removed from elastic job\"{}",
-        name_, quoted(key), session.peer(), quoted(key), held);
+// "<host>[<local_rank>] has been removed from elastic job" at once: a static job answers that,
+// and so does an elastic job for a worker the next generation leaves out.
+std::optional<KvReply> KvServerCore::on_rank_and_size(std::string_view key, KvSession& session) {
+  const std::string name(key);
+  if (options_.rank_query_hold.count() == 0) {
+    std::string held;
+    if (may_warn(Limit::kElasticQuery, held)) {
+      kv_logger()->warn(
+          "{}: worker {} ({}) asked for its elastic rank and size (GET /rank_and_size/{}) in a "
+          "static job; it was told it is not in the job and will fail with \"has been removed "
+          "from elastic job\" (run an elastic job: --min-np or --max-np){}",
+          name_, quoted(key), session.peer(), quoted(key), held);
+    }
+    return KvReply{http::status::ok, not_in_job_};
   }
-  return KvReply{http::status::ok, not_in_job_};
+  // A worker asks again on a new connection when its first one broke (a broken connection
+  // that waits is not noticed): the newest query of a name is the one answered.
+  for (auto it = held_queries_.begin(); it != held_queries_.end();) {
+    if (it->name != name) {
+      ++it;
+      continue;
+    }
+    if (const auto older = it->session.lock()) {
+      kv_logger()->info("{}: worker {} asked again from {}; its query from {} is closed", name_,
+                        quoted(key), session.peer(), older->peer());
+      older->close();
+    }
+    it = held_queries_.erase(it);
+  }
+  held_queries_.push_back({name, session.weak_from_this()});
+  if (rank_queries_.answers(name)) {
+    auto due = rank_queries_.ask({name});  // this one's too, if it was the last awaited
+    kv_logger()->debug("{}: worker {} ({}) asks for its place; {} more awaited", name_, quoted(key),
+                       session.peer(), rank_queries_.awaited());
+    deliver_answers(std::move(due));
+  } else {
+    kv_logger()->debug("{}: worker {} ({}) waits for the next generation", name_, quoted(key),
+                       session.peer());
+    std::set<std::string> waiting;
+    for (const auto& query : held_queries_) {
+      if (!rank_queries_.answers(query.name)) waiting.insert(query.name);
+    }
+    if (rank_queries_.all_registered_among(waiting) && options_.on_reform_asked) {
+      const bool reforms = options_.on_reform_asked(waiting.size());  // may reset() in it
+      kv_logger()->info("{}: all {} registered workers wait for a re-formation{}", name_,
+                        waiting.size(), reforms ? "" : "; the launcher waits for the others");
+    }
+  }
+  return std::nullopt;
+}
+
+void KvServerCore::answer_held_queries() {
+  auto held = std::move(held_queries_);
+  held_queries_.clear();
+  std::vector<std::string> asking;
+  for (auto& query : held) {
+    const auto session = query.session.lock();
+    if (!session) continue;
+    if (rank_queries_.answers(query.name)) {
+      asking.push_back(query.name);
+      held_queries_.push_back(std::move(query));
+    } else {
+      kv_logger()->info(
+          "{}: worker {} asked for its place, but the next generation leaves it out: it was "
+          "told it is not in the job",
+          name_, quoted(query.name));
+      session->deliver(KvReply{http::status::ok, not_in_job_});
+    }
+  }
+  deliver_answers(rank_queries_.ask(asking));  // in one release
+}
+
+void KvServerCore::deliver_answers(std::vector<std::pair<std::string, std::string>> answers) {
+  for (auto& answer : answers) {
+    const std::string& name = answer.first;
+    std::string& text = answer.second;
+    const auto it = std::find_if(held_queries_.begin(), held_queries_.end(),
+                                 [&name](const HeldQuery& q) { return q.name == name; });
+    if (it == held_queries_.end()) continue;
+    const auto session = it->session.lock();
+    held_queries_.erase(it);
+    if (!session) continue;
+    kv_logger()->debug("{}: worker {} re-joins as {}", name_, quoted(name), text);
+    session->deliver(
+        KvReply{http::status::ok, std::make_shared<const std::string>(std::move(text))});
+  }
+}
+
+KvReply KvServerCore::held_too_long(KvSession& session) {
+  std::string name;
+  for (auto it = held_queries_.begin(); it != held_queries_.end(); ++it) {
+    if (it->session.lock().get() == &session) {
+      name = std::move(it->name);
+      held_queries_.erase(it);
+      break;
+    }
+  }
+  kv_logger()->warn(
+      "{}: worker {} ({}) asked for its place in the next generation, but none came within {}; "
+      "answered 503",
+      name_, quoted(name), session.peer(), describe_duration(options_.rank_query_hold));
+  return KvReply{http::status::service_unavailable, nullptr};
 }
 
 KvReply KvServerCore::bad_request(const KvSession& session, std::string_view why,

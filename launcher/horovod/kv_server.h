@@ -1,8 +1,9 @@
 // KvServer: the HTTP key-value rendezvous that real Horovod gloo workers (horovod 0.28)
 // talk to: GET/PUT/DELETE /<scope>/<key>, one request per TCP connection, served on the
 // caller's io_context. Settings: KvServerOptions (address, port, limits) and the KvPlan of
-// scope sizes. It serves Horovod's static protocol: the elastic rank_and_size query gets the
-// "not in this job" answer, so such a worker fails at once instead of hanging.
+// scope sizes. Elastic Horovod's rank_and_size query (rank_queries.h) is answered from each
+// generation's KvPlan::survivors; in a static job it gets the "not in this job" answer, so
+// such a worker fails at once instead of hanging.
 // Thread: construct, call and destroy on the io_context's thread (or before it runs); no
 // locks. Lifetime: close() or the destructor stops accepting and closes every connection;
 // connections then unwind on the io_context, which must outlive the object.
@@ -30,6 +31,15 @@ struct KvServerOptions {
   std::size_t max_connections = 4096;  // at the cap, new connections wait in the backlog
   std::size_t max_stored_bytes = 256u << 20;
   std::chrono::milliseconds request_timeout{10'000};  // the whole request, then the reply
+  // 0 (a static job): GET /rank_and_size is answered "not in the job" at once. Else (an
+  // elastic job) a query that the current generation does not answer is held until the next
+  // generation (reset()) answers it, or for at most this long (then 503).
+  std::chrono::milliseconds rank_query_hold{0};
+  // Called when every worker that registered (hvd.elastic.run) waits for a next generation
+  // that the launcher has not formed: a collective failed and no worker exited. Returns
+  // whether the launcher re-forms (reset() then answers them); until it does, each further
+  // waiting query calls it again.
+  std::function<bool(std::size_t waiting)> on_reform_asked;
   // Called once, at the first PUT stored, with the client's address: a Horovod worker (or
   // someone posing as one: the port takes no credentials) is in the job.
   std::function<void(const std::string& peer)> on_first_put;
@@ -48,7 +58,8 @@ struct KvServerStats {
   std::uint64_t connection_pauses = 0;  // times accepting paused at max_connections
   std::uint64_t timeouts = 0;           // connections closed by request_timeout
   std::uint64_t bad_requests = 0;       // malformed, bad path or method
-  std::uint64_t elastic_queries = 0;    // rank_and_size GETs
+  std::uint64_t elastic_queries = 0;    // rank_and_size GETs of a static job
+  std::size_t held_queries = 0;         // rank_and_size GETs waiting for the next generation
 };
 
 class KvServer {
@@ -60,7 +71,8 @@ class KvServer {
   KvServer& operator=(const KvServer&) = delete;
 
   std::uint16_t port() const noexcept;
-  // Wipes every scope and takes the sizes of `plan` (an elastic restart).
+  // Wipes every scope and takes the sizes of `plan` (a restart, an elastic re-formation),
+  // and answers the held rank_and_size queries from its survivors.
   void reset(KvPlan plan);
   void close();
   KvServerStats stats() const;

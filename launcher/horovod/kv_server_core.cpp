@@ -52,7 +52,7 @@ KvServerCore::KvServerCore(asio::io_context& io, KvServerOptions options, KvPlan
       name_("Horovod rendezvous on " + options_.bind_address + ":" + std::to_string(port_)),
       store_(std::move(plan), options_.max_stored_bytes),
       room_(io),
-      not_in_job_(std::make_shared<const std::string>("-1,-1,-1,-1,-1,-1")) {
+      not_in_job_(std::make_shared<const std::string>(kNotInJob)) {
   if (options_.max_connections == 0) options_.max_connections = 1;
   kv_logger()->debug("{}: listening", name_);
 }
@@ -157,8 +157,10 @@ void KvServerCore::log_held_back() {
 }
 
 void KvServerCore::reset(KvPlan plan) {
+  rank_queries_.next_generation(plan.survivors, plan.global_size);
   store_.reset(std::move(plan));
   kv_logger()->debug("{}: store reset for a new plan", name_);
+  answer_held_queries();
 }
 
 KvServerStats KvServerCore::stats() const {
@@ -175,6 +177,7 @@ KvServerStats KvServerCore::stats() const {
   s.timeouts = limits_.hits(Limit::kRequestTimeout);
   s.bad_requests = limits_.hits(Limit::kBadRequest);
   s.elastic_queries = limits_.hits(Limit::kElasticQuery);
+  s.held_queries = held_queries_.size();
   return s;
 }
 

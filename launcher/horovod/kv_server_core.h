@@ -25,6 +25,7 @@
 #include "launcher/horovod/kv_scopes.h"
 #include "launcher/horovod/kv_server.h"
 #include "launcher/horovod/kv_session.h"
+#include "launcher/horovod/rank_queries.h"
 
 namespace hvdrun::launcher::horovod {
 
@@ -46,8 +47,11 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   const KvServerOptions& options() const noexcept { return options_; }
   KvServerStats stats() const;
 
-  // Called by sessions. handle() answers a complete request (it may move the body out).
-  KvReply handle(KvRequest& request, const KvSession& session);
+  // Called by sessions. handle() answers a complete request (it may move the body out), or
+  // holds it (nullopt): the answer then comes by KvSession::deliver().
+  std::optional<KvReply> handle(KvRequest& request, KvSession& session);
+  // A held request's session waited too long: the reply it sends.
+  KvReply held_too_long(KvSession& session);
   // A request that could not be read: the error reply to send, or nullopt to just close.
   std::optional<KvReply> read_failed(const boost::system::error_code& ec, const KvSession& session);
   void reply_timed_out(const KvSession& session, std::size_t sent, std::size_t total);
@@ -64,7 +68,12 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   KvReply on_put(std::string_view scope, std::string_view key, std::string body,
                  const KvSession& session);
   KvReply on_delete(std::string_view scope, std::string_view key);
-  KvReply on_rank_and_size(std::string_view key, const KvSession& session);
+  std::optional<KvReply> on_rank_and_size(std::string_view key, KvSession& session);
+  // After a reset: each held rank_and_size query asks again (rank_queries.h), or is told "not
+  // in the job".
+  void answer_held_queries();
+  // Sends each (name, answer) to the held query of that name.
+  void deliver_answers(std::vector<std::pair<std::string, std::string>> answers);
   KvReply bad_request(const KvSession& session, std::string_view why, std::string_view target);
   // True when a warning about `limit` may be logged now; `held` then says how many similar
   // lines were held back (" (3 more since the previous such line)") or is empty.
@@ -88,6 +97,12 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   std::uint64_t requests_ = 0;
   bool put_seen_ = false;  // options_.on_first_put was called
   KvValue not_in_job_;     // the rank_and_size answer
+  RankQueries rank_queries_;
+  struct HeldQuery {
+    std::string name;  // "<host>:<local_rank>"
+    std::weak_ptr<KvSession> session;
+  };
+  std::vector<HeldQuery> held_queries_;  // in arrival order
 };
 
 }  // namespace hvdrun::launcher::horovod

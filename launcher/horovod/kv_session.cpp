@@ -52,7 +52,10 @@ std::size_t format_head(std::array<char, 128>& out, http::status status, std::si
 
 KvSession::KvSession(asio::ip::tcp::socket socket, asio::ip::tcp::endpoint peer,
                      std::shared_ptr<KvServerCore> core)
-    : stream_(std::move(socket)), peer_(peer), core_(std::move(core)) {
+    : stream_(std::move(socket)),
+      peer_(peer),
+      core_(std::move(core)),
+      hold_(stream_.get_executor()) {
   const auto& options = core_->options();
   parser_.header_limit(static_cast<std::uint32_t>(
       std::min<std::size_t>(options.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
@@ -69,9 +72,15 @@ void KvSession::start() {
 }
 
 void KvSession::close() {
+  hold_.cancel();
   boost::system::error_code ignored;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   stream_.close();
+}
+
+void KvSession::deliver(KvReply reply) {
+  delivered_ = std::move(reply);
+  hold_.cancel();
 }
 
 std::string KvSession::peer() const {
@@ -88,10 +97,20 @@ asio::awaitable<void> KvSession::run() {
     reply = core_->read_failed(ec, *this);
   } else {
     reply = core_->handle(parser_.get(), *this);
+    if (!reply) reply = co_await held_reply();
   }
   if (!reply || !stream_.socket().is_open()) co_return;
   co_await write_reply(*reply);
   if (ec) co_await drain();
+}
+
+asio::awaitable<std::optional<KvReply>> KvSession::held_reply() {
+  hold_.expires_after(core_->options().rank_query_hold);
+  while (!delivered_ && stream_.socket().is_open()) {
+    auto [ec] = co_await hold_.async_wait(kUseTuple);
+    if (!ec && !delivered_) co_return core_->held_too_long(*this);  // expired
+  }
+  co_return std::move(delivered_);
 }
 
 asio::awaitable<void> KvSession::write_reply(const KvReply& reply) {

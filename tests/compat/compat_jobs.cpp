@@ -1,7 +1,10 @@
 // Helpers of the compatibility tests (compat_jobs.h).
 #include "tests/compat/compat_jobs.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 namespace hvdrun::itest {
@@ -47,6 +50,21 @@ std::string field(const std::string& line, const std::string& key) {
     pos += marker.size();
   }
   return {};
+}
+
+void expect_elastic_done(const std::string& out, int batches, const std::vector<int>& resets) {
+  const auto size = std::to_string(resets.size());
+  std::set<std::string> digests;
+  for (std::size_t rank = 0; rank < resets.size(); ++rank) {
+    const auto done = rank_lines(out, static_cast<int>(rank), "done ");
+    ASSERT_EQ(done.size(), 1u) << out;
+    EXPECT_EQ(field(done[0], "size"), size) << done[0];
+    EXPECT_EQ(field(done[0], "resets"), std::to_string(resets[rank])) << done[0];
+    EXPECT_EQ(field(done[0], "batch"), std::to_string(batches)) << done[0];
+    EXPECT_EQ(field(done[0], "in_sync"), "True") << done[0];
+    digests.insert(field(done[0], "params"));
+  }
+  EXPECT_EQ(digests.size(), 1u) << out;
 }
 
 }  // namespace hvdrun::itest

@@ -2,7 +2,7 @@
 // hvdrun, collectives and DistributedOptimizer training on 2 and 4 ranks, heterogeneous hosts
 // (local_ and cross_ scopes), horovodrun's tuning flags reaching Horovod (its timeline file),
 // fail-fast on a rank that raises, an elastic query failing at once in a static job, and an
-// elastic job of Horovod workers ending at its first failure.
+// elastic job of Horovod workers (hvd.elastic.run) re-forming after a failure.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -99,24 +99,66 @@ TEST(Horovod, ElasticQueryInAStaticJobFailsAtOnce) {
   EXPECT_LT(r.seconds, 45.0);
 }
 
-// An elastic job whose workers turn out to run Horovod (a key stored in Horovod's rendezvous)
-// says so at once; a failure then ends the job naming why, instead of re-forming workers that
-// cannot re-form.
-TEST(Horovod, AnElasticJobOfHorovodWorkersEndsAtTheFirstFailureSayingWhy) {
+// An elastic job of real Horovod workers (hvd.elastic.run): one dies in the middle of the
+// training; the survivors roll back to their last commit, get their new places from hvdrun's
+// rendezvous (GET /rank_and_size) and finish in a generation of 2 with equal weights.
+TEST(Horovod, AnElasticJobReFormsHorovodWorkersAfterAFailure) {
   REQUIRE_HOROVOD();
-  const auto r = run_hvdrun(
-      {"-np", "2", "--min-np", "1", kPython, job_script("horovod_job.py"), "--fail-rank", "1"},
-      horovod_env(), seconds(120));
-  EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_TRUE(contains(
-      r.err, "this job runs Horovod, so a failure will end it and host changes are not taken in"))
+  const auto r = run_hvdrun({"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "60", "60",
+                             kPython, job_script("horovod_elastic_job.py"), "--fail-slot", "1",
+                             "--fail-at", "10", "--batches", "40"},
+                            horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "this job runs Horovod, whose workers re-form after a failure"))
       << r.err;
+  EXPECT_TRUE(contains(r.out, "slot 1 dies at batch 10")) << r.out;
   EXPECT_TRUE(contains(r.err,
-                       "hvdrun: job failed: first failure was rank 1 on localhost: exit code 1 "
-                       "(an elastic job does not re-form Horovod workers"))
+                       ") exited with code 1; host localhost unused for 60 s; re-forming "
+                       "with 2 surviving workers"))
       << r.err;
-  EXPECT_FALSE(contains(r.err, "re-forming")) << r.err;
-  EXPECT_LT(r.seconds, 60.0);
+  expect_elastic_done(r.out, 40, {1, 1});
+  for (int rank = 0; rank < 2; ++rank) {  // rolled back to the commit at batch 8, as 2 ranks
+    const auto reset = rank_lines(r.out, rank, "reset ");
+    ASSERT_EQ(reset.size(), 1u) << r.out;
+    EXPECT_EQ(field(reset[0], "size"), "2") << reset[0];
+    EXPECT_EQ(field(reset[0], "batch"), "8") << reset[0];
+  }
+  EXPECT_TRUE(rank_lines(r.out, 2, "done ").empty()) << r.out;
+}
+
+// A second worker dies while the survivors of the first failure wait for their places: they
+// are answered only when every survivor has asked, so the second death gives them the next
+// generation instead of a Gloo setup with a dead member (which would end them after 30 s).
+TEST(Horovod, ASecondDeathWhileSurvivorsReFormLeavesTwoThatFinish) {
+  REQUIRE_HOROVOD();
+  // A survivor whose ring neighbour was not the dead worker notices only by Gloo's timeout.
+  const auto r = run_hvdrun(
+      {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "60", "60", "-x",
+       "HOROVOD_GLOO_TIMEOUT_SECONDS=5", kPython, job_script("horovod_elastic_job.py"),
+       "--fail-slot", "1", "--late-fail-slot", "2", "--fail-at", "10", "--batches", "40"},
+      horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "slot 2 dies late at batch 10")) << r.out;
+  EXPECT_TRUE(contains(r.err, "re-forming with 2 surviving workers")) << r.err;
+  expect_elastic_done(r.out, 40, {1, 1});
+}
+
+// A worker's Gloo connections break (it shuts Horovod down and raises Horovod's internal
+// error): every collective fails and no process exits. Once every worker asks for its place,
+// hvdrun re-forms the same three, and they finish.
+TEST(Horovod, ACollectiveThatFailsWithNoExitReFormsTheSameWorkers) {
+  REQUIRE_HOROVOD();
+  const auto r =
+      run_hvdrun({"-np", "3", "--min-np", "2", kPython, job_script("horovod_elastic_job.py"),
+                  "--break-slot", "1", "--fail-at", "10", "--batches", "30"},
+                 horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "slot 1 breaks its connections at batch 10")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "every Horovod worker (3) asked to re-form, though none exited: a "
+                       "collective failed; re-forming with the same workers"))
+      << r.err;
+  expect_elastic_done(r.out, 30, {1, 1, 1});
 }
 
 }  // namespace

@@ -342,8 +342,8 @@ TEST(Discovery, AJobOfHorovodWorkersTakesInNoHostChange) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count(r.out, "HTTP/1.1 200"), 2u) << r.out;
   EXPECT_TRUE(contains(r.err,
-                       "this job runs Horovod, so a failure will end it and host changes "
-                       "are not taken in"))
+                       "this job runs Horovod, whose workers re-form after a failure but "
+                       "are not told of new or removed hosts"))
       << r.err;
   EXPECT_FALSE(contains(r.err, "generation 1")) << r.err;
   EXPECT_LE(runs(), runs_before + 1) << "the script ran on (one run may have been under way)";

@@ -1,6 +1,6 @@
 // Real Horovod across the sshd test hosts: 2 hosts x 2 ranks train to identical parameters;
 // each host's workers use their own host's interface for Gloo (eth0 in a test host), not the
-// launcher's.
+// launcher's. An elastic Horovod job re-forms with a new worker on another host.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -42,6 +42,30 @@ TEST(TestHostsHorovod, TwoHostsTrainWithHorovod) {
     digests.insert(field(train[0], "params"));
   }
   EXPECT_EQ(digests.size(), 1u);
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
+// Elastic Horovod over two hosts: rank 1 on hvdt-h1 dies; h1 cools down, and the next
+// generation is the two survivors plus a new worker on h2's free slot, which takes its ranks
+// from its environment and the state from rank 0's broadcast. All three finish with equal
+// weights.
+TEST(TestHostsHorovod, AnElasticJobReFormsWithANewWorkerOnAFreeSlot) {
+  REQUIRE_TEST_HOSTS();
+  REQUIRE_HOROVOD();
+  TestHome home;
+  auto env = home.env();
+  env.merge(horovod_env());
+  const auto r =
+      run_hvdrun({"-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "60",
+                  "60", "-H", "hvdt-h1:2,hvdt-h2:2", kPython, job_script("horovod_elastic_job.py"),
+                  "--fail-slot", "1", "--fail-at", "10", "--batches", "40"},
+                 env, seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "host hvdt-h1 unused for 60 s; re-forming with 2 surviving workers"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "generation 1: 3 workers, 1 of them new")) << r.err;
+  // The survivors (ranks 0 and 1) re-formed once; the newcomer (last) never did.
+  expect_elastic_done(r.out, 40, {1, 1, 0});
   EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
 }
 

@@ -34,19 +34,6 @@ TEST(RestartAllPolicy, FailuresRestartUntilTheLimitThenFailTheJob) {
   EXPECT_EQ(policy.exhausted(), "no restart left: --max-restarts 2 used");
 }
 
-// Workers that cannot re-form (Horovod's): after stop_reforming() a failure ends the job and
-// says why; a worker that finished still does not.
-TEST(ElasticPolicy, AfterStopReformingAFailureEndsTheJobSayingWhy) {
-  ElasticPolicy policy(std::nullopt);
-  const WorkerId worker{0, 1, 0};
-  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kReform);
-  policy.stop_reforming("they run Horovod");
-  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(0)), WorkerEndDecision::kContinue);
-  EXPECT_EQ(policy.on_worker_end(worker, ProcessEnd::exited(3)), WorkerEndDecision::kTerminateJob);
-  EXPECT_EQ(policy.exhausted(), "they run Horovod");
-  EXPECT_EQ(policy.survived(), 1);
-}
-
 TEST(ElasticPolicy, FailuresReFormUntilTheResetLimitThenFailTheJob) {
   ElasticPolicy policy(1);
   const WorkerId worker{0, 1, 0};

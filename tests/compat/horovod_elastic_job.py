@@ -1,0 +1,90 @@
+"""An elastic Horovod program as users write it, for hvdrun's compatibility tests.
+
+hvd.elastic.run over a hvd.elastic.TorchState (model, optimizer, batch): each batch's data is
+fixed by its number and split over the ranks of the moment, committed every --commit-every
+batches. The worker whose HVDRUN_SLOT is --fail-slot dies (os._exit(1), as a crash would) when
+it reaches batch --fail-at; the others catch Horovod's error, roll back to their last commit,
+ask hvdrun's rendezvous for their new places, and go on. The worker whose slot is
+--late-fail-slot dies --late-fail-delay seconds after reaching that batch, while the others
+wait for their new places. The worker whose slot is --break-slot closes its Gloo connections
+at that batch (hvd.shutdown()) and raises Horovod's internal error, as a broken connection
+would make it: every worker's collective fails, and no process exits.
+At the end every rank prints "done rank=R size=N resets=K batch=B params=<hash> in_sync=<bool>".
+Exit status 0 only if the ranks agree.
+"""
+import argparse
+import hashlib
+import os
+import sys
+import time
+
+import torch
+import horovod.torch as hvd
+from horovod.common.exceptions import HorovodInternalError
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--commit-every", type=int, default=4)
+    parser.add_argument("--fail-slot", type=int, default=-1)
+    parser.add_argument("--fail-at", type=int, default=10)
+    parser.add_argument("--late-fail-slot", type=int, default=-1)
+    parser.add_argument("--late-fail-delay", type=float, default=1.5)
+    parser.add_argument("--break-slot", type=int, default=-1)
+    parser.add_argument("--step-delay", type=float, default=0.02)
+    args = parser.parse_args()
+    me = int(os.environ["HVDRUN_SLOT"])
+
+    hvd.init()
+    torch.manual_seed(1000 + hvd.rank())  # different weights per rank until the first sync
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    state = hvd.elastic.TorchState(model=model, optimizer=optimizer, batch=0)
+    resets = []  # this process's re-formations (not state: a sync sets state to rank 0's)
+
+    def on_reset():
+        resets.append(state.batch)
+        print(f"reset rank={hvd.rank()} size={hvd.size()} batch={state.batch}", flush=True)
+
+    state.register_reset_callbacks([on_reset])
+
+    @hvd.elastic.run
+    def train(state):
+        while state.batch < args.batches:
+            if me == args.fail_slot and state.batch == args.fail_at:
+                print(f"slot {me} dies at batch {state.batch}", flush=True)
+                os._exit(1)
+            if me == args.late_fail_slot and state.batch == args.fail_at:
+                time.sleep(args.late_fail_delay)
+                print(f"slot {me} dies late at batch {state.batch}", flush=True)
+                os._exit(1)
+            if me == args.break_slot and state.batch == args.fail_at and not resets:
+                print(f"slot {me} breaks its connections at batch {state.batch}", flush=True)
+                hvd.shutdown()
+                raise HorovodInternalError("connections broken on purpose")
+            data = torch.Generator().manual_seed(state.batch)
+            x = torch.randn(64, 8, generator=data)
+            y = x.sum(dim=1, keepdim=True)
+            r, n = hvd.rank(), hvd.size()
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x[r::n]), y[r::n]).backward()
+            optimizer.step()
+            state.batch += 1
+            if state.batch % args.commit_every == 0:
+                state.commit()
+            time.sleep(args.step_delay)
+
+    train(state)
+    weights = b"".join(p.detach().numpy().tobytes() for p in model.parameters())
+    digest = hashlib.sha256(weights).hexdigest()[:16]
+    in_sync = len(set(hvd.allgather_object(digest))) == 1
+    print(f"done rank={hvd.rank()} size={hvd.size()} resets={len(resets)} batch={state.batch} "
+          f"params={digest} in_sync={in_sync}", flush=True)
+    hvd.shutdown()
+    sys.exit(0 if in_sync else 3)
+
+
+if __name__ == "__main__":
+    main()
