@@ -16,6 +16,7 @@
 #include "launcher/discovery_script.h"
 #include "launcher/elastic_membership.h"
 #include "launcher/failure_policy.h"
+#include "launcher/horovod/host_updates.h"
 #include "launcher/horovod/kv_server.h"
 #include "launcher/initial_hosts.h"
 #include "launcher/job_outcome.h"
@@ -44,6 +45,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kDrainTimeout = std::chrono::seconds(1);
 // How long remote ranks' output may still take once every worker ended, while it flows.
 constexpr auto kRemoteDrainTimeout = std::chrono::seconds(30);
+// How long an elastic Horovod rank 0's notification service has for each of its addresses.
+constexpr auto kNotificationTimeout = std::chrono::seconds(5);
 
 std::string plural(std::size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -132,6 +135,10 @@ class Supervisor {
       if (!spec.elastic.discovery_script.empty()) {
         discovery_.emplace(io, watchdog, spec.elastic, environment);
       }
+      if (spec.survivors_reform()) {
+        host_updates_.emplace(io, kNotificationTimeout,
+                              [this](const std::string& line) { note(line); });
+      }
     }
     generations_.push_back({Clock::now(), {}, {}, slots.size(), {}});
     boost::system::error_code ignored;
@@ -147,14 +154,17 @@ class Supervisor {
   // a failure like any other.
   void worker_lost(std::uint32_t key, const std::string& why);
   // A worker stored a key in Horovod's rendezvous (from `peer`): the job runs Horovod, whose
-  // workers re-form after failures (they ask Horovod's rendezvous for their places) but are
-  // not told of host changes. An elastic job then stops taking in host changes and growing.
+  // workers re-form after failures (they ask Horovod's rendezvous for their places) and learn
+  // of host changes from their rank 0 (change_members()).
   void horovod_in_use(const std::string& peer);
   // Every Horovod worker (`waiting` of them) asked for its place in a next generation, though
-  // none exited: a collective failed (a Gloo timeout, a broken connection). The same workers
-  // re-form, as horovodrun's do.
-  // Returns whether it re-forms.
+  // none exited: after a host change they were told of, the next generation takes it in;
+  // otherwise a collective failed (a Gloo timeout, a broken connection) and the same workers
+  // re-form, as horovodrun's do. Returns whether it re-forms.
   bool horovod_reform_asked(std::size_t waiting);
+  // The Horovod worker called `name` ("<HOROVOD_HOSTNAME>:<HOROVOD_LOCAL_RANK>") registered its
+  // notification service: the running worker of that slot is told of host changes there.
+  void horovod_registered(const std::string& name, horovod::WorkerRegistration registration);
   // Whether a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ended the job.
   bool interrupted() const noexcept { return interrupted_; }
   // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
@@ -199,9 +209,10 @@ class Supervisor {
   // A new generation that takes in free slots (or ends a wait for slots); none once a
   // worker has finished.
   void grow(const std::string& reason);
-  // A new generation for a change of the job's slots (added or removed): fresh workers with
-  // --max-restarts, else the survivors re-form; none once the job is failing.
-  void change_members(const std::string& reason);
+  // A new generation for a change of the job's slots (`update`): fresh workers with
+  // --max-restarts, else the survivors re-form (Horovod workers once rank 0 was told and they
+  // all asked); none once the job is failing.
+  void change_members(const std::string& reason, horovod::HostUpdate update);
   // The discovery script every --discovery-interval while the job runs.
   void poll_discovery();
   void on_discovery(DiscoveryResult result);
@@ -304,7 +315,8 @@ class Supervisor {
   std::optional<ElasticMembership> membership_;  // elastic jobs only
   std::optional<DiscoveryScript> discovery_;     // --host-discovery-script only
   std::string discovery_failure_;                // the last run's failure; empty: it worked
-  bool horovod_ = false;  // an elastic job of Horovod workers: no host changes, no growth
+  bool horovod_ = false;  // an elastic job of Horovod workers: host changes go by host_updates_
+  std::optional<horovod::HostUpdates> host_updates_;  // elastic jobs whose survivors re-form
   bool waiting_for_slots_ = false;
   std::uint32_t next_key_ = 0;  // HVDRUN_SLOT of the next worker started
   AddressPlan plan_;
@@ -698,6 +710,7 @@ void Supervisor::reform(rdzv::Handover how, const std::string& reason) {
   }
   rdzv_.size = static_cast<int>(size);
   rdzv_.master_port = next_generation_({std::move(members), how, reason, std::move(survivors)});
+  if (host_updates_) host_updates_->reformed();  // this generation takes every change in
   generations_.push_back({now, {}, {}, size, {}});
   if (how == rdzv::Handover::kRestart) {
     note("generation " + std::to_string(generations_.size() - 1) + ": " + plural(size, "worker") +
@@ -755,14 +768,23 @@ void Supervisor::grow(const std::string& reason) {
   // A job whose workers have begun to finish does not take new ones, unless it waits for
   // slots to go on at all.
   if (winding_down() && !waiting_for_slots_) return;
-  // Horovod workers learn of a growth only from a host-update notification, which is not
-  // served; they do take part in a generation that ends a wait for slots.
-  if (horovod_ && !waiting_for_slots_) return;
-  change_members(reason);
+  change_members(reason, horovod::HostUpdate::kAdded);
 }
 
-void Supervisor::change_members(const std::string& reason) {
-  if (outcome_) return;             // the job is failing: no new generation
+void Supervisor::change_members(const std::string& reason, horovod::HostUpdate update) {
+  if (outcome_) return;  // the job is failing: no new generation
+  // Horovod workers take a change in when rank 0 is told of it: they then ask for their
+  // places, and horovod_reform_asked() re-forms. A generation that ends a wait for slots is
+  // formed at once (its survivors already ask).
+  if (horovod_ && spec_.survivors_reform() && !waiting_for_slots_) {
+    for (const auto& [id, record] : workers_) {
+      if (record.slot.rank == 0 && !record.end) {
+        host_updates_->changed(update, reason, record.key);
+        return;
+      }
+    }
+    return;  // no rank 0 runs: the next generation, whatever ends this one, takes the change in
+  }
   if (!spec_.survivors_reform()) {  // --max-restarts: fresh workers take the change in
     if (waiting_for_slots_ && membership_->live() == 0) {
       reform(rdzv::Handover::kRestart, reason);
@@ -777,12 +799,11 @@ void Supervisor::change_members(const std::string& reason) {
 }
 
 void Supervisor::poll_discovery() {
-  if (horovod_) return;
   discovery_timer_.expires_after(spec_.elastic.discovery_interval);
   discovery_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || state_ != JobState::kRunning || horovod_) return;
+    if (ec || state_ != JobState::kRunning) return;
     discovery_->run([this](DiscoveryResult result) {
-      if (state_ != JobState::kRunning || horovod_) return;
+      if (state_ != JobState::kRunning) return;
       on_discovery(std::move(result));
       poll_discovery();
     });
@@ -818,7 +839,7 @@ void Supervisor::on_discovery(DiscoveryResult result) {
     note("the discovery script no longer lists the slots of " + removed +
          (spec_.survivors_reform() ? ": they leave the job at its next commit"
                                    : ": they leave the job"));
-    change_members("slots removed by the discovery script");
+    change_members("slots removed by the discovery script", horovod::HostUpdate::kRemoved);
   } else if (membership_->free_slots(Clock::now()) > 0) {
     grow("slots added by the discovery script");
   }
@@ -1090,11 +1111,25 @@ void Supervisor::fail_job(const rdzv::JobError& error) {
 void Supervisor::horovod_in_use(const std::string& peer) {
   if (!spec_.survivors_reform() || horovod_) return;
   horovod_ = true;
-  discovery_timer_.cancel();
-  note("warning: a worker stored a key in Horovod's rendezvous (from " + peer +
-       "): this job runs Horovod, whose workers re-form after a failure but are not told of "
-       "new or removed hosts (Horovod's host-update notification is not served yet): the job "
-       "keeps its hosts and does not grow back after a cooldown");
+  note("a worker stored a key in Horovod's rendezvous (from " + peer +
+       "): the job runs Horovod; its workers re-form after a failure, and host changes are sent "
+       "to its rank 0, to be taken in at the next state.commit()");
+}
+
+void Supervisor::horovod_registered(const std::string& name,
+                                    horovod::WorkerRegistration registration) {
+  if (!host_updates_) return;
+  for (const auto& [id, record] : workers_) {
+    if (record.end || record.slot.host + ":" + std::to_string(record.slot.local_rank) != name) {
+      continue;
+    }
+    host_updates_->registered(record.key, std::move(registration));
+    return;
+  }
+  launcher_log()->info(
+      "Horovod worker {} registered its notification service, but no running "
+      "worker has that slot now: it is not told of host changes",
+      name);
 }
 
 bool Supervisor::horovod_reform_asked(std::size_t waiting) {
@@ -1105,6 +1140,13 @@ bool Supervisor::horovod_reform_asked(std::size_t waiting) {
   // A member that does not ask yet (it has not registered; or it died before it did, and its
   // exit re-forms the job) is waited for.
   if (waiting < membership_->live()) return false;
+  if (host_updates_->pending()) {
+    const std::string reason = host_updates_->pending_reason();
+    note("every Horovod worker (" + std::to_string(waiting) +
+         ") asked for its place after the host change; re-forming");
+    reform(rdzv::Handover::kHostsUpdated, reason);
+    return true;
+  }
   const std::string reason = "every Horovod worker (" + std::to_string(waiting) +
                              ") asked to re-form, though none exited: a collective failed";
   note(reason + "; re-forming with the same workers");
@@ -1235,6 +1277,10 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   };
   kv_options.on_reform_asked = [&supervisor](std::size_t waiting) {
     return supervisor.horovod_reform_asked(waiting);
+  };
+  kv_options.on_registered = [&supervisor](const std::string& name,
+                                           horovod::WorkerRegistration registration) {
+    supervisor.horovod_registered(name, std::move(registration));
   };
   horovod_kv.emplace(io, std::move(kv_options), horovod_plan(slots));
   master_port.emplace(PortReservation::reserve());

@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 build=${2:-$root/build-fuzz}
-targets=(rendezvous_codec agent_codec host_lists cli horovod_http)
+targets=(rendezvous_codec agent_codec host_lists cli horovod_http horovod_registration)
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHVDRUN_FUZZ=ON -DHVDRUN_SANITIZE=address,undefined \

@@ -29,6 +29,8 @@ std::string_view limit_name(Limit limit) noexcept {
       return "accept errors";
     case Limit::kElasticQuery:
       return "elastic rank_and_size queries";
+    case Limit::kRegistration:
+      return "undecodable worker registrations";
     case Limit::kCount:
       break;
   }

@@ -32,6 +32,7 @@ enum class Limit : std::size_t {
   kBadRequest,      // malformed request, bad path or method
   kAcceptFailed,    // accept() error (e.g. out of file descriptors)
   kElasticQuery,    // elastic rank_and_size query in a static job
+  kRegistration,    // a PUT /worker_addresses body that does not decode
   kCount,
 };
 

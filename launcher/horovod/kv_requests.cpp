@@ -56,6 +56,18 @@ KvReply KvServerCore::on_get(std::string_view scope, std::string_view key) {
 KvReply KvServerCore::on_put(std::string_view scope, std::string_view key, std::string body,
                              const KvSession& session) {
   const std::size_t size = body.size();
+  std::optional<WorkerRegistration> registration;
+  if (scope == kWorkerAddressesScope && options_.on_registered) {
+    std::string error;
+    registration = read_worker_registration(body, error);
+    std::string held;
+    if (!registration && may_warn(Limit::kRegistration, held)) {
+      kv_logger()->warn(
+          "{}: worker {} ({}) registered a notification service that cannot be read ({}): it "
+          "will not be told of host changes{}",
+          name_, quoted(key), session.peer(), error, held);
+    }
+  }
   if (store_.put(scope, key, std::move(body)) == KvPutResult::kOverCap) {
     std::string held;
     if (may_warn(Limit::kStoredBytes, held)) {
@@ -70,10 +82,8 @@ KvReply KvServerCore::on_put(std::string_view scope, std::string_view key, std::
   if (scope == kWorkerAddressesScope) {
     // hvd.elastic.run registers: this worker will ask for its place at a re-formation.
     rank_queries_.registered(std::string(key));
-    kv_logger()->debug(
-        "{}: worker {} registered its notification service; stored as a plain key (hvdrun "
-        "sends Horovod workers no host updates; it re-forms them after failures)",
-        name_, quoted(key));
+    kv_logger()->debug("{}: worker {} registered its notification service", name_, quoted(key));
+    if (registration) options_.on_registered(std::string(key), std::move(*registration));
   }
   if (!put_seen_) {
     put_seen_ = true;

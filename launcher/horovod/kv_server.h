@@ -18,6 +18,7 @@
 #include <string>
 
 #include "launcher/horovod/kv_plan.h"
+#include "launcher/horovod/worker_registration.h"
 
 namespace hvdrun::launcher::horovod {
 
@@ -40,6 +41,10 @@ struct KvServerOptions {
   // whether the launcher re-forms (reset() then answers them); until it does, each further
   // waiting query calls it again.
   std::function<bool(std::size_t waiting)> on_reform_asked;
+  // Called for each worker that registers its notification service (hvd.elastic.run's
+  // PUT /worker_addresses/<name>, `name` "<HOROVOD_HOSTNAME>:<HOROVOD_LOCAL_RANK>") with a body
+  // that decodes; one that does not is logged and only stored.
+  std::function<void(const std::string& name, WorkerRegistration registration)> on_registered;
   // Called once, at the first PUT stored, with the client's address: a Horovod worker (or
   // someone posing as one: the port takes no credentials) is in the job.
   std::function<void(const std::string& peer)> on_first_put;

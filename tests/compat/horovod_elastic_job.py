@@ -8,7 +8,9 @@ ask hvdrun's rendezvous for their new places, and go on. The worker whose slot i
 --late-fail-slot dies --late-fail-delay seconds after reaching that batch, while the others
 wait for their new places. The worker whose slot is --break-slot closes its Gloo connections
 at that batch (hvd.shutdown()) and raises Horovod's internal error, as a broken connection
-would make it: every worker's collective fails, and no process exits.
+would make it: every worker's collective fails, and no process exits. The worker whose slot
+is 0 writes --hosts-text into --hosts-file when it reaches batch --hosts-at (the discovery
+script prints that file): the job's slots change while it trains.
 At the end every rank prints "done rank=R size=N resets=K batch=B params=<hash> in_sync=<bool>".
 Exit status 0 only if the ranks agree.
 """
@@ -33,6 +35,9 @@ def main():
     parser.add_argument("--late-fail-delay", type=float, default=1.5)
     parser.add_argument("--break-slot", type=int, default=-1)
     parser.add_argument("--step-delay", type=float, default=0.02)
+    parser.add_argument("--hosts-file", default="")
+    parser.add_argument("--hosts-text", default="")
+    parser.add_argument("--hosts-at", type=int, default=-1)
     args = parser.parse_args()
     me = int(os.environ["HVDRUN_SLOT"])
 
@@ -43,6 +48,7 @@ def main():
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
     state = hvd.elastic.TorchState(model=model, optimizer=optimizer, batch=0)
     resets = []  # this process's re-formations (not state: a sync sets state to rank 0's)
+    hosts_written = []
 
     def on_reset():
         resets.append(state.batch)
@@ -64,6 +70,12 @@ def main():
                 print(f"slot {me} breaks its connections at batch {state.batch}", flush=True)
                 hvd.shutdown()
                 raise HorovodInternalError("connections broken on purpose")
+            if me == 0 and state.batch == args.hosts_at and not hosts_written:
+                with open(args.hosts_file + ".new", "w") as hosts:
+                    hosts.write(args.hosts_text + "\n")
+                os.replace(args.hosts_file + ".new", args.hosts_file)  # never read half-written
+                hosts_written.append(state.batch)
+                print(f"slot 0 lists {args.hosts_text} at batch {state.batch}", flush=True)
             data = torch.Generator().manual_seed(state.batch)
             x = torch.randn(64, 8, generator=data)
             y = x.sum(dim=1, keepdim=True)

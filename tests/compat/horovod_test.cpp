@@ -2,7 +2,8 @@
 // hvdrun, collectives and DistributedOptimizer training on 2 and 4 ranks, heterogeneous hosts
 // (local_ and cross_ scopes), horovodrun's tuning flags reaching Horovod (its timeline file),
 // fail-fast on a rank that raises, an elastic query failing at once in a static job, and an
-// elastic job of Horovod workers (hvd.elastic.run) re-forming after a failure.
+// elastic job of Horovod workers (hvd.elastic.run) re-forming after a failure and taking in
+// slots that the discovery script adds or removes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -104,12 +105,14 @@ TEST(Horovod, ElasticQueryInAStaticJobFailsAtOnce) {
 // rendezvous (GET /rank_and_size) and finish in a generation of 2 with equal weights.
 TEST(Horovod, AnElasticJobReFormsHorovodWorkersAfterAFailure) {
   REQUIRE_HOROVOD();
-  const auto r = run_hvdrun({"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "60", "60",
-                             kPython, job_script("horovod_elastic_job.py"), "--fail-slot", "1",
-                             "--fail-at", "10", "--batches", "40"},
-                            horovod_env(), seconds(150));
+  // A survivor whose ring neighbour was not the dead worker notices only by Gloo's timeout.
+  const auto r =
+      run_hvdrun({"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "60", "60", "-x",
+                  "HOROVOD_GLOO_TIMEOUT_SECONDS=5", kPython, job_script("horovod_elastic_job.py"),
+                  "--fail-slot", "1", "--fail-at", "10", "--batches", "40"},
+                 horovod_env(), seconds(150));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_TRUE(contains(r.err, "this job runs Horovod, whose workers re-form after a failure"))
+  EXPECT_TRUE(contains(r.err, "the job runs Horovod; its workers re-form after a failure"))
       << r.err;
   EXPECT_TRUE(contains(r.out, "slot 1 dies at batch 10")) << r.out;
   EXPECT_TRUE(contains(r.err,
@@ -159,6 +162,63 @@ TEST(Horovod, ACollectiveThatFailsWithNoExitReFormsTheSameWorkers) {
                        "collective failed; re-forming with the same workers"))
       << r.err;
   expect_elastic_done(r.out, 30, {1, 1, 1});
+}
+
+// The discovery script lists DIR/hosts; slot 0 rewrites it to `later` at batch 12 of 40.
+std::vector<std::string> hosts_changing_job(const TempDir& dir, const std::string& first,
+                                            const std::string& later,
+                                            std::vector<std::string> flags) {
+  const auto hosts = (dir.path / "hosts").string();
+  std::ofstream(hosts) << first << "\n";
+  const auto script = (dir.path / "discover.sh").string();
+  std::ofstream(script) << "cat '" << hosts << "'\n";
+  flags.insert(flags.end(),
+               {"--host-discovery-script", "/bin/sh " + script, "--discovery-interval", "0.2",
+                kPython, job_script("horovod_elastic_job.py"), "--batches", "40", "--hosts-file",
+                hosts, "--hosts-text", later, "--hosts-at", "12"});
+  return flags;
+}
+
+// A slot added by the discovery script while Horovod workers train: hvdrun tells rank 0's
+// notification service, every worker raises HostsUpdatedInterrupt at its next commit and asks
+// for its place, and the next generation takes a new worker, which gets the state from rank 0.
+TEST(Horovod, AnAddedSlotIsTakenInAtTheNextCommit) {
+  REQUIRE_HOROVOD();
+  TempDir dir;
+  const auto r = run_hvdrun(
+      hosts_changing_job(dir, "localhost:2", "localhost:3", {"-np", "2", "--max-np", "3"}),
+      horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "slot 0 lists localhost:3 at batch 12")) << r.out;
+  EXPECT_TRUE(contains(r.err, "told the Horovod workers that slots were added")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "every Horovod worker (2) asked for its place after the host "
+                       "change; re-forming"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "generation 1: 3 workers, 1 of them new")) << r.err;
+  // The two first workers re-formed once, without rolling back; the newcomer never did.
+  expect_elastic_done(r.out, 40, {1, 1, 0});
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto reset = rank_lines(r.out, rank, "reset ");
+    ASSERT_EQ(reset.size(), 1u) << r.out;
+    EXPECT_EQ(field(reset[0], "size"), "3") << reset[0];
+  }
+}
+
+// A slot removed by the discovery script: its worker is told at the re-formation that it is
+// not in the job and leaves; the two others finish.
+TEST(Horovod, ARemovedSlotsWorkerLeavesAtTheNextCommit) {
+  REQUIRE_HOROVOD();
+  TempDir dir;
+  const auto r = run_hvdrun(
+      hosts_changing_job(dir, "localhost:3", "localhost:2", {"-np", "3", "--min-np", "2"}),
+      horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "no longer lists the slots of rank 2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "told the Horovod workers that slots were removed")) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 2 (host localhost) left the job with its slot")) << r.err;
+  expect_elastic_done(r.out, 40, {1, 1});
+  EXPECT_TRUE(rank_lines(r.out, 2, "done ").empty()) << r.out;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Real Horovod across the sshd test hosts: 2 hosts x 2 ranks train to identical parameters;
 // each host's workers use their own host's interface for Gloo (eth0 in a test host), not the
-// launcher's. An elastic Horovod job re-forms with a new worker on another host.
+// launcher's. An elastic Horovod job re-forms with a new worker on another host, and grows onto
+// a discovered host through its rank 0's notification service.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 #include "tests/compat/compat_jobs.h"
@@ -65,6 +67,30 @@ TEST(TestHostsHorovod, AnElasticJobReFormsWithANewWorkerOnAFreeSlot) {
       << r.err;
   EXPECT_TRUE(contains(r.err, "generation 1: 3 workers, 1 of them new")) << r.err;
   // The survivors (ranks 0 and 1) re-formed once; the newcomer (last) never did.
+  expect_elastic_done(r.out, 40, {1, 1, 0});
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
+// Elastic Horovod grows onto a discovered host: rank 0 runs on hvdt-h1, so the host update
+// goes to its notification service there (its eth0 address), and the newcomer starts on hvdt-h2
+// once both workers asked for their places.
+TEST(TestHostsHorovod, ADiscoveredHostIsTakenInThroughRankZerosNotificationService) {
+  REQUIRE_TEST_HOSTS();
+  REQUIRE_HOROVOD();
+  TestHome home;
+  TempDir dir;
+  auto env = home.env();
+  env.merge(horovod_env());
+  const auto hosts = (dir.path / "hosts").string();
+  std::ofstream(hosts) << "hvdt-h1:2\n";
+  const auto r = run_hvdrun(
+      {"-np", "2", "--max-np", "3", "--host-discovery-script", "cat " + hosts,
+       "--discovery-interval", "0.2", kPython, job_script("horovod_elastic_job.py"), "--batches",
+       "40", "--hosts-file", hosts, "--hosts-text", "hvdt-h1:2\nhvdt-h2:1", "--hosts-at", "12"},
+      env, seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "told the Horovod workers that slots were added")) << r.err;
+  EXPECT_TRUE(contains(r.err, "generation 1: 3 workers, 1 of them new")) << r.err;
   expect_elastic_done(r.out, 40, {1, 1, 0});
   EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
 }
