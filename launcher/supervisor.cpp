@@ -45,8 +45,10 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kDrainTimeout = std::chrono::seconds(1);
 // How long remote ranks' output may still take once every worker ended, while it flows.
 constexpr auto kRemoteDrainTimeout = std::chrono::seconds(30);
-// How long an elastic Horovod rank 0's notification service has for each of its addresses.
+// How long an elastic Horovod rank 0's notification service has for each of its addresses,
+// and how often a host change is sent again until the workers take it in.
 constexpr auto kNotificationTimeout = std::chrono::seconds(5);
+constexpr auto kNotificationResend = std::chrono::seconds(1);
 
 std::string plural(std::size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -136,8 +138,8 @@ class Supervisor {
         discovery_.emplace(io, watchdog, spec.elastic, environment);
       }
       if (spec.survivors_reform()) {
-        host_updates_.emplace(io, kNotificationTimeout,
-                              [this](const std::string& line) { note(line); });
+        host_updates_.emplace(io, kNotificationTimeout, kNotificationResend,
+                              [](const std::string& line) { note(line); });
       }
     }
     generations_.push_back({Clock::now(), {}, {}, slots.size(), {}});
@@ -281,6 +283,10 @@ class Supervisor {
     std::uint32_t key = 0;
     std::string lost;
     bool removed = false;  // its slot left the discovery output: not in the next generation
+    // Horovod's name for it, "<host>:<local_rank>" of the slot it started in (what it registers
+    // its notification service under), and whether it did.
+    std::string horovod_name{};
+    bool horovod_registered = false;
   };
   // "rank 2 (host h1, pid 4242)" (no pid for a worker that never ran).
   static std::string who(const WorkerRecord& record) {
@@ -506,7 +512,8 @@ void Supervisor::start_workers() {
 void Supervisor::launch_workers(const std::vector<WorkerId>& ids) {
   std::map<WorkerPool*, std::vector<WorkerLaunch>> launches;
   for (const auto& id : ids) {
-    const auto& record = workers_.at(id);
+    auto& record = workers_.at(id);
+    record.horovod_name = record.slot.host + ":" + std::to_string(record.slot.local_rank);
     launches[&pool_of(id.host)].push_back(
         {id, record.slot,
          worker_environment(environment_, spec_, record.slot, rendezvous_for(id.host),
@@ -525,11 +532,17 @@ void Supervisor::on_worker_exit(const WorkerId& id, ProcessEnd end) {
   auto& record = it->second;
   record.end = std::move(end);
   ++ended_;
+  if (host_updates_) host_updates_->forget(record.key);
   if (record.removed) {  // its slot left the job: however it ended, the job goes on
     note("rank " + std::to_string(record.slot.rank) + " (host " + record.slot.host +
          ") left the job with its slot: " + record.end->what_happened());
     workers_.erase(it);
     --ended_;
+    // Horovod workers that were to take the removal in at a commit: the dead worker broke
+    // their collectives, so they re-form now (as after a failure, without blame).
+    if (horovod_ && host_updates_->pending() && state_ == JobState::kRunning && !outcome_) {
+      reform(rdzv::Handover::kHostsUpdated, host_updates_->pending_reason());
+    }
     maybe_finish();
     return;
   }
@@ -1119,16 +1132,18 @@ void Supervisor::horovod_in_use(const std::string& peer) {
 void Supervisor::horovod_registered(const std::string& name,
                                     horovod::WorkerRegistration registration) {
   if (!host_updates_) return;
-  for (const auto& [id, record] : workers_) {
-    if (record.end || record.slot.host + ":" + std::to_string(record.slot.local_rank) != name) {
-      continue;
-    }
+  // A worker registers once, under the name its environment gave it at its start (it asks for
+  // a new place only after registering); of two running workers started under one name, the
+  // one that has not registered yet.
+  for (auto& [id, record] : workers_) {
+    if (record.end || record.horovod_registered || record.horovod_name != name) continue;
+    record.horovod_registered = true;
     host_updates_->registered(record.key, std::move(registration));
     return;
   }
   launcher_log()->info(
-      "Horovod worker {} registered its notification service, but no running "
-      "worker has that slot now: it is not told of host changes",
+      "Horovod worker {} registered its notification service, but no running worker started "
+      "under that name has not registered yet: it is not told of host changes",
       name);
 }
 

@@ -14,6 +14,10 @@ std::string host_of(const std::string& name) {
 
 void RankQueries::registered(const std::string& name) {
   registered_.insert(name);
+  // A survivor that registers after its generation was formed is awaited too, unless it asked.
+  if (const auto it = pending_.find(name); it != pending_.end() && !it->second.asked) {
+    awaited_.insert(name);
+  }
 }
 
 void RankQueries::next_generation(const std::map<std::string, Slot>& survivors, int size) {

@@ -25,7 +25,7 @@ struct WorkerRegistration {
   std::string key;                             // the HMAC-SHA256 key (32 bytes from Horovod)
 };
 
-// At most this many addresses are kept (a host has a few interfaces).
+// A registration of more addresses is refused (a host has a few interfaces).
 inline constexpr std::size_t kMaxNotificationAddresses = 64;
 
 // The registration `body` holds, or nullopt with `error` saying what is wrong.

@@ -164,10 +164,12 @@ TEST(Horovod, ACollectiveThatFailsWithNoExitReFormsTheSameWorkers) {
   expect_elastic_done(r.out, 30, {1, 1, 1});
 }
 
-// The discovery script lists DIR/hosts; slot 0 rewrites it to `later` at batch 12 of 40.
+// The discovery script lists DIR/hosts; slot 0 rewrites it to `later` at batch 12 of 40;
+// `job_flags` go to the job script.
 std::vector<std::string> hosts_changing_job(const TempDir& dir, const std::string& first,
                                             const std::string& later,
-                                            std::vector<std::string> flags) {
+                                            std::vector<std::string> flags,
+                                            const std::vector<std::string>& job_flags = {}) {
   const auto hosts = (dir.path / "hosts").string();
   std::ofstream(hosts) << first << "\n";
   const auto script = (dir.path / "discover.sh").string();
@@ -176,6 +178,7 @@ std::vector<std::string> hosts_changing_job(const TempDir& dir, const std::strin
                {"--host-discovery-script", "/bin/sh " + script, "--discovery-interval", "0.2",
                 kPython, job_script("horovod_elastic_job.py"), "--batches", "40", "--hosts-file",
                 hosts, "--hosts-text", later, "--hosts-at", "12"});
+  flags.insert(flags.end(), job_flags.begin(), job_flags.end());
   return flags;
 }
 
@@ -219,6 +222,44 @@ TEST(Horovod, ARemovedSlotsWorkerLeavesAtTheNextCommit) {
   EXPECT_TRUE(contains(r.err, "rank 2 (host localhost) left the job with its slot")) << r.err;
   expect_elastic_done(r.out, 40, {1, 1});
   EXPECT_TRUE(rank_lines(r.out, 2, "done ").empty()) << r.out;
+}
+
+// The removed slot's worker dies (its host went away) before the others took the removal in:
+// their collectives fail, and they re-form at once instead of waiting for a worker that is gone.
+TEST(Horovod, ARemovedSlotsWorkerThatDiesFirstLeavesTheOthersToReForm) {
+  REQUIRE_HOROVOD();
+  TempDir dir;
+  const auto r = run_hvdrun(
+      hosts_changing_job(dir, "localhost:3", "localhost:2",
+                         {"-np", "3", "--min-np", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5"},
+                         {"--die-on-hosts-slot", "2"}),
+      horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "slot 2 dies with its host")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "rank 2 (host localhost) left the job with its slot: exited with "
+                       "code 1"))
+      << r.err;
+  expect_elastic_done(r.out, 40, {1, 1});
+  EXPECT_LT(r.seconds, 60.0);
+}
+
+// Rank 0 dies before the others enter hvd.elastic.run: they register their notification
+// services under the names they started with, not their places in the generation formed
+// meanwhile, and the new rank 0 is told when its host's cooldown ends: the job grows back.
+TEST(Horovod, ARegistrationAfterAReFormationIsRankZeros) {
+  REQUIRE_HOROVOD();
+  const auto r = run_hvdrun({"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "1", "1",
+                             kPython, job_script("horovod_elastic_job.py"), "--die-early-slot", "0",
+                             "--enter-delay", "2", "--batches", "100", "--step-delay", "0.05"},
+                            horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "told the Horovod workers that slots were added (slots free again "
+                       "after a cooldown)"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "3 workers, 1 of them new")) << r.err;
+  expect_elastic_done(r.out, 100, {2, 2, 0});
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "launcher/horovod/host_update_wire.h"
 #include "launcher/horovod/host_updates.h"
@@ -58,9 +59,14 @@ class FakeService {
     thread_.join();
   }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+  // The last body read, and how many were.
   std::optional<std::string> body() {
     std::lock_guard lock(mutex_);
-    return body_;
+    return bodies_.empty() ? std::nullopt : std::optional<std::string>(bodies_.back());
+  }
+  std::vector<std::string> bodies() {
+    std::lock_guard lock(mutex_);
+    return bodies_;
   }
   bool signed_with_key() const { return signed_; }
 
@@ -80,7 +86,7 @@ class FakeService {
       signed_ = frame_signed(kKey, *head, body);
       {
         std::lock_guard lock(mutex_);
-        body_ = body;
+        bodies_.push_back(body);
       }
       if (silent_) {
         while (!stop_) std::this_thread::sleep_for(10ms);
@@ -97,7 +103,7 @@ class FakeService {
   std::atomic<bool> stop_{false};
   std::atomic<bool> signed_{false};
   std::mutex mutex_;
-  std::optional<std::string> body_;
+  std::vector<std::string> bodies_;
   std::thread thread_;
 };
 
@@ -206,12 +212,13 @@ TEST(HostUpdateNotifier, ACancelledSendCallsNothing) {
 }
 
 // A change waits for rank 0's registration (another worker's does not do), is sent when it
-// comes, and a second change adds its flag; a re-formation takes them in.
+// comes, and a second change adds its flag; the same change again is not sent at once; a
+// re-formation takes them in.
 TEST(HostUpdates, AChangeWaitsForRankZerosRegistration) {
   FakeService service(kKey);
   asio::io_context io;
   std::vector<std::string> notes;
-  HostUpdates updates(io, 5s, [&](const std::string& line) { notes.push_back(line); });
+  HostUpdates updates(io, 5s, 60s, [&](const std::string& line) { notes.push_back(line); });
   updates.changed(HostUpdate::kAdded, "slots added by the discovery script", 7);
   EXPECT_TRUE(updates.pending());
   ASSERT_EQ(notes.size(), 1u);
@@ -225,7 +232,7 @@ TEST(HostUpdates, AChangeWaitsForRankZerosRegistration) {
   EXPECT_EQ(notes.size(), 1u);  // said once
   updates.registered(7, at({service.port()}));
   io.restart();
-  io.run_for(1s);
+  io.run_for(500ms);
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_EQ(notes[1],
             "told the Horovod workers that slots were added and removed (slots added by the "
@@ -236,38 +243,63 @@ TEST(HostUpdates, AChangeWaitsForRankZerosRegistration) {
   EXPECT_EQ(body->substr(body->size() - 7), std::string("K\x03\x85Rub.", 7));  // mixed
   EXPECT_EQ(updates.pending_reason(),
             "slots added by the discovery script; slots removed by the discovery script");
-  // The same change again (the next discovery run) is not sent again.
+  // The same change again (the next discovery run) is not sent now.
   updates.changed(HostUpdate::kAdded, "slots added by the discovery script", 7);
   io.restart();
   io.run_for(300ms);
+  EXPECT_EQ(service.bodies().size(), 1u);
   EXPECT_EQ(notes.size(), 2u);
-  EXPECT_EQ(updates.pending_reason(),
-            "slots added by the discovery script; slots removed by the discovery script");
   updates.reformed();
   EXPECT_FALSE(updates.pending());
   EXPECT_EQ(updates.pending_reason(), "");
 }
 
-TEST(HostUpdates, AServiceThatCannotBeReachedIsWarnedAbout) {
+// Until a re-formation takes the change in, it is sent again with the same timestamp (a
+// notice Horovod dropped while it re-formed for another reason reaches it again); said once.
+TEST(HostUpdates, AChangeIsSentAgainUntilTheWorkersReForm) {
+  FakeService service(kKey);
   asio::io_context io;
   std::vector<std::string> notes;
-  HostUpdates updates(io, 5s, [&](const std::string& line) { notes.push_back(line); });
+  HostUpdates updates(io, 5s, 100ms, [&](const std::string& line) { notes.push_back(line); });
+  updates.registered(0, at({service.port()}));
+  updates.changed(HostUpdate::kAdded, "slots free again after a cooldown", 0);
+  io.run_for(650ms);
+  const auto sent = service.bodies();
+  ASSERT_GE(sent.size(), 3u);
+  for (const auto& body : sent) EXPECT_EQ(body, sent[0]);
+  EXPECT_EQ(notes.size(), 1u);
+  updates.reformed();
+  io.restart();
+  io.run_for(400ms);
+  EXPECT_EQ(service.bodies().size(), sent.size());
+}
+
+// Rank 0's service cannot be reached: warned about once, tried again, and told when it can be
+// reached (rank 0 registered anew after a re-formation for another reason, say).
+TEST(HostUpdates, AServiceThatCannotBeReachedIsTriedAgain) {
+  asio::io_context io;
+  std::vector<std::string> notes;
+  HostUpdates updates(io, 5s, 100ms, [&](const std::string& line) { notes.push_back(line); });
   const auto refused = closed_port();
   updates.registered(0, at({refused}));
   updates.changed(HostUpdate::kAdded, "slots free again after a cooldown", 0);
-  io.run_for(2s);
+  io.run_for(500ms);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0],
-            "warning: could not tell the Horovod workers that slots were added (rank "
-            "0's notification service: 127.0.0.1:" +
-                std::to_string(refused) +
-                " (lo): connect: Connection refused); they keep their generation");
-  EXPECT_TRUE(updates.pending());  // a re-formation for any other reason takes it in
-  // The next change (a discovery run that still lists the slot) tries again.
-  updates.changed(HostUpdate::kAdded, "slots free again after a cooldown", 0);
+  EXPECT_EQ(notes[0], "warning: could not tell the Horovod workers that slots were added (rank "
+                      "0's notification service: 127.0.0.1:" +
+                          std::to_string(refused) +
+                          " (lo): connect: Connection refused); trying again every 100 ms while "
+                          "they keep their generation");
+  EXPECT_TRUE(updates.pending());
+  FakeService service(kKey);
+  updates.registered(0, at({service.port()}));
   io.restart();
-  io.run_for(2s);
-  EXPECT_EQ(notes.size(), 2u);
+  io.run_for(300ms);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[1],
+            "told the Horovod workers that slots were added (slots free again after a "
+            "cooldown); they re-form at their next state.commit()");
+  EXPECT_TRUE(service.body());
 }
 
 }  // namespace

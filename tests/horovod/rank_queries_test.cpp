@@ -43,6 +43,20 @@ TEST(RankQueries, EachSurvivorIsAnsweredOnceByItsPreviousName) {
   EXPECT_EQ(queries.pending(), 0u);
 }
 
+// Survivors that register after their generation was formed (they entered hvd.elastic.run
+// late) are awaited as well: the first to ask is answered with the last.
+TEST(RankQueries, ASurvivorRegisteredAfterTheGenerationFormedIsAwaited) {
+  RankQueries queries;
+  queries.next_generation({{"a:1", slot(0, 0, 2, 0, 1, "a")}, {"a:2", slot(1, 1, 2, 0, 1, "a")}},
+                          2);
+  queries.registered("a:2");
+  queries.registered("a:1");
+  EXPECT_EQ(queries.awaited(), 2u);
+  EXPECT_EQ(ask_alone(queries, "a:2"), std::nullopt);  // a:1 has not asked
+  const auto due = queries.ask({"a:1"});
+  EXPECT_EQ(due, (Due{{"a:1", "0,2,0,2,0,1"}, {"a:2", "1,2,1,2,0,1"}}));
+}
+
 // Registered survivors are awaited: nobody is answered until the last of them asks, then
 // every asker is; a survivor that dies before asking is left out of the next generation,
 // which the others (answered by then) are not kept waiting for.
