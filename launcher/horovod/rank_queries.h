@@ -26,7 +26,9 @@ namespace hvdrun::launcher::horovod {
 
 class RankQueries {
  public:
-  // The worker called `name` in the current generation will ask at the next re-formation.
+  // The worker called `name` in the current generation will ask at the next re-formation; a
+  // survivor of a generation already formed that registers now (late into hvd.elastic.run) is
+  // awaited by that generation's answers too, unless it asked.
   void registered(const std::string& name);
   // The next generation, of `size` workers: `survivors` maps each survivor's name in the
   // generation that ended to its slot in this one. Unasked answers of the previous one are
