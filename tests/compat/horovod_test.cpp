@@ -173,7 +173,10 @@ std::vector<std::string> hosts_changing_job(const TempDir& dir, const std::strin
   const auto hosts = (dir.path / "hosts").string();
   std::ofstream(hosts) << first << "\n";
   const auto script = (dir.path / "discover.sh").string();
-  std::ofstream(script) << "cat '" << hosts << "'\n";
+  // Once a run printed `later`, the next one makes DIR/hosts.seen: hvdrun has read the list.
+  std::ofstream(script) << "if [ \"$(cat '" << hosts << "')\" = '" << later << "' ]; then [ -e '"
+                        << hosts << ".read' ] && touch '" << hosts << ".seen'; touch '" << hosts
+                        << ".read'; fi; cat '" << hosts << "'\n";
   flags.insert(flags.end(),
                {"--host-discovery-script", "/bin/sh " + script, "--discovery-interval", "0.2",
                 kPython, job_script("horovod_elastic_job.py"), "--batches", "40", "--hosts-file",
@@ -224,16 +227,18 @@ TEST(Horovod, ARemovedSlotsWorkerLeavesAtTheNextCommit) {
   EXPECT_TRUE(rank_lines(r.out, 2, "done ").empty()) << r.out;
 }
 
-// The removed slot's worker dies (its host went away) before the others took the removal in:
-// their collectives fail, and they re-form at once instead of waiting for a worker that is gone.
+// The removed slot's worker dies (its host went away) before the others took the removal in
+// (at their commit of batch 20, 0.8 s after the change): their collectives fail, and they
+// re-form at once instead of waiting for a worker that is gone.
 TEST(Horovod, ARemovedSlotsWorkerThatDiesFirstLeavesTheOthersToReForm) {
   REQUIRE_HOROVOD();
   TempDir dir;
-  const auto r = run_hvdrun(
-      hosts_changing_job(dir, "localhost:3", "localhost:2",
-                         {"-np", "3", "--min-np", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5"},
-                         {"--die-on-hosts-slot", "2"}),
-      horovod_env(), seconds(150));
+  const auto r =
+      run_hvdrun(hosts_changing_job(
+                     dir, "localhost:3", "localhost:2",
+                     {"-np", "3", "--min-np", "2", "-x", "HOROVOD_GLOO_TIMEOUT_SECONDS=5"},
+                     {"--die-on-hosts-slot", "2", "--commit-every", "20", "--step-delay", "0.1"}),
+                 horovod_env(), seconds(150));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "slot 2 dies with its host")) << r.out;
   EXPECT_TRUE(contains(r.err,
