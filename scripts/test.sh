@@ -4,7 +4,7 @@
 #      build time; the sanitizer trees keep it for their reports), and run every test
 #      (BUILD_DIR, default build/);
 #   2. build with clang under AddressSanitizer and UndefinedBehaviorSanitizer and run every
-#      test again, then each fuzz target for 10 seconds over its kept corpus, in the same tree
+#      test again, then each fuzz target for 6 seconds over its kept corpus, in the same tree
 #      (BUILD_DIR-asan; scripts/sanitize.sh, scripts/fuzz.sh);
 #   3. build under ThreadSanitizer and run the rendezvous, runtime and integration tests
 #      (BUILD_DIR-tsan).
@@ -15,5 +15,5 @@ BUILD_DIR=$build "$root/scripts/build.sh" -DHVDRUN_WERROR=ON -DBUILD_TESTING=ON 
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG"
 (cd "$build" && ctest --output-on-failure --timeout 300 -j "$(nproc)")
 "$root/scripts/sanitize.sh" address "$build-asan"
-"$root/scripts/fuzz.sh" 10 "$build-asan"
+"$root/scripts/fuzz.sh" 6 "$build-asan"
 "$root/scripts/sanitize.sh" thread "$build-tsan"

@@ -15,6 +15,9 @@ script prints that file): the job's slots change while it trains. The worker who
 script makes once hvdrun has read the new list (its host went away before the others took the
 change in). The worker whose slot is --die-early-slot dies right after
 hvd.init(), and the others enter hvd.elastic.run --enter-delay seconds later.
+--first-gloo-timeout S bounds the Gloo operations of the process's first generation by S seconds
+(a survivor whose Gloo peers are alive notices a dead worker only by that timeout); later
+generations have Horovod's default (30 s), which a newcomer's start needs on a loaded machine.
 At the end every rank prints "done rank=R size=N resets=K batch=B params=<hash> in_sync=<bool>".
 Exit status 0 only if the ranks agree.
 """
@@ -45,10 +48,14 @@ def main():
     parser.add_argument("--die-on-hosts-slot", type=int, default=-1)
     parser.add_argument("--die-early-slot", type=int, default=-1)
     parser.add_argument("--enter-delay", type=float, default=0.0)
+    parser.add_argument("--first-gloo-timeout", default="")
     args = parser.parse_args()
     me = int(os.environ["HVDRUN_SLOT"])
 
+    if args.first_gloo_timeout:
+        os.environ["HOROVOD_GLOO_TIMEOUT_SECONDS"] = args.first_gloo_timeout
     hvd.init()
+    os.environ.pop("HOROVOD_GLOO_TIMEOUT_SECONDS", None)  # read again by each hvd.init()
     if me == args.die_early_slot:
         print(f"slot {me} dies before hvd.elastic.run", flush=True)
         os._exit(1)

@@ -254,10 +254,11 @@ TEST(Horovod, ARemovedSlotsWorkerThatDiesFirstLeavesTheOthersToReForm) {
 // meanwhile, and the new rank 0 is told when its host's cooldown ends: the job grows back.
 TEST(Horovod, ARegistrationAfterAReFormationIsRankZeros) {
   REQUIRE_HOROVOD();
-  const auto r = run_hvdrun({"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "1", "1",
-                             kPython, job_script("horovod_elastic_job.py"), "--die-early-slot", "0",
-                             "--enter-delay", "2", "--batches", "100", "--step-delay", "0.05"},
-                            horovod_env(), seconds(150));
+  const auto r =
+      run_hvdrun({"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "1", "1", kPython,
+                  job_script("horovod_elastic_job.py"), "--die-early-slot", "0", "--enter-delay",
+                  "2", "--batches", "100", "--step-delay", "0.05", "--first-gloo-timeout", "5"},
+                 horovod_env(), seconds(150));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.err,
                        "told the Horovod workers that slots were added (slots free again "

@@ -57,10 +57,12 @@ TEST(TestHostsHorovod, AnElasticJobReFormsWithANewWorkerOnAFreeSlot) {
   TestHome home;
   auto env = home.env();
   env.merge(horovod_env());
+  // A survivor whose Gloo peers live notices the death by its first generation's Gloo timeout
+  // (40 batches: the script's default).
   const auto r =
       run_hvdrun({"-np", "3", "--min-np", "2", "--max-np", "3", "--blacklist-cooldown-range", "60",
                   "60", "-H", "hvdt-h1:2,hvdt-h2:2", kPython, job_script("horovod_elastic_job.py"),
-                  "--fail-slot", "1", "--fail-at", "10", "--batches", "40"},
+                  "--fail-slot", "1", "--fail-at", "10", "--first-gloo-timeout", "5"},
                  env, seconds(150));
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "host hvdt-h1 unused for 60 s; re-forming with 2 surviving workers"))
