@@ -14,7 +14,7 @@ namespace hvdrun {
 Pipe make_pipe() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    throw Error(std::string("pipe2 failed: ") + std::strerror(errno));
+    throw SystemError(std::string("pipe2 failed: ") + std::strerror(errno), "pipe2", errno);
   }
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "hvdrun/error.h"
-#include "launcher/ssh/remote_agent.h"
+#include "launcher/agent/remote_agent.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace hvdrun::launcher::ssh;

@@ -3,7 +3,7 @@
 // crash or another exception. Inputs with a '/' are skipped, so that --hostfile or
 // --config-file never reads /dev/zero, a FIFO or a device (names in the working directory
 // are still read: they are ordinary files).
-#include "launcher/cli.h"
+#include "launcher/cli/cli.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "launcher/horovod/pickle_reader.h"
-#include "launcher/horovod/worker_registration.h"
+#include "launcher/horovod/updates/pickle_reader.h"
+#include "launcher/horovod/updates/worker_registration.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace hvdrun::launcher::horovod;

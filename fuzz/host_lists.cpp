@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hvdrun/error.h"
-#include "launcher/hosts.h"
+#include "launcher/spec/hosts.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace hvdrun::launcher;

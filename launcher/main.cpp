@@ -1,6 +1,6 @@
 // hvdrun's entry point: `hvdrun --remote-agent` (the remote side of an SSH launch,
 // remote_agent.h) first; otherwise argv and environment -> JobSpec (cli.h) -> help, version,
-// or the job (supervisor.h). The only place that maps errors to exit statuses: usage 2,
+// or the job (job/run_job.h). The only place that maps errors to exit statuses: usage 2,
 // others 1.
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "hvdrun/error.h"
-#include "launcher/cli.h"
-#include "launcher/interrupted.h"
-#include "launcher/process.h"
-#include "launcher/ssh/remote_agent.h"
-#include "launcher/supervisor.h"
+#include "launcher/agent/remote_agent.h"
+#include "launcher/cli/cli.h"
+#include "launcher/job/run_job.h"
+#include "launcher/process/interrupted.h"
+#include "launcher/process/process.h"
 
 extern char** environ;
 

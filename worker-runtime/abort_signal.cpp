@@ -14,7 +14,9 @@ namespace hvdrun {
 
 AbortSignal::AbortSignal() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (fd_.get() < 0) {
-    throw Error(std::string("cannot create the abort signal: eventfd: ") + std::strerror(errno));
+    throw SystemError(
+        std::string("cannot create the abort signal: eventfd: ") + std::strerror(errno), "eventfd",
+        errno);
   }
 }
 

@@ -10,18 +10,6 @@
 #include "worker-runtime/logging.h"
 
 namespace hvdrun::elastic {
-namespace {
-
-// A failure of the generation, after which re-forming can go on: anything the collectives or
-// the rendezvous throw when a peer dies or the launcher ends the generation.
-bool generation_failure(const Error& e) {
-  return dynamic_cast<const AbortedError*>(&e) || dynamic_cast<const NetworkError*>(&e) ||
-         dynamic_cast<const WorkerFailedError*>(&e) || dynamic_cast<const TimeoutError*>(&e) ||
-         dynamic_cast<const BackendError*>(&e);
-}
-
-}  // namespace
-
 struct State::Impl {
   struct Object {
     std::string name;
@@ -112,7 +100,7 @@ void run(State& state, const std::function<void()>& fn) {
     } catch (const HostsUpdated& e) {
       runtime_log().info("{}", e.what());
     } catch (const Error& e) {
-      if (!runtime.elastic() || !generation_failure(e)) throw;
+      if (!runtime.elastic() || !e.generation_failure()) throw;
       runtime_log().info("generation failed ({}); restoring the last commit", e.what());
       state.restore();
     }

@@ -98,10 +98,7 @@ std::unique_ptr<Communicator> Runtime::form_until_formed(bool rejoin, PreviousDe
       // meanwhile, the first generation included): re-join, which waits (see rejoin_wait)
       // for the launcher to end it and form the next. Each retry needs a newer assignment,
       // so the retries are bounded.
-      const bool broke =
-          dynamic_cast<const AbortedError*>(&e) || dynamic_cast<const NetworkError*>(&e) ||
-          dynamic_cast<const TimeoutError*>(&e) || dynamic_cast<const BackendError*>(&e);
-      if (!options_.elastic || !broke || assigned_ == before) throw;
+      if (!options_.elastic || !e.generation_failure() || assigned_ == before) throw;
       runtime_log().info("generation {} failed while forming ({}): re-forming again", *assigned_,
                          e.what());
       previous = {};

@@ -18,6 +18,10 @@ class HVDRUN_API Error : public std::runtime_error {
   [[noreturn]] virtual void rethrow_as(std::string message) const {
     throw Error(std::move(message));
   }
+  // Whether an elastic job may go on after this failure in its next generation: a failure of
+  // the generation (a peer died, a connection broke, a wait timed out, the launcher ended the
+  // generation), not of this worker's own program or system.
+  virtual bool generation_failure() const noexcept { return false; }
 };
 
 // Base of every kind below: Self's rethrow_as throws a Self.
@@ -40,12 +44,14 @@ class HVDRUN_API UsageError : public ErrorKind<UsageError> {
 class HVDRUN_API NetworkError : public ErrorKind<NetworkError> {
  public:
   using ErrorKind::ErrorKind;
+  bool generation_failure() const noexcept override { return true; }
 };
 
 // A wait passed its deadline; the message names what was waited for and for how long.
 class HVDRUN_API TimeoutError : public ErrorKind<TimeoutError> {
  public:
   using ErrorKind::ErrorKind;
+  bool generation_failure() const noexcept override { return true; }
 };
 
 // A peer sent something that violates the wire protocol or failed authentication.
@@ -58,6 +64,7 @@ class HVDRUN_API ProtocolError : public ErrorKind<ProtocolError> {
 class HVDRUN_API WorkerFailedError : public ErrorKind<WorkerFailedError> {
  public:
   using ErrorKind::ErrorKind;
+  bool generation_failure() const noexcept override { return true; }
 };
 
 // An elastic job's next generation leaves this worker out (its slot was removed from the
@@ -78,6 +85,7 @@ class HVDRUN_API MismatchError : public ErrorKind<MismatchError> {
 class HVDRUN_API BackendError : public ErrorKind<BackendError> {
  public:
   using ErrorKind::ErrorKind;
+  bool generation_failure() const noexcept override { return true; }
 };
 
 // A blocking wait was interrupted from outside (the job's generation broke, or the program
@@ -85,6 +93,24 @@ class HVDRUN_API BackendError : public ErrorKind<BackendError> {
 class HVDRUN_API AbortedError : public ErrorKind<AbortedError> {
  public:
   using ErrorKind::ErrorKind;
+  bool generation_failure() const noexcept override { return true; }
+};
+
+// A system call failed: the message says what was being done; syscall() and error_number()
+// (errno) say which call and why.
+class HVDRUN_API SystemError : public Error {
+ public:
+  SystemError(std::string message, std::string syscall, int error_number)
+      : Error(std::move(message)), syscall_(std::move(syscall)), errno_(error_number) {}
+  const std::string& syscall() const noexcept { return syscall_; }
+  int error_number() const noexcept { return errno_; }
+  [[noreturn]] void rethrow_as(std::string message) const override {
+    throw SystemError(std::move(message), syscall_, errno_);
+  }
+
+ private:
+  std::string syscall_;
+  int errno_;
 };
 
 }  // namespace hvdrun

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "launcher/horovod/kv_plan.h"
-#include "launcher/horovod/worker_registration.h"
+#include "launcher/horovod/updates/worker_registration.h"
 
 namespace hvdrun::launcher::horovod {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "common/process_end.h"
-#include "launcher/ssh/remote_exit.h"
+#include "launcher/agent/remote_exit.h"
 
 namespace hvdrun::launcher::ssh {
 

@@ -26,6 +26,10 @@ class SshError : public NetworkError {
   SshError(SshFailure failure, const std::string& message)
       : NetworkError(message), failure_(failure) {}
   SshFailure failure() const noexcept { return failure_; }
+  // A layer that adds context keeps the kind and the failure.
+  [[noreturn]] void rethrow_as(std::string message) const override {
+    throw SshError(failure_, message);
+  }
 
  private:
   SshFailure failure_;

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "launcher/ssh/ssh_options.h"
+#include "launcher/ssh/config/ssh_options.h"
 
 namespace hvdrun::launcher::ssh {
 

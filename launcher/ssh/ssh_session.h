@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "launcher/ssh/ssh_options.h"
+#include "launcher/ssh/config/ssh_options.h"
 #include "launcher/ssh/ssh_socket.h"
 
 namespace hvdrun::launcher::ssh {

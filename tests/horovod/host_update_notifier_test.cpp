@@ -1,6 +1,6 @@
 // Horovod's worker notification messages (host_update_wire.h), HostUpdateNotifier and
 // HostUpdates against a service in the test that reads and signs frames as Horovod's Wire does.
-#include "launcher/horovod/host_update_notifier.h"
+#include "launcher/horovod/updates/host_update_notifier.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/horovod/host_update_wire.h"
-#include "launcher/horovod/host_updates.h"
+#include "launcher/horovod/updates/host_update_wire.h"
+#include "launcher/horovod/updates/host_updates.h"
 
 namespace hvdrun::launcher::horovod {
 namespace {
@@ -285,11 +285,12 @@ TEST(HostUpdates, AServiceThatCannotBeReachedIsTriedAgain) {
   updates.changed(HostUpdate::kAdded, "slots free again after a cooldown", 0);
   io.run_for(500ms);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0], "warning: could not tell the Horovod workers that slots were added (rank "
-                      "0's notification service: 127.0.0.1:" +
-                          std::to_string(refused) +
-                          " (lo): connect: Connection refused); trying again every 100 ms while "
-                          "they keep their generation");
+  EXPECT_EQ(notes[0],
+            "warning: could not tell the Horovod workers that slots were added (rank "
+            "0's notification service: 127.0.0.1:" +
+                std::to_string(refused) +
+                " (lo): connect: Connection refused); trying again every 100 ms while "
+                "they keep their generation");
   EXPECT_TRUE(updates.pending());
   FakeService service(kKey);
   updates.registered(0, at({service.port()}));

@@ -1,12 +1,12 @@
 // The bounded pickle reader and the worker registration it decodes, on pickles made by
 // CPython 3.11's pickle (protocols 3 to 5, as cloudpickle writes them), and on hostile input.
-#include "launcher/horovod/pickle_reader.h"
+#include "launcher/horovod/updates/pickle_reader.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "launcher/horovod/worker_registration.h"
+#include "launcher/horovod/updates/worker_registration.h"
 
 namespace hvdrun::launcher::horovod {
 namespace {

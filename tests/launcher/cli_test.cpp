@@ -1,6 +1,6 @@
 // parse_cli: every flag, argparse-style prefixes and single-dash spellings, where the command
 // begins, -x forms, defaults from the environment, and the one-line UsageError of bad input.
-#include "launcher/cli.h"
+#include "launcher/cli/cli.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <initializer_list>
 
 #include "hvdrun/error.h"
-#include "launcher/cli_options.h"
+#include "launcher/cli/cli_options.h"
 
 namespace hvdrun::launcher {
 namespace {

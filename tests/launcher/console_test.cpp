@@ -1,6 +1,6 @@
 // Console: writes never wait for the reader; pausing and resuming around the queue limits;
 // a reader that is gone; order on a shared file; destruction with a reader that never reads.
-#include "launcher/console.h"
+#include "launcher/output/console.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

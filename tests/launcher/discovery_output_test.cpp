@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "hvdrun/error.h"
-#include "launcher/hosts.h"
+#include "launcher/spec/hosts.h"
 
 namespace hvdrun::launcher {
 namespace {

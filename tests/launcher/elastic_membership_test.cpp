@@ -1,6 +1,6 @@
 // ElasticMembership: who is in the next generation and with which ranks, where replacements
 // go, host cooldowns and host lists changing under a running job.
-#include "launcher/elastic_membership.h"
+#include "launcher/plan/elastic_membership.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "hvdrun/error.h"
-#include "launcher/cli.h"
+#include "launcher/cli/cli.h"
 
 namespace hvdrun::launcher {
 namespace {

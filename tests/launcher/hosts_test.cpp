@@ -1,5 +1,5 @@
 // Host lists (-H items, host-file lines, their errors with FILE:LINE) and is_local_host().
-#include "launcher/hosts.h"
+#include "launcher/spec/hosts.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "hvdrun/error.h"
-#include "launcher/local_host.h"
+#include "launcher/spec/local_host.h"
 
 namespace hvdrun::launcher {
 namespace {

@@ -1,6 +1,6 @@
 // LocalWorkers: the order in which exits collected in one reaping pass are reported; workers
 // spawned in a second batch, while the first still run.
-#include "launcher/local_workers.h"
+#include "launcher/workers/local_workers.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "launcher/logging.h"
+#include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {
 namespace {

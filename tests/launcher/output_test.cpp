@@ -1,5 +1,5 @@
 // LineSplitter (pure byte-stream splitting) and OutputSink (prefixes, tee files, tails).
-#include "launcher/output.h"
+#include "launcher/output/output.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

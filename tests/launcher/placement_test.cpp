@@ -1,6 +1,6 @@
 // place(): horovodrun's fill-in-order rule with exactly num_proc ranks, and its invariants on
 // generated host lists.
-#include "launcher/placement.h"
+#include "launcher/plan/placement.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Spawner and wait-status decoding on real child processes.
-#include "launcher/process.h"
+#include "launcher/process/process.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

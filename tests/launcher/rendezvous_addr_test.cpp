@@ -1,6 +1,6 @@
 // plan_addresses: what the rendezvous binds and what the workers are given, for
 // --rendezvous-addr and --network-interface.
-#include "launcher/rendezvous_addr.h"
+#include "launcher/plan/rendezvous_addr.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,12 +1,12 @@
 // worker_environment(): per-slot values win over inherited ones, -x sets and forwards,
 // inherited launcher variables are replaced while libhvdrun's settings pass, output sorted
 // with one entry per name.
-#include "launcher/worker_env.h"
+#include "launcher/workers/worker_env.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "launcher/placement.h"
+#include "launcher/plan/placement.h"
 
 namespace hvdrun::launcher {
 namespace {

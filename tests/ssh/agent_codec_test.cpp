@@ -3,7 +3,7 @@
 #include <signal.h>
 
 #include "hvdrun/error.h"
-#include "launcher/ssh/remote_agent.h"
+#include "launcher/agent/remote_agent.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "launcher/ssh/agent_worker.h"
+#include "launcher/agent/agent_worker.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

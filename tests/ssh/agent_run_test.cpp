@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "launcher/ssh/remote_agent.h"
+#include "launcher/agent/remote_agent.h"
 #include "tests/ssh/agent_process.h"
 
 namespace hvdrun::launcher::ssh {

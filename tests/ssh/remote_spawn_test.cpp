@@ -1,7 +1,7 @@
 // RemoteSpawner against the real test hosts: workers on two hosts with their environment
 // shipped, exit codes and signals, a missing directory or program, terminate, teardown on
 // destruction, host failures and a lost connection.
-#include "launcher/ssh/remote_spawn.h"
+#include "launcher/remote/remote_spawn.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // ~/.ssh/config lookup, target resolution and the remote environment's deny list.
-#include "launcher/ssh/ssh_config.h"
+#include "launcher/ssh/config/ssh_config.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "hvdrun/error.h"
-#include "launcher/ssh/remote_spawn.h"
+#include "launcher/remote/remote_spawn.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {

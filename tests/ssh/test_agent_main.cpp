@@ -1,7 +1,7 @@
 // A stand-in for `hvdrun --remote-agent` in the SSH tests: the agent entry point alone.
 #include <cstring>
 
-#include "launcher/ssh/remote_agent.h"
+#include "launcher/agent/remote_agent.h"
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--remote-agent") == 0) {

@@ -86,6 +86,10 @@ class LinkError final : public E, public LinkFault {
  public:
   LinkError(const std::string& message, LinkFault fault)
       : E(message), LinkFault(std::move(fault)) {}
+  // A layer that adds context keeps the kind and what the link saw.
+  [[noreturn]] void rethrow_as(std::string message) const override {
+    throw LinkError(message, static_cast<const LinkFault&>(*this));
+  }
 };
 
 // Moves the plan's bytes. `staging` is scratch space for reduced pieces (its size is the

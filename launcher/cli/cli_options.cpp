@@ -1,0 +1,166 @@
+// hvdrun's option table and --help text (cli_options.h).
+#include "launcher/cli/cli_options.h"
+
+#include <vector>
+
+#include "launcher/cli/horovod_tuning.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using namespace option_group;
+
+constexpr std::string_view kMpiOnly =
+    "is an MPI option: hvdrun runs Horovod in Gloo mode (no mpirun); drop it";
+
+constexpr OptionInfo kOptions[] = {
+    {"num-proc", "-np", "N", true, false, kJob, "number of worker processes",
+     "the slots of -H/--hostfile; required without them", ""},
+    {"x", "-x", "NAME[=VALUE]", false, true, kJob,
+     "set NAME=VALUE for the workers, or forward hvdrun's NAME; repeatable", "none", ""},
+    {"start-timeout", "", "S", true, false, kJob, "seconds for all workers to join",
+     "$HOROVOD_START_TIMEOUT, else 30", ""},
+    {"grace-period", "", "S", true, false, kJob,
+     "seconds from SIGTERM to SIGKILL; decimals allowed", "5", ""},
+    {"max-restarts", "", "N", true, false, kJob,
+     "after a worker fails, restart every worker up to N times (a new generation each time)", "0",
+     ""},
+    {"min-np", "", "N", true, false, kElastic,
+     "elastic job: survivors of a failure re-form and go on while at least N workers run",
+     "-np (with --max-np)", "", "min-num-proc"},
+    {"max-np", "", "N", true, false, kElastic,
+     "elastic job: at most N workers; replacements and returning hosts fill up to it",
+     "-np (with --min-np)", "", "max-num-proc"},
+    {"elastic-timeout", "", "S", true, false, kElastic,
+     "seconds to wait for --min-np workers before the job fails",
+     "$HOROVOD_ELASTIC_TIMEOUT, else 600", ""},
+    {"reset-limit", "", "N", true, false, kElastic,
+     "the job fails at the re-formation after N of them", "no limit", ""},
+    {"blacklist-cooldown-range", "", "MIN MAX", true, false, kElastic,
+     "seconds a failed worker's host is not used: MIN, doubling per failure up to MAX", "10 300",
+     ""},
+    {"unresponsive-timeout", "", "S", true, false, kElastic,
+     "a worker silent this long (stopped, cut off) is killed and replaced; decimals allowed", "3",
+     ""},
+    {"host-discovery-script", "", "SCRIPT", true, false, kElastic,
+     "elastic job on the hosts SCRIPT prints ('host' or 'host:slots' lines), run by /bin/sh",
+     "none", ""},
+    {"slots-per-host", "", "N", true, false, kElastic,
+     "slots of a discovered host printed without ':slots'", "1", ""},
+    {"discovery-interval", "", "S", true, false, kElastic,
+     "seconds between runs of the discovery script; decimals allowed", "1", ""},
+    {"discovery-timeout", "", "S", true, false, kElastic,
+     "a run of the discovery script taking longer is killed and fails; decimals allowed", "10", ""},
+    {"hosts", "-H", "LIST", true, false, kHosts,
+     "[user@]host[:slots],... (1 slot if not given; IPv6 as [addr]:slots)", "localhost:N", ""},
+    {"hostfile", "-hostfile", "FILE", true, false, kHosts,
+     "lines 'host slots=N', 'host:N' or 'host'; # comments", "none", ""},
+    {"output-filename", "", "DIR", true, false, kOutput,
+     "also write rank N's output to DIR/rank.N/{stdout,stderr}", "none", ""},
+    {"prefix-output-with-timestamp", "-prefix-timestamp", "", true, false, kOutput,
+     "put a time stamp in front of every output line", "off", ""},
+    {"verbose", "", "", true, false, kOutput, "print each phase of the launch", "off", ""},
+    {"log-level", "", "L", true, false, kOutput,
+     "trace debug info warn error critical off, or TRACE..FATAL; also Horovod's level",
+     "$HVDRUN_LOG_LEVEL, else warn", ""},
+    {"network-interface", "", "X", true, true, kNetwork, "network interface to use (repeatable)",
+     "any", ""},
+    {"network-interfaces", "", "A,B", true, false, kNetwork,
+     "network interfaces to use, comma-separated", "any", ""},
+    {"ssh-port", "-p", "P", true, false, kNetwork, "ssh port of the remote hosts",
+     "~/.ssh/config Port, else 22", ""},
+    {"ssh-identity-file", "-i", "FILE", true, false, kNetwork,
+     "private key tried after ssh-agent, before ~/.ssh/id_*", "~/.ssh/config IdentityFile", ""},
+    {"ssh-host-key-check", "", "yes|accept-new|no", true, false, kNetwork,
+     "check remote host keys against ~/.ssh/known_hosts; accept-new adds unknown hosts",
+     "accept-new", ""},
+    {"rendezvous-addr", "", "ADDR", true, false, kNetwork,
+     "address remote workers use to reach hvdrun (the rendezvous server binds it)",
+     "hvdrun's address on the route to each host", ""},
+    {"remote-hvdrun", "", "PATH", true, false, kNetwork, "path of hvdrun on the remote hosts",
+     "this hvdrun's own path", ""},
+    {"config-file", "", "FILE", true, false, kTuning,
+     "horovodrun's YAML file of the settings below; flags win over it", "none", ""},
+    {"gloo", "", "", true, false, kCompat, "accepted; hvdrun always runs Horovod in Gloo mode", "",
+     ""},
+    {"disable-cache", "", "", true, false, kCompat, "accepted; hvdrun keeps no cache", "", ""},
+    {"mpi", "", "", true, false, kCompat, "refused: hvdrun runs Horovod in Gloo mode", "",
+     kMpiOnly},
+    {"jsrun", "", "", true, false, kCompat, "refused (LSF jsrun)", "", kMpiOnly},
+    {"mpi-args", "", "ARGS", true, false, kCompat, "refused", "", kMpiOnly},
+    {"binding-args", "-b", "ARGS", true, false, kCompat, "refused", "", kMpiOnly},
+    {"check-build", "-cb", "", true, false, kOther,
+     "print what this hvdrun offers (controllers, backends, NCCL, GPUs) and exit", "", ""},
+    {"help", "-h", "", true, false, kOther, "print this help and exit", "", ""},
+    {"version", "-v", "", true, false, kOther, "print the version and exit", "", ""},
+};
+
+// Appends one option's line: `left`, then the words of `help` and the unbreakable
+// `tail` from column kHelpColumn, wrapped before kHelpWidth.
+constexpr std::size_t kHelpColumn = 32;
+constexpr std::size_t kHelpWidth = 100;
+
+void append_wrapped(std::string& text, std::string left, std::string_view help,
+                    const std::string& tail) {
+  std::vector<std::string> units;
+  for (std::size_t pos = 0; pos < help.size();) {
+    const auto end = std::min(help.find(' ', pos), help.size());
+    if (end > pos) units.emplace_back(help.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  if (!tail.empty()) units.push_back(tail);
+  const std::string indent(kHelpColumn, ' ');
+  left +=
+      left.size() + 2 > kHelpColumn ? "\n" + indent : std::string(kHelpColumn - left.size(), ' ');
+  std::size_t column = kHelpColumn;
+  for (const auto& unit : units) {
+    if (column > kHelpColumn && column + 1 + unit.size() > kHelpWidth) {
+      left += "\n" + indent;
+      column = kHelpColumn;
+    } else if (column > kHelpColumn) {
+      left += ' ';
+      ++column;
+    }
+    left += unit;
+    column += unit.size();
+  }
+  text += left + "\n";
+}
+
+}  // namespace
+
+std::span<const OptionInfo> cli_options() {
+  static const std::vector<OptionInfo> all = [] {
+    std::vector<OptionInfo> options(std::begin(kOptions), std::end(kOptions));
+    for (const auto& param : tuning_params()) options.push_back(param.option);
+    return options;
+  }();
+  return all;
+}
+
+std::string help_text() {
+  std::string text = "hvdrun: run a distributed job, one worker process per slot.\n";
+  text += std::string(kUsage) + "\n";
+  for (const auto group : {kJob, kElastic, kHosts, kOutput, kNetwork, kTuning, kCompat, kOther}) {
+    text += "\n" + std::string(group) + ":\n";
+    for (const auto& option : cli_options()) {
+      if (option.group != group || option.help.empty()) continue;  // no help: a --no- twin
+      std::string left = "  " + std::string(option.alias);
+      if (option.long_form) {
+        left += (option.alias.empty() ? "--" : ", --") + std::string(option.name);
+        if (!option.other_name.empty()) left += ", --" + std::string(option.other_name);
+      }
+      if (!option.value_name.empty()) left += " " + std::string(option.value_name);
+      const auto tail = option.default_text.empty()
+                            ? std::string()
+                            : "(default: " + std::string(option.default_text) + ")";
+      append_wrapped(text, std::move(left), option.help, tail);
+    }
+  }
+  text +=
+      "\nOptions end at `--` or at the program; everything after it belongs to the program.\n"
+      "Long options may be shortened to any unambiguous prefix (--verb).\n";
+  return text;
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,130 @@
+// Value parsers of hvdrun's command line (cli_values.h).
+#include "launcher/cli/cli_values.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "hvdrun/error.h"
+#include "launcher/spec/hosts.h"
+
+namespace hvdrun::launcher {
+
+int parse_count(std::string_view what, std::string_view text, int max, std::string_view meaning,
+                int min) {
+  long long value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const auto shown = std::string(what) + " " + std::string(text);
+  if (ptr != text.data() + text.size() ||
+      (ec != std::errc{} && ec != std::errc::result_out_of_range)) {
+    throw UsageError(std::string(what) + " " + quoted(text) + ": " + std::string(meaning) +
+                     " must be a whole number");
+  }
+  if (ec == std::errc::result_out_of_range ? !text.starts_with('-') : value > max) {
+    throw UsageError(shown + ": too large (at most " + std::to_string(max) + ")");
+  }
+  if (ec == std::errc::result_out_of_range || value < min) {
+    throw UsageError(shown + ": " + std::string(meaning) + " must be at least " +
+                     std::to_string(min));
+  }
+  return static_cast<int>(value);
+}
+
+std::chrono::milliseconds parse_grace(std::string_view what, std::string_view text) {
+  double seconds = 0;
+  const auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), seconds, std::chars_format::fixed);
+  if (ec != std::errc{} || ptr != text.data() + text.size() || !std::isfinite(seconds)) {
+    throw UsageError(std::string(what) + " " + quoted(text) + ": expected seconds, e.g. 5 or 0.5");
+  }
+  if (seconds < 0 || seconds > kMaxGracePeriod) {
+    throw UsageError(std::string(what) + " " + std::string(text) + ": must be between 0 and " +
+                     std::to_string(static_cast<int>(kMaxGracePeriod)) + " seconds");
+  }
+  return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+// HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.
+std::string parse_log_level(std::string_view what, std::string_view text) {
+  std::string lower(text);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::map<std::string, std::string, std::less<>> kLevels = {
+      {"trace", "trace"},       {"debug", "debug"}, {"info", "info"}, {"warn", "warn"},
+      {"warning", "warn"},      {"error", "error"}, {"err", "error"}, {"fatal", "critical"},
+      {"critical", "critical"}, {"off", "off"}};
+  if (const auto it = kLevels.find(lower); it != kLevels.end()) return it->second;
+  throw UsageError(std::string(what) + " " + quoted(text) +
+                   ": expected trace, debug, info, warn, error, critical or off "
+                   "(or TRACE, DEBUG, INFO, WARNING, ERROR, FATAL)");
+}
+
+bool is_env_name(std::string_view name) {
+  const auto ok = [](char c, bool first) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+           (!first && c >= '0' && c <= '9');
+  };
+  if (name.empty() || !ok(name.front(), true)) return false;
+  for (const char c : name.substr(1)) {
+    if (!ok(c, false)) return false;
+  }
+  return true;
+}
+
+EnvForward parse_env_forward(std::string_view text,
+                             const std::map<std::string, std::string>& environment) {
+  const auto eq = text.find('=');
+  EnvForward entry{std::string(text.substr(0, eq)), std::nullopt};
+  if (!is_env_name(entry.name)) {
+    throw UsageError("-x " + quoted(text) + ": " + quoted(entry.name) +
+                     " is not a valid environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+  }
+  if (eq != std::string_view::npos) {
+    entry.value = std::string(text.substr(eq + 1));
+  } else if (!environment.contains(entry.name)) {
+    throw UsageError("-x " + entry.name + ": " + entry.name +
+                     " is not set in hvdrun's environment (use -x " + entry.name + "=VALUE)");
+  }
+  return entry;
+}
+
+void add_interfaces(std::vector<std::string>& out, std::string_view what, std::string_view text) {
+  std::size_t pos = 0;
+  bool any = false;
+  while (pos <= text.size()) {
+    const auto comma = std::min(text.find(',', pos), text.size());
+    auto item = text.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) {
+      any = true;
+      if (std::find(out.begin(), out.end(), item) == out.end()) out.emplace_back(item);
+    }
+    pos = comma + 1;
+  }
+  if (!any) throw UsageError(std::string(what) + " " + quoted(text) + ": no interface named");
+}
+
+std::string parse_host_key_check(std::string_view what, std::string_view text) {
+  if (text == "yes" || text == "accept-new" || text == "no") return std::string(text);
+  throw UsageError(std::string(what) + " " + quoted(text) +
+                   ": expected yes (known hosts only), accept-new (add unknown hosts, refuse "
+                   "changed keys) or no (no check)");
+}
+
+std::string parse_rendezvous_addr(std::string_view what, std::string_view text) {
+  if (text.size() > 2 && text.front() == '[' && text.back() == ']') {
+    text = text.substr(1, text.size() - 2);
+  }
+  const bool ok = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+           c == '%' || c == '_';
+  });
+  if (!ok) {
+    throw UsageError(std::string(what) + " " + quoted(text) +
+                     ": expected an address (10.0.0.1, fd00::1) or a host name, without port");
+  }
+  return std::string(text);
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,40 @@
+// DiscoveryPoller: the --host-discovery-script every --discovery-interval while the job wants
+// it. A run that fails is warned about once (the job keeps the hosts it has) until one works
+// again; the host list of one that works goes to `on_hosts`. io thread only.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/discovery/discovery_script.h"
+
+namespace hvdrun::launcher {
+
+class DiscoveryPoller {
+ public:
+  // `wanted`: whether the job still takes host lists (asked before each run and after it).
+  DiscoveryPoller(boost::asio::io_context& io, Watchdog& watchdog, const ElasticSpec& spec,
+                  const std::map<std::string, std::string>& environment,
+                  std::function<bool()> wanted,
+                  std::function<void(std::vector<HostSpec>)> on_hosts);
+  // The next run after one interval.
+  void poll();
+  // Stops the timer and kills a running script.
+  void cancel();
+
+ private:
+  void on_result(DiscoveryResult result);
+
+  boost::asio::steady_timer timer_;
+  std::chrono::milliseconds interval_;
+  DiscoveryScript script_;
+  std::function<bool()> wanted_;
+  std::function<void(std::vector<HostSpec>)> on_hosts_;
+  std::string failure_;  // the last run's failure; empty: it worked
+};
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,329 @@
+// The job core (job.h): construction, launch, the events of workers and the rendezvous, the
+// policy's actions carried out, and the lifecycle's transitions.
+#include "launcher/job/job.h"
+
+#include <signal.h>
+
+#include "launcher/output/logging.h"
+#include "launcher/plan/placement.h"
+#include "launcher/workers/worker_env.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+constexpr auto kDrainTimeout = std::chrono::seconds(1);
+// How long an elastic Horovod rank 0's notification service has for each of its addresses,
+// and how often a host change is sent again until the workers take it in.
+constexpr auto kNotificationTimeout = std::chrono::seconds(5);
+constexpr auto kNotificationResend = std::chrono::seconds(1);
+
+horovod::HostUpdate host_update(SlotsChange change) {
+  return change == SlotsChange::kAdded ? horovod::HostUpdate::kAdded
+                                       : horovod::HostUpdate::kRemoved;
+}
+
+}  // namespace
+
+Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
+         const std::map<std::string, std::string>& environment)
+    : spec_(start.spec),
+      sink_(sink),
+      environment_(environment),
+      faces_(io, std::move(start.server), std::move(start.horovod), start.slots, *this),
+      policy_(make_policy(spec_)),
+      generations_(Clock::now(), start.slots.size()),
+      remote_(std::move(start.remote)),
+      signals_(io, SIGCHLD, SIGINT, SIGTERM),
+      grace_timer_(io),
+      drain_timer_(io),
+      announce_timer_(io),
+      elastic_timer_(io),
+      cooldown_timer_(io),
+      pools_(io, spec_, watchdog, sink, environment, *this) {
+  for (const auto& slot : start.slots) {
+    sink_.add_worker(first_worker(slot), slot.rank);
+    workers_.add(first_worker(slot), WorkerKey{static_cast<std::uint32_t>(slot.rank)}, slot);
+  }
+  next_key_ = static_cast<std::uint32_t>(start.slots.size());
+  if (spec_.elastic_job()) {
+    membership_.emplace(spec_.hosts, *spec_.elastic.max_np, spec_.elastic.cooldown_min,
+                        spec_.elastic.cooldown_max);
+    workers_.for_each(
+        [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
+    if (!spec_.elastic.discovery_script.empty()) {
+      discovery_.emplace(
+          io, watchdog, spec_.elastic, environment, [this] { return state_.active(); },
+          [this](std::vector<HostSpec> hosts) { on_discovered_hosts(hosts); });
+    }
+    if (spec_.survivors_reform()) {
+      host_updates_.emplace(io, kNotificationTimeout, kNotificationResend,
+                            [](const std::string& line) { note(line); });
+    }
+  }
+  boost::system::error_code ignored;
+  signals_.add(SIGHUP, ignored);  // a closed terminal or session: as SIGTERM
+  signals_.add(SIGQUIT, ignored);
+  RendezvousInfo rdzv;
+  rdzv.addr = start.plan.fixed;
+  rdzv.port = faces_.port();
+  rdzv.secret = faces_.secret();
+  rdzv.master_addr = start.plan.fixed;
+  rdzv.master_port = faces_.master_port();
+  rdzv.horovod_port = faces_.horovod_port();
+  rdzv.run_id = std::move(start.run_id);
+  rdzv.size = static_cast<int>(start.slots.size());
+  pools_.set_addresses(start.plan, rdzv);
+}
+
+void Job::launch() {
+  warn_if_stdin_not_read();
+  launched_ = Clock::now();
+  generations_.current().started = launched_;
+  wait_signal();
+  if (remote_.empty()) {
+    start_workers();
+    return;
+  }
+  pools_.connect(remote_);
+}
+
+JobFacts Job::facts() const {
+  JobFacts facts;
+  facts.live = membership_ ? membership_->live() : workers_.running();
+  facts.waiting_for_slots = state_.is(JobState::kWaitingForSlots);
+  facts.winding_down = workers_.any_finished();
+  if (host_updates_) {
+    facts.host_update_pending = host_updates_->pending();
+    facts.host_update_reason = host_updates_->pending_reason();
+  }
+  return facts;
+}
+
+std::size_t Job::running() const {
+  return state_.is(JobState::kConnecting) ? 0 : workers_.running();
+}
+
+void Job::start_workers() {
+  enter(JobState::kRunning);
+  std::vector<WorkerId> ids;
+  workers_.for_each([&](const WorkerRecord& r) { ids.push_back(r.id); });
+  launch_workers(ids);
+  if (discovery_ && generations_.count() == 1) discovery_->poll();
+}
+
+void Job::launch_workers(const std::vector<WorkerId>& ids) {
+  const WorkerRecord* rank0 = workers_.rank_zero();
+  const std::size_t rank0_host = rank0 ? rank0->id.host : 0;
+  std::vector<WorkerLaunch> launches;
+  for (const auto& id : ids) {
+    WorkerRecord& record = *workers_.find(id);
+    workers_.name_for_horovod(record);
+    launches.push_back(
+        {id, record.slot(),
+         worker_environment(environment_, spec_, record.slot(),
+                            pools_.rendezvous_for(id.host, rank0_host), record.key.value)});
+  }
+  pools_.start(std::move(launches));
+}
+
+void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
+  WorkerRecord* record = workers_.find(id);
+  if (!record || record->end()) return;
+  workers_.set_end(*record, std::move(end));
+  if (host_updates_) host_updates_->forget(record->key.value);
+  const WorkerEnded ended{id, *record->end(), record->removed};
+  if (record->removed) {  // its slot left the job: however it ended, the job goes on
+    note("rank " + std::to_string(record->slot().rank) + " (host " + record->slot().host +
+         ") left the job with its slot: " + record->end()->what_happened());
+    workers_.erase(id);
+    if (state_.active() && !outcome_) carry_out(policy_->worker_ended(ended, facts()), nullptr);
+    maybe_finish();
+    return;
+  }
+  // Ends after the generation was told to stop are expected, not failures.
+  const Action action = state_.active() ? policy_->worker_ended(ended, facts()) : Action{};
+  if (membership_ && ended.end.success()) membership_->remove(record->key.value);  // finished
+  carry_out(action, record);
+  maybe_finish();
+}
+
+// The one place a policy's action is carried out. `ended`: the worker whose end it answers.
+void Job::carry_out(const Action& action, WorkerRecord* ended) {
+  if (!action.note.empty()) note(action.note);
+  switch (action.kind) {
+    case Action::Kind::kContinue:
+      return;
+    case Action::Kind::kFailJob:
+      if (ended && !outcome_) fail_with(*ended);
+      return;
+    case Action::Kind::kRestartAll:
+      if (ended) return restart(*ended);
+      return restart_for(action.reason);
+    case Action::Kind::kReform:
+      if (ended) return drop_and_reform(ended->id);
+      return reform(action.how, action.reason);
+    case Action::Kind::kNotifyRankZero:
+      // No rank 0 runs: the next generation, whatever ends this one, takes the change in.
+      if (const WorkerRecord* rank0 = workers_.rank_zero(true); rank0 && host_updates_) {
+        host_updates_->changed(host_update(action.change), action.reason, rank0->key.value);
+      }
+      return;
+  }
+}
+
+// The job's failure is this worker's end: said once its last lines are out.
+void Job::fail_with(WorkerRecord& record) {
+  outcome_ = Outcome::worker_failed(record.id, record.slot(), *record.end());
+  outcome_->exhausted = policy_->exhausted();
+  outcome_->after_others = policy_->survived() > 0;
+  generations_.current().end_reason = record.who() + " " + record.end()->what_happened();
+  if (!pools_.streams_open(record.id)) return announce_failure();
+  announce_pending_ = true;  // its last lines come first, bounded like the final drain
+  announce_timer_.expires_after(kDrainTimeout);
+  announce_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !state_.is(JobState::kFinished)) announce_failure();
+  });
+}
+
+void Job::stream_closed(const WorkerId& id) {
+  if (announce_pending_ && outcome_ && id == outcome_->worker && !pools_.streams_open(id)) {
+    announce_failure();
+  }
+  maybe_finish();
+}
+
+// The note about the first failed worker, then the teardown of the others.
+void Job::announce_failure() {
+  announce_pending_ = false;
+  announce_timer_.cancel();
+  const auto& end = outcome_->end;
+  const std::size_t others = state_.active() ? running() : 0;
+  note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
+       (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
+       (outcome_->exhausted.empty() ? "" : " (" + outcome_->exhausted + ")") +
+       (others ? "; terminating " + std::to_string(others) + " other " +
+                     (others == 1 ? "rank" : "ranks")
+               : ""));
+  terminate();
+  maybe_finish();
+}
+
+void Job::maybe_finish() {
+  if (state_.is(JobState::kConnecting) || state_.is(JobState::kFinished) || announce_pending_ ||
+      workers_.running() > 0 || state_.is(JobState::kWaitingForSlots)) {
+    return;
+  }
+  if (state_.is(JobState::kRestarting)) return start_next_generation();
+  if (state_.is(JobState::kDraining)) {
+    if (pools_.open_streams() == 0) enter(JobState::kFinished);
+    return;
+  }
+  generations_.current().ended = Clock::now();
+  generations_.end_reason_if_none(outcome_ ? "the job failed" : "every rank exited 0");
+  enter(pools_.open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
+}
+
+void Job::terminate() {
+  if (state_.active() || state_.is(JobState::kRestarting)) enter(JobState::kTerminating);
+}
+
+// The one place the job's state changes, with each state's entry actions.
+void Job::enter(JobState next) {
+  const JobState previous = state_.state();
+  if (!state_.enter(next)) return;
+  switch (next) {
+    case JobState::kConnecting:
+    case JobState::kWaitingForSlots:
+      break;
+    case JobState::kRunning:
+      grace_timer_.cancel();    // a restart's: it must not reach the new generation
+      elastic_timer_.cancel();  // a wait for slots is over
+      break;
+    case JobState::kRestarting:
+    case JobState::kTerminating:
+      elastic_timer_.cancel();
+      cooldown_timer_.cancel();
+      if (discovery_) discovery_->cancel();
+      // A restart's workers already have their SIGTERM: its grace period goes on unchanged.
+      if (previous != JobState::kRestarting) stop_workers();
+      break;
+    case JobState::kDraining:
+      arm_drain_timer();
+      break;
+    case JobState::kFinished:
+      finish();
+      break;
+  }
+}
+
+int Job::exit_status() const {
+  const int status = outcome_exit_status(outcome_);
+  return status == 0 && !sink_.write_failed().empty() ? 1 : status;
+}
+
+void Job::print_summary() const {
+  print_outcome_summary(outcome_, sink_);
+  if (!outcome_ && !sink_.write_failed().empty()) {
+    note("job failed: the workers succeeded but their output is incomplete: cannot write " +
+         sink_.write_failed());
+  }
+  if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
+}
+
+void Job::rendezvous_failed(const rdzv::JobError& error) {
+  if (state_.is(JobState::kFinished)) return;
+  if (state_.is(JobState::kRestarting)) {  // the generation it concerns is being replaced
+    launcher_log()->debug("rendezvous error while restarting, ignored: {}", error.message);
+    return;
+  }
+  if (!outcome_) {
+    std::string text = error.message;
+    if (error.code == rdzv::ErrorCode::kTimeout) {  // the start timeout
+      text +=
+          " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
+          "slow to start)";
+    }
+    generations_.end_reason_if_none(text);
+    outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
+    note("rendezvous failed; terminating " + plural(running(), "rank"));
+  }
+  terminate();
+  maybe_finish();
+}
+
+void Job::all_joined() {
+  generations_.formed(Clock::now());
+  if (spec_.verbose) {
+    note("all " + plural(workers_.size(), "rank") + " joined the rendezvous, " +
+         millis_since(launched_) + " after start");
+  }
+}
+
+void Job::horovod_in_use(const std::string& peer) {
+  if (const std::string text = policy_->horovod_in_use(peer); !text.empty()) note(text);
+}
+
+// A worker registers once, under the name its environment gave it at its start (it asks for a
+// new place only after registering).
+void Job::horovod_registered(const std::string& name, horovod::WorkerRegistration registration) {
+  if (!host_updates_) return;
+  if (WorkerRecord* record = workers_.unregistered(name)) {
+    record->horovod_registered = true;
+    host_updates_->registered(record->key.value, std::move(registration));
+    return;
+  }
+  launcher_log()->info(
+      "Horovod worker {} registered its notification service, but no running worker started "
+      "under that name has not registered yet: it is not told of host changes",
+      name);
+}
+
+bool Job::horovod_reform_asked(std::size_t waiting) {
+  if (!membership_ || !state_.is(JobState::kRunning) || outcome_) return false;
+  const Action action = policy_->reform_asked(waiting, facts());
+  if (action.kind != Action::Kind::kReform) return false;
+  carry_out(action, nullptr);
+  return true;
+}
+
+}  // namespace hvdrun::launcher

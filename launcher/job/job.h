@@ -1,0 +1,144 @@
+// Job: the job core. Runs one job on the io_context from its launch to its summary: the
+// lifecycle (JobStateMachine), teardown, signals and drain; the workers in one WorkerTable and
+// the generations in one GenerationLog. It reports each event (a worker's end, a host lost,
+// slots changed, Horovod workers asking to re-form) to the job's Policy and carries out the
+// Action it gets back; elastic jobs keep their members in an ElasticMembership. The rendezvous
+// faces are built first, in its constructor, and report to it through RendezvousEvents; the
+// worker pools report through PoolEvents. Lives on run_job's stack around io_context::run();
+// io thread only.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/discovery/discovery_poller.h"
+#include "launcher/horovod/updates/host_updates.h"
+#include "launcher/job/generation_log.h"
+#include "launcher/job/job_outcome.h"
+#include "launcher/job/job_state.h"
+#include "launcher/job/worker_table.h"
+#include "launcher/plan/elastic_membership.h"
+#include "launcher/policy/policy.h"
+#include "launcher/servers/rendezvous_faces.h"
+#include "launcher/workers/worker_pools.h"
+
+namespace hvdrun::launcher {
+
+// What the job starts from (run_job computes it).
+struct JobStart {
+  const JobSpec& spec;
+  std::vector<Slot> slots;           // the first generation's
+  std::vector<std::size_t> remote;   // remote hosts among spec.hosts
+  AddressPlan plan;                  // addresses
+  rdzv::ServerOptions server;        // hvdrun's rendezvous
+  horovod::KvServerOptions horovod;  // Horovod's rendezvous
+  std::string run_id;                // TORCHELASTIC_RUN_ID
+};
+
+class Job final : private RendezvousEvents, private PoolEvents {
+ public:
+  Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
+      const std::map<std::string, std::string>& environment);
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  // Starts the job: connects to the remote hosts, or starts the workers at once.
+  void launch();
+  // Whether a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ended the job.
+  bool interrupted() const noexcept { return interrupted_; }
+  // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
+  int exit_status() const;
+  void print_summary() const;
+  std::uint16_t rendezvous_port() const noexcept { return faces_.port(); }
+  std::uint16_t horovod_port() const noexcept { return faces_.horovod_port(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // RendezvousEvents
+  void rendezvous_failed(const rdzv::JobError& error) override;
+  void all_joined() override;
+  void worker_lost(std::uint32_t key, const std::string& why) override;
+  void horovod_in_use(const std::string& peer) override;
+  bool horovod_reform_asked(std::size_t waiting) override;
+  void horovod_registered(const std::string& name,
+                          horovod::WorkerRegistration registration) override;
+  // PoolEvents
+  void host_ready(std::size_t host, ssh::HostReady ready) override;
+  void host_failed(std::size_t host, const ssh::HostFailed& failed) override;
+  void worker_exited(const WorkerId& id, ProcessEnd end) override;
+  void stream_closed(const WorkerId& id) override;
+
+  // job.cpp: the lifecycle.
+  JobFacts facts() const;
+  // Workers of the generation not ended yet (none before the first starts).
+  std::size_t running() const;
+  void start_workers();
+  void launch_workers(const std::vector<WorkerId>& ids);
+  void carry_out(const Action& action, WorkerRecord* ended);
+  void fail_with(WorkerRecord& record);
+  void announce_failure();
+  void maybe_finish();
+  void enter(JobState next);
+  void terminate();
+  // job_teardown.cpp: signals, stopping the workers, drain, the end.
+  void wait_signal();
+  void on_signal(int signo);
+  void stop_workers();
+  void kill_all(int signo);
+  void arm_drain_timer();
+  void finish();
+  // job_generations.cpp: restarts and re-formations.
+  void restart(const WorkerRecord& failed);
+  void restart_for(const std::string& reason);
+  void start_next_generation();
+  void drop_and_reform(WorkerId id);  // by value: its record goes
+  void reform(rdzv::Handover how, const std::string& reason);
+  void wait_for_slots(const std::string& reason);
+  void watch_cooldowns();
+  void slots_changed(SlotsChange change, const std::string& reason);
+  void take_ranks(const std::vector<rdzv::Member>& members);
+  std::map<std::string, Slot> named_survivors(const std::vector<rdzv::Member>& members);
+  std::uint16_t start_generation(GenerationStart start);
+  // job_hosts.cpp: hosts that connect, fail or are discovered.
+  bool start_without_host(std::size_t host, const std::string& why);
+  void on_discovered_hosts(const std::vector<HostSpec>& hosts);
+  void warn_if_stdin_not_read() const;
+
+  const JobSpec& spec_;
+  OutputSink& sink_;
+  const std::map<std::string, std::string>& environment_;
+  RendezvousFaces faces_;  // first: the workers' environment needs its ports
+  std::unique_ptr<Policy> policy_;
+  WorkerTable workers_;  // the current generation's
+  GenerationLog generations_;
+  JobStateMachine state_;
+  std::optional<ElasticMembership> membership_;       // elastic jobs only
+  std::optional<horovod::HostUpdates> host_updates_;  // elastic jobs whose survivors re-form
+  std::uint32_t next_key_ = 0;                        // HVDRUN_SLOT of the next worker started
+  std::vector<std::size_t> remote_;                   // remote hosts at the start
+  std::size_t failed_hosts_ = 0;  // of the remote hosts at the start (elastic jobs)
+  std::optional<Outcome> outcome_;
+  Clock::time_point launched_ = Clock::now();
+  bool sigkill_sent_ = false;
+  bool interrupted_ = false;
+  bool announce_pending_ = false;          // the first failure's note waits for that rank's pipes
+  Clock::duration remote_drain_waited_{};  // unpaused, in kDraining
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer grace_timer_;
+  boost::asio::steady_timer drain_timer_;
+  boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
+  boost::asio::steady_timer elastic_timer_;   // --elastic-timeout while below --min-np
+  boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
+  std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only
+  WorkerPools pools_;                         // last: its events use the members above
+};
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,132 @@
+// The job's hosts (job.h): SSH hosts that connect or fail, hosts the discovery script adds or
+// removes, a worker whose host stopped answering.
+#include <signal.h>
+
+#include <algorithm>
+
+#include "launcher/job/job.h"
+#include "launcher/output/logging.h"
+
+namespace hvdrun::launcher {
+
+// hvdrun's stdin reaches only a rank 0 of this machine: a file given to a job whose rank 0 is
+// remote would be lost without a word. (Not a pipe: `ssh head hvdrun ...` has one, unused.)
+void Job::warn_if_stdin_not_read() const {
+  if (!pools_.rank_zero_stdin().is_file()) return;
+  const WorkerRecord* rank0 = workers_.rank_zero();
+  if (!rank0 || std::find(remote_.begin(), remote_.end(), rank0->id.host) == remote_.end()) return;
+  note(
+      "warning: hvdrun's stdin is not read: it reaches only a rank 0 on this machine, and "
+      "rank 0 runs on host " +
+      rank0->slot().host);
+}
+
+void Job::host_ready(std::size_t host, ssh::HostReady ready) {
+  // A discovered host of an elastic job that runs.
+  const bool later = membership_ && (state_.active() || state_.is(JobState::kRestarting));
+  if ((!state_.is(JobState::kConnecting) && !later) || outcome_) return;
+  if (spec_.verbose) {
+    note(ready.where + " as " + ready.user + ": " + ssh::describe_phases(ready.phases) +
+         " (route from " + ready.local_addr + ")");
+    if (!ready.host_key_note.empty()) note(ready.host_key_note);
+  }
+  pools_.host_connected(host, std::move(ready));
+  if (later) {  // usable from now on; a restart under way takes it in by itself
+    membership_->set_reachable(host, true);
+    if (state_.active() && membership_->free_slots(Clock::now()) > 0) {
+      slots_changed(SlotsChange::kAdded, "host " + pools_.host_name(host) + " joined");
+    }
+    return;
+  }
+  if (pools_.connected_count() + failed_hosts_ == remote_.size()) start_workers();
+}
+
+void Job::host_failed(std::size_t host, const ssh::HostFailed& failed) {
+  if (state_.is(JobState::kFinished)) return;
+  if (!state_.is(JobState::kConnecting) && membership_) {  // a discovered host: the job goes on
+    note("warning: cannot use discovered host " + pools_.host_name(host) + ": " + failed.message);
+    return;
+  }
+  if (state_.is(JobState::kConnecting) && !outcome_ && start_without_host(host, failed.message)) {
+    if (pools_.connected_count() + ++failed_hosts_ == remote_.size()) start_workers();
+    return;
+  }
+  if (!outcome_) {
+    outcome_ = Outcome::failed(
+        Outcome::Kind::kHostFailed,
+        "cannot start the ranks of host " + pools_.host_name(host) + ": " + failed.message);
+  }
+  if (state_.is(JobState::kConnecting)) enter(JobState::kFinished);  // nothing runs anywhere yet
+}
+
+// A host that cannot be reached at the start: if the policy lets the job start without it,
+// its workers are left out and the first generation is formed again from the others.
+bool Job::start_without_host(std::size_t host, const std::string& why) {
+  std::vector<WorkerId> lost;
+  workers_.for_each([&](const WorkerRecord& r) {
+    if (r.id.host == host) lost.push_back(r.id);
+  });
+  const Action action = policy_->host_unusable_at_start(workers_.size() - lost.size());
+  if (action.kind != Action::Kind::kContinue || !membership_) return false;
+  for (const auto& id : lost) {
+    membership_->remove(workers_.find(id)->key.value);
+    workers_.erase(id);
+  }
+  membership_->set_reachable(host, false);
+  const std::string& name = pools_.host_name(host);
+  note("warning: cannot use host " + name + ": " + why + "; the job starts without its " +
+       plural(lost.size(), "slot"));
+  auto members = membership_->next_generation();
+  take_ranks(members);
+  const std::size_t size = members.size();
+  pools_.rendezvous().size = static_cast<int>(size);
+  start_generation(
+      {std::move(members), rdzv::Handover::kRestart, "host " + name + " cannot be used", {}});
+  generations_.current().size = size;  // no worker ran in it yet: it is still the first
+  return true;
+}
+
+void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
+  const auto change = membership_->update_hosts(hosts);
+  for (const std::size_t index : change.added) {
+    const auto& name = membership_->host_name(index);
+    const auto spec =
+        std::find_if(hosts.begin(), hosts.end(), [&](const HostSpec& h) { return h.name == name; });
+    if (!pools_.add_discovered(index, *spec)) membership_->set_reachable(index, false);
+  }
+  std::string removed;
+  for (const auto& gone : change.removed) {
+    WorkerRecord* record = workers_.find(WorkerKey{gone.key});
+    if (!record || record->end()) continue;
+    record->removed = true;
+    removed += (removed.empty() ? "rank " : ", rank ") + std::to_string(record->slot().rank) +
+               " (host " + record->slot().host + ")";
+  }
+  if (!removed.empty()) {
+    note("the discovery script no longer lists the slots of " + removed +
+         (spec_.survivors_reform() ? ": they leave the job at its next commit"
+                                   : ": they leave the job"));
+    slots_changed(SlotsChange::kRemoved, "slots removed by the discovery script");
+  } else if (membership_->free_slots(Clock::now()) > 0) {
+    slots_changed(SlotsChange::kAdded, "slots added by the discovery script");
+  }
+}
+
+// The rendezvous heard nothing from the worker for too long: it is killed, and its end is a
+// failure like any other.
+void Job::worker_lost(std::uint32_t key, const std::string& why) {
+  if (!state_.active()) return;
+  WorkerRecord* record = workers_.find(WorkerKey{key});
+  if (!record || record->end()) return;
+  record->lost = "missed its heartbeats (" + why + "): killed";
+  pools_.signal(record->id, SIGKILL);
+  if (pools_.connected(record->id.host)) {
+    // Over a cut-off network neither the kill nor the end may get through: the worker ends
+    // here (a later report of its end is ignored).
+    const WorkerId lost = record->id;
+    worker_exited(lost, ProcessEnd::lost_connection("host " + pools_.host_name(lost.host) +
+                                                    " stopped answering"));
+  }
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,111 @@
+// The job's end (job.h): signals to hvdrun, stopping the workers (SIGTERM, grace period,
+// SIGKILL), the drain of their last output, and what is left when the job is finished.
+#include <signal.h>
+
+#include "launcher/job/job.h"
+#include "launcher/output/logging.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+constexpr auto kDrainTimeout = std::chrono::seconds(1);
+// How long remote ranks' output may still take once every worker ended, while it flows.
+constexpr auto kRemoteDrainTimeout = std::chrono::seconds(30);
+
+}  // namespace
+
+void Job::wait_signal() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int signo) {
+    if (ec || state_.is(JobState::kFinished)) return;
+    on_signal(signo);
+    if (!state_.is(JobState::kFinished)) wait_signal();
+  });
+}
+
+void Job::on_signal(int signo) {
+  if (signo == SIGCHLD) return pools_.reap();
+  interrupted_ = true;
+  if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
+    if (!outcome_) outcome_ = Outcome::interrupted(signo);
+    kill_all(SIGKILL);
+    pools_.close_streams();  // take what they hold now, whatever the console does
+    return;
+  }
+  if (state_.is(JobState::kTerminating)) {
+    if (!sigkill_sent_) note("second " + signal_name(signo) + ": killing every rank now");
+    kill_all(SIGKILL);
+    return;
+  }
+  if (!outcome_) outcome_ = Outcome::interrupted(signo);
+  generations_.end_reason_if_none("interrupted (" + signal_name(signo) + ")");
+  if (state_.is(JobState::kConnecting)) {
+    note("interrupted (" + signal_name(signo) + ") while connecting to the hosts");
+    enter(JobState::kFinished);
+    return;
+  }
+  if (state_.is(JobState::kRestarting)) {
+    generations_.current().end_reason += "; then " + signal_name(signo);
+  }
+  note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank"));
+  terminate();
+  maybe_finish();
+}
+
+// SIGTERM to every worker, SIGKILL to those left when the grace period ends.
+void Job::stop_workers() {
+  kill_all(SIGTERM);
+  const std::size_t generation = generations_.count();
+  grace_timer_.expires_after(spec_.grace_period);
+  grace_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
+    if (ec || state_.is(JobState::kFinished) || generation != generations_.count()) return;
+    if (const std::size_t left = running()) {
+      note("grace period of " + std::to_string(spec_.grace_period.count()) + " ms over: killing " +
+           plural(left, "rank") + " with SIGKILL");
+    }
+    kill_all(SIGKILL);
+  });
+}
+
+void Job::kill_all(int signo) {
+  if (signo == SIGKILL) sigkill_sent_ = true;
+  pools_.signal_all(signo);
+}
+
+// kDraining: the local pipes get kDrainTimeout while the console takes output (an unread pipe
+// is not a held one; after a signal, no more waiting for the console); a pipe still open then
+// is held by a worker's leftover child. A remote worker's channel closes by itself once its
+// output is through (its agent bounds the wait for leftovers), or with its SSH session; it
+// gets kRemoteDrainTimeout while the console takes output (a host that stopped answering may
+// take many minutes to be noticed), and after a signal it is not waited for either.
+void Job::arm_drain_timer() {
+  drain_timer_.expires_after(kDrainTimeout);
+  drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || state_.is(JobState::kFinished)) return;
+    if (interrupted_) return pools_.close_streams();
+    if (sink_.console().any_paused()) return arm_drain_timer();
+    pools_.close_local_streams();
+    if (pools_.open_remote_streams() == 0) return;
+    remote_drain_waited_ += kDrainTimeout;
+    if (remote_drain_waited_ < kRemoteDrainTimeout) return arm_drain_timer();
+    pools_.close_remote_streams();
+  });
+}
+
+// kFinished's entry: stop every timer and signal watch, leave nothing behind, close the
+// rendezvous.
+void Job::finish() {
+  grace_timer_.cancel();
+  drain_timer_.cancel();
+  announce_timer_.cancel();
+  elastic_timer_.cancel();
+  cooldown_timer_.cancel();
+  if (discovery_) discovery_->cancel();
+  boost::system::error_code ignored;
+  signals_.clear(ignored);  // restores the default dispositions
+  signals_.cancel(ignored);
+  pools_.close();  // nothing a worker left behind survives
+  if (spec_.verbose) note("job finished in " + millis_since(launched_));
+  faces_.close();
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,131 @@
+// run_job (run_job.h): what the job starts from, computed once, then the job core on one
+// io_context, then its summary and its last output.
+#include "launcher/job/run_job.h"
+
+#include <signal.h>
+
+#include <boost/asio.hpp>
+#include <optional>
+
+#include "hvdrun/error.h"
+#include "launcher/discovery/initial_hosts.h"
+#include "launcher/job/job.h"
+#include "launcher/output/logging.h"
+#include "launcher/plan/open_files.h"
+#include "launcher/plan/placement.h"
+#include "launcher/servers/server_setup.h"
+#include "rendezvous/auth.h"
+#include "rendezvous/client.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+// How long the output of a job ended by a signal may still take to be written.
+constexpr auto kInterruptedOutputWait = std::chrono::seconds(2);
+
+// Waits until the console has written every queued line: as long as its readers take it, or
+// kInterruptedOutputWait after a signal ended the job; a SIGINT, SIGTERM or SIGHUP meanwhile
+// gives up. What is left then is said on stderr, if stderr still takes it.
+void finish_output(asio::io_context& io, Console& console, bool interrupted) {
+  io.restart();
+  bool stop = false;
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  signals.async_wait([&stop](const boost::system::error_code& ec, int) { stop = !ec; });
+  const auto limit =
+      interrupted ? std::optional<std::chrono::milliseconds>(kInterruptedOutputWait) : std::nullopt;
+  if (console.drain(limit, [&] {
+        io.poll();
+        return stop;
+      })) {
+    return;
+  }
+  const auto left = console.queued(StreamKind::kStdout);
+  if (left > 0 && !console.paused(StreamKind::kStderr)) {
+    note(std::to_string(left) + " bytes of output were not written: nothing reads hvdrun's stdout");
+    console.drain(std::chrono::milliseconds(200), nullptr);
+  }
+}
+
+// An elastic job with a discovery script starts on the hosts it gives, with every slot up to
+// --max-np (as horovodrun does).
+JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts) {
+  JobSpec spec = given;
+  long long slots = 0;
+  for (const auto& h : hosts) slots += h.slots;
+  spec.hosts = std::move(hosts);
+  spec.num_proc = static_cast<int>(std::min<long long>(slots, *spec.elastic.max_np));
+  return spec;
+}
+
+// What the job starts from: the placement, the remote hosts, the addresses, both servers'
+// settings.
+JobStart job_start(const JobSpec& spec) {
+  const auto start = Clock::now();
+  std::vector<Slot> slots = place(spec.hosts, spec.num_proc);
+  auto remote = remote_hosts(spec, slots);
+  const auto plan = plan_addresses(spec, !remote.empty());
+  if (spec.verbose) {
+    note("placement: " + plural(slots.size(), "rank") + " on " + plural(spec.hosts.size(), "host") +
+         " (" + std::to_string(remote.size()) + " remote) in " + millis_since(start));
+  }
+  rdzv::ServerOptions options;
+  options.secret = rdzv::make_secret();
+  options.slots = slots;
+  options.start_timeout = spec.start_timeout;
+  options.bind_address = plan.bind;
+  const WorkerCount workers =
+      count_workers(slots, remote, static_cast<std::size_t>(spec.elastic.max_np.value_or(0)));
+  options.max_unauthenticated = rendezvous_max_unauthenticated(workers, open_file_limit());
+  if (spec.elastic_job()) {
+    options.reform_timeout = spec.elastic.timeout;
+    options.heartbeat_interval = rdzv::kDefaultHeartbeat;
+    options.heartbeat_timeout = spec.elastic.heartbeat_timeout;
+  }
+  // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
+  // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
+  auto kv_options = horovod_server_options(plan.bind, workers, open_file_limit());
+  if (spec.survivors_reform()) kv_options.rank_query_hold = rank_query_hold(spec.elastic.timeout);
+  return JobStart{spec,         std::move(slots),   std::move(remote),
+                  plan,         std::move(options), std::move(kv_options),
+                  make_run_id()};
+}
+
+}  // namespace
+
+int run_job(const JobSpec& given, const std::map<std::string, std::string>& environment) {
+  setup_logging(given.log_level);
+  if (given.command.empty()) throw UsageError("no program to run was given");
+  Watchdog watchdog = Watchdog::start();  // before anything could start a thread
+  const JobSpec spec =
+      given.elastic.discovery_script.empty()
+          ? given
+          : with_discovered_hosts(given, initial_hosts(given, watchdog, environment));
+  JobStart start = job_start(spec);
+  asio::io_context io(1);
+  Console console(io);
+  LogRoute log_route(console, spec.log_level);
+  OutputSink sink(
+      {spec.elastic.max_np.value_or(spec.num_proc), spec.prefix_timestamp, spec.output_dir},
+      console);
+  const auto servers_start = Clock::now();
+  const std::string bind = start.plan.bind;
+  const std::vector<Slot> slots = start.slots;
+  Job job(io, std::move(start), watchdog, sink, environment);
+  if (spec.verbose) {
+    note("rendezvous server up on " + bind + ":" + std::to_string(job.rendezvous_port()) +
+         ", Horovod's on port " + std::to_string(job.horovod_port()) + ", in " +
+         millis_since(servers_start));
+  }
+  note_omp_default(spec, slots, environment);
+  job.launch();
+  io.run();
+  watchdog.disarm();
+  job.print_summary();
+  finish_output(io, console, job.interrupted());
+  return job.exit_status();
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,94 @@
+// The workers of an elastic job and the places they can run, without I/O: which workers live
+// where, which hosts are cooling down after a failure, where replacements can start (up to
+// --max-np), and the members of the next generation with their ranks.
+// Rank order of a generation: the longest-lived survivor first (it holds the state to
+// broadcast), then the other survivors in their previous rank order, then the newcomers in
+// the order they were started; local and cross ranks by host, as placement does.
+// io thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "launcher/plan/worker_id.h"
+#include "launcher/spec/job_spec.h"
+#include "rendezvous/server.h"
+
+namespace hvdrun::launcher {
+
+class ElasticMembership {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Worker {
+    WorkerId id;
+    std::uint32_t key = 0;  // HVDRUN_SLOT: in start order
+    int rank = -1;          // in the current generation; -1: a newcomer
+  };
+
+  // What a new host list changed (update_hosts).
+  struct HostsChange {
+    std::vector<std::size_t> added;  // hosts seen for the first time (their new indices)
+    std::vector<Worker> removed;     // workers whose host or slot is gone: no longer members
+  };
+
+  ElasticMembership(const std::vector<HostSpec>& hosts, int max_np,
+                    std::chrono::seconds cooldown_min, std::chrono::seconds cooldown_max);
+
+  // A worker that runs (the first ones, placed by the launcher).
+  void add(WorkerId id, std::uint32_t key, int rank);
+  // The worker is gone (failed, finished or killed); false if it was not a member.
+  bool remove(std::uint32_t key);
+  // The host's slots are not used until its cooldown ends: MIN, doubling with each failure
+  // there, up to MAX. Returns the cooldown.
+  std::chrono::seconds cool_down(std::size_t host, Clock::time_point now);
+  // Workers to start on the free slots of hosts not cooling down, so that live() reaches
+  // `limit` (at most max_np) at most; they become members (newcomers) with fresh keys.
+  std::vector<Worker> fill(Clock::time_point now,
+                           std::size_t limit = std::numeric_limits<std::size_t>::max());
+  // How many more fill() with no limit would add now.
+  std::size_t free_slots(Clock::time_point now) const;
+  // The members of the next generation, in rank order, with their topology; the workers'
+  // ranks become these.
+  std::vector<rdzv::Member> next_generation();
+  // The hosts the discovery script printed now, in its order. A host keeps its index (and its
+  // failures and cooldown) for the life of the job: one missing from the list has no slots
+  // until it is listed again; a host with fewer slots loses the workers on its highest slots.
+  HostsChange update_hosts(const std::vector<HostSpec>& hosts);
+  // A host whose workers cannot start yet (an SSH host still connecting) or any more (its
+  // connection failed) has no free slots; hosts are reachable by default.
+  void set_reachable(std::size_t host, bool reachable);
+  const std::string& host_name(std::size_t host) const { return hosts_.at(host).name; }
+  std::size_t host_count() const noexcept { return hosts_.size(); }
+  // The earliest end of a cooldown after `now`.
+  std::optional<Clock::time_point> next_cooldown_end(Clock::time_point now) const;
+  std::size_t live() const noexcept { return workers_.size(); }
+  const std::vector<Worker>& workers() const noexcept { return workers_; }
+  std::uint32_t next_key() const noexcept { return next_key_; }
+
+ private:
+  struct Host {
+    std::string name;
+    int slots = 0;  // 0 while not listed
+    int failures = 0;
+    Clock::time_point usable_from{};
+    std::map<int, int> incarnations;  // slot on the host -> incarnations started there
+    bool reachable = true;
+  };
+  bool usable(const Host& host, Clock::time_point now) const {
+    return host.reachable && now >= host.usable_from;
+  }
+  int used(std::size_t host) const;
+
+  std::vector<Host> hosts_;
+  std::size_t max_np_;
+  std::chrono::seconds cooldown_min_, cooldown_max_;
+  std::vector<Worker> workers_;
+  std::uint32_t next_key_ = 0;
+};
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,125 @@
+// Remote workers over SSH, for the launcher (workers/remote_workers.h): one SSH session per host,
+// all hosts connected in parallel (one thread per host), one channel per worker running `hvdrun
+// --remote-agent`, which receives the worker's cwd, environment and argv on stdin (remote_agent.h),
+// so that no secret is ever on a command line.
+//
+// Use from one thread (the launcher's io_context thread):
+//   1. RemoteSpawner spawner(hosts, options, events);   // connecting starts at once
+//   2. on_host_ready(host) -> build the workers' environment with host.local_addr as the
+//      rendezvous address, then spawner.start_workers(host.index, workers)
+//   3. on_started / on_output / on_exit (/ on_output_closed) per worker id;
+//      terminate(id, SIGTERM|SIGKILL|SIGINT)
+//   4. destroy the spawner: every session closes, every agent kills its worker's group.
+// Events are called on the host threads, concurrently: wrap each in boost::asio::post. After
+// the destructor returns, no event runs; events stop once destruction begins.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/process_end.h"
+#include "launcher/agent/remote_exit.h"
+#include "launcher/ssh/config/ssh_options.h"
+#include "launcher/ssh/ssh_error.h"
+
+namespace hvdrun::launcher::ssh {
+
+struct RemoteHost {
+  std::string user;  // from user@host; empty: ~/.ssh/config User, else the local user
+  std::string name;  // as written in -H or the host file
+};
+
+struct RemoteWorker {
+  int id = 0;         // the launcher's number for this worker, unique in the job; events carry it
+  std::string label;  // for messages: "rank 3"
+  std::vector<std::string> argv;  // argv[0] is searched in the PATH of the environment
+  std::vector<std::string> env;   // "NAME=VALUE": see remote_worker_environment()
+  std::string cwd;                // the launcher's working directory
+};
+
+struct RemoteSpawnOptions {
+  SshOptions ssh;
+  std::string agent_path;  // hvdrun on the remote hosts; empty: default_agent_path()
+  std::chrono::milliseconds start_timeout{30'000};  // connect + start every worker
+  // Thread-safe; while it returns true, no worker output is read (the channels' windows
+  // then stop the remote side: back-pressure). Empty: never paused.
+  std::function<bool()> output_paused;
+};
+
+struct HostReady {
+  std::size_t host = 0;     // index into the hosts given to the spawner
+  std::string where;        // "hvdt-h1 (10.213.0.11:22)"
+  std::string local_addr;   // this machine's address on the route to the host
+  std::string remote_addr;  // the host's address as connected to ("10.213.0.11"), no port
+  std::string user;         // the remote user
+  std::vector<SshPhase> phases;
+  std::string host_key_note;  // non-empty when known_hosts was changed or not checked
+};
+
+struct HostFailed {
+  std::size_t host = 0;
+  SshFailure failure = SshFailure::kUnreachable;
+  std::string message;  // names the host and says what to do
+};
+
+// Exactly one of on_host_ready / on_host_failed per host. For each worker given to
+// start_workers: on_started (if it started), on_output any number of times, then exactly one
+// on_exit (exited, signaled, failed to start, or lost connection). A worker that failed (a
+// non-zero status or a signal) while its output was still unread is reported as soon as the
+// SSH server says so, with `output_open`: its output still follows, then on_output_closed.
+// Otherwise on_exit comes once the output is through, and nothing follows it.
+struct RemoteEvents {
+  std::function<void(HostReady)> on_host_ready;
+  std::function<void(HostFailed)> on_host_failed;
+  std::function<void(int id)> on_started;
+  std::function<void(int id, OutputStream stream, std::string bytes)> on_output;
+  std::function<void(int id, ProcessEnd exit, bool output_open)> on_exit;
+  std::function<void(int id)> on_output_closed;
+};
+
+class RemoteSpawner {
+ public:
+  RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options, RemoteEvents events);
+  ~RemoteSpawner();
+  RemoteSpawner(const RemoteSpawner&) = delete;
+  RemoteSpawner& operator=(const RemoteSpawner&) = delete;
+
+  // Connects to one more host (an elastic job's discovered host), with its own connect
+  // deadline; returns its index for the events and start_workers().
+  std::size_t add_host(RemoteHost host);
+  // Starts workers on a host (after its on_host_ready; earlier calls are queued). Channels
+  // open in parallel; a worker not started by the start deadline fails to start.
+  void start_workers(std::size_t host, std::vector<RemoteWorker> workers);
+  // Delivers SIGTERM, SIGKILL or SIGINT to the worker's process group (through its agent).
+  // Other signals are sent as SIGTERM. Unknown or finished ranks are ignored.
+  void terminate(int id, int signo);
+  void terminate_all(int signo);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// This launcher's own executable (/proc/self/exe), the default agent path.
+std::string default_agent_path();
+
+// The remote command line: "'<agent path>' --remote-agent" (quoted for the remote shell).
+std::string remote_agent_command(const std::string& agent_path);
+
+// Whether a launcher variable stays behind when a worker runs on another host: SSH_*,
+// PWD, OLDPWD, HOSTNAME, BASH_FUNC_*, DISPLAY, SHLVL, _, and the login's identity and session
+// (HOME, USER, LOGNAME, SHELL, MAIL, XDG_RUNTIME_DIR, XDG_SESSION_*, DBUS_SESSION_BUS_ADDRESS),
+// which the remote login sets itself.
+bool is_launcher_only_variable(std::string_view name);
+
+// The worker environment (worker_environment()) minus launcher-only variables, except those
+// named in `keep` (the -x names: an explicit forward wins).
+std::vector<std::string> remote_worker_environment(const std::vector<std::string>& env,
+                                                   const std::vector<std::string>& keep);
+
+}  // namespace hvdrun::launcher::ssh

@@ -1,0 +1,63 @@
+// The rendezvous faces (rendezvous_faces.h).
+#include "launcher/servers/rendezvous_faces.h"
+
+#include <algorithm>
+
+namespace hvdrun::launcher {
+
+horovod::KvPlan horovod_plan(const std::vector<Slot>& slots) {
+  horovod::KvPlan plan;
+  plan.global_size = static_cast<int>(slots.size());
+  for (const auto& s : slots) {
+    plan.local_sizes[s.host] = s.local_size;
+    plan.cross_sizes[s.local_rank] = s.cross_size;
+  }
+  return plan;
+}
+
+horovod::KvServerOptions RendezvousFaces::forwarding(horovod::KvServerOptions options,
+                                                     RendezvousEvents& events) {
+  options.on_first_put = [&events](const std::string& peer) { events.horovod_in_use(peer); };
+  options.on_reform_asked = [&events](std::size_t waiting) {
+    return events.horovod_reform_asked(waiting);
+  };
+  options.on_registered = [&events](const std::string& name,
+                                    horovod::WorkerRegistration registration) {
+    events.horovod_registered(name, std::move(registration));
+  };
+  return options;
+}
+
+RendezvousFaces::RendezvousFaces(boost::asio::io_context& io, rdzv::ServerOptions options,
+                                 horovod::KvServerOptions kv_options,
+                                 const std::vector<Slot>& slots, RendezvousEvents& events)
+    : secret_(options.secret),
+      server_(io, std::move(options),
+              rdzv::ServerCallbacks{
+                  [&events](const rdzv::JobError& error) { events.rendezvous_failed(error); },
+                  [&events] { events.all_joined(); },
+                  [&events](std::uint32_t worker, const std::string& why) {
+                    events.worker_lost(worker, why);
+                  }}),
+      horovod_(io, forwarding(std::move(kv_options), events), horovod_plan(slots)),
+      master_port_(PortReservation::reserve()) {}
+
+std::uint16_t RendezvousFaces::start_generation(GenerationStart start) {
+  std::vector<Slot> next;
+  for (const auto& m : start.members) next.push_back(m.slot);
+  std::sort(next.begin(), next.end(), [](const Slot& a, const Slot& b) { return a.rank < b.rank; });
+  server_.start_generation(std::move(start.members), start.how, std::move(start.reason));
+  auto kv_plan = horovod_plan(next);
+  kv_plan.survivors = std::move(start.survivors);
+  horovod_.reset(std::move(kv_plan));
+  master_port_.reset();
+  master_port_.emplace(PortReservation::reserve());
+  return master_port_->port();
+}
+
+void RendezvousFaces::close() {
+  server_.close();
+  horovod_.close();
+}
+
+}  // namespace hvdrun::launcher

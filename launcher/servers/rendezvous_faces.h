@@ -1,0 +1,86 @@
+// RendezvousFaces: the launcher's rendezvous, every face of it in one object: hvdrun's own
+// rendezvous server (rendezvous/server.h), Horovod's HTTP rendezvous (horovod/kv_server.h) and
+// the MASTER_PORT reservation for torch.distributed. Built before anything that needs their
+// ports; start_generation() moves all three to a new generation together; what they hear goes
+// to the job through one interface, RendezvousEvents. io thread only; the events come on it.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/slot.h"
+#include "launcher/horovod/kv_server.h"
+#include "launcher/horovod/updates/worker_registration.h"
+#include "launcher/servers/port_reservation.h"
+#include "rendezvous/server.h"
+
+namespace hvdrun::launcher {
+
+// What the rendezvous servers tell the job.
+class RendezvousEvents {
+ public:
+  // The rendezvous failed (the start timeout, a mismatch): the job fails.
+  virtual void rendezvous_failed(const rdzv::JobError& error) = 0;
+  // Every worker of the generation joined.
+  virtual void all_joined() = 0;
+  // The worker of `key` missed its heartbeats for `why`.
+  virtual void worker_lost(std::uint32_t key, const std::string& why) = 0;
+  // A worker stored a key in Horovod's rendezvous (from `peer`), the first time.
+  virtual void horovod_in_use(const std::string& peer) = 0;
+  // Horovod workers (`waiting` of them) asked for their places in a next generation though
+  // none exited; returns whether the job re-forms.
+  virtual bool horovod_reform_asked(std::size_t waiting) = 0;
+  // The Horovod worker called `name` registered its notification service.
+  virtual void horovod_registered(const std::string& name,
+                                  horovod::WorkerRegistration registration) = 0;
+
+ protected:
+  ~RendezvousEvents() = default;
+};
+
+// A new generation: its members, how it takes over, and why; `survivors`: each member that
+// ran in the generation that ended, by its Horovod name there ("<HOROVOD_HOSTNAME>:
+// <HOROVOD_LOCAL_RANK>"), to its slot in this one.
+struct GenerationStart {
+  std::vector<rdzv::Member> members;
+  rdzv::Handover how = rdzv::Handover::kRestart;
+  std::string reason;
+  std::map<std::string, Slot> survivors;
+};
+
+class RendezvousFaces {
+ public:
+  // Starts both servers (hvdrun's with `options`, Horovod's with `kv_options` for the first
+  // generation's `slots`) and reserves the first MASTER_PORT. `events` outlives this.
+  RendezvousFaces(boost::asio::io_context& io, rdzv::ServerOptions options,
+                  horovod::KvServerOptions kv_options, const std::vector<Slot>& slots,
+                  RendezvousEvents& events);
+
+  std::uint16_t port() const noexcept { return server_.port(); }
+  std::uint16_t horovod_port() const noexcept { return horovod_.port(); }
+  const std::string& secret() const noexcept { return secret_; }
+  std::uint16_t master_port() const noexcept { return master_port_->port(); }
+
+  // Moves every face to the next generation; returns its MASTER_PORT (a fresh one: the old
+  // one may still be in TIME_WAIT).
+  std::uint16_t start_generation(GenerationStart start);
+  // The job is over: both servers stop.
+  void close();
+
+ private:
+  static horovod::KvServerOptions forwarding(horovod::KvServerOptions options,
+                                             RendezvousEvents& events);
+  std::string secret_;
+  rdzv::Server server_;
+  horovod::KvServer horovod_;
+  std::optional<PortReservation> master_port_;
+};
+
+// Sizes of Horovod's global, local_<host> and cross_<local_rank> scopes.
+horovod::KvPlan horovod_plan(const std::vector<Slot>& slots);
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,78 @@
+// JobSpec: the launcher's immutable description of a job, parsed once from the command
+// line and environment (cli.h) and passed down to placement, spawning and supervision.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvdrun::launcher {
+
+// One host entry from -H or a host file.
+struct HostSpec {
+  std::string user;  // from "user@host"; empty = current user
+  std::string name;  // host name or address as written (IPv6 without brackets)
+  int slots = 1;
+  std::string origin;  // where it was written, for messages: "-H" or "hosts.txt:3"
+  bool operator==(const HostSpec&) const = default;
+};
+
+// One -x entry: forward NAME from the launcher's environment, or set NAME=VALUE.
+struct EnvForward {
+  std::string name;
+  std::optional<std::string> value;
+  bool operator==(const EnvForward&) const = default;
+};
+
+// Elastic jobs (--min-np, --max-np): survivors of a failure keep running and re-form.
+struct ElasticSpec {
+  std::optional<int> min_np;          // after parsing an elastic job: set (default -np)
+  std::optional<int> max_np;          // after parsing an elastic job: set (default -np)
+  std::optional<int> reset_limit;     // --reset-limit: re-formations allowed; none: unlimited
+  std::optional<int> slots_per_host;  // --slots-per-host
+  std::string discovery_script;       // --host-discovery-script
+  std::chrono::milliseconds discovery_interval{1000};
+  std::chrono::milliseconds discovery_timeout{10000};  // --discovery-timeout: a run is killed
+  std::chrono::seconds timeout{600};      // --elastic-timeout / HOROVOD_ELASTIC_TIMEOUT
+  std::chrono::seconds cooldown_min{10};  // --blacklist-cooldown-range MIN MAX
+  std::chrono::seconds cooldown_max{300};
+  std::chrono::milliseconds heartbeat_timeout{3000};  // --unresponsive-timeout
+};
+
+struct JobSpec {
+  // -np: the workers of the first generation (a static job keeps exactly this many; an
+  // elastic one starts with them, or with every discovered slot up to --max-np).
+  int num_proc = 0;
+  std::vector<HostSpec> hosts;                   // in the order given; default localhost:num_proc
+  std::vector<std::string> command;              // program and its arguments
+  std::chrono::seconds start_timeout{30};        // --start-timeout / HOROVOD_START_TIMEOUT
+  std::chrono::milliseconds grace_period{5000};  // --grace-period (seconds on the CLI)
+  int max_restarts = 0;                          // --max-restarts: whole-job restarts
+  ElasticSpec elastic;
+  std::optional<std::string> output_dir;        // --output-filename
+  bool prefix_timestamp = false;                // --prefix-output-with-timestamp
+  bool verbose = false;                         // --verbose
+  std::string log_level = "warn";               // --log-level / HVDRUN_LOG_LEVEL
+  std::vector<std::string> network_interfaces;  // --network-interface(s): rendezvous address
+  std::vector<EnvForward> env_forward;          // -x
+  // HOROVOD_* variables from horovodrun's tuning flags and --config-file (horovod_tuning.h).
+  std::map<std::string, std::string> tuning_env;
+  int ssh_port = 0;                               // -p/--ssh-port (0 = ~/.ssh/config, else 22)
+  std::string ssh_identity_file;                  // -i/--ssh-identity-file
+  std::string ssh_host_key_check = "accept-new";  // --ssh-host-key-check yes|accept-new|no
+  std::string rendezvous_addr;  // --rendezvous-addr; empty: per host, the route's address
+  std::string remote_hvdrun;    // --remote-hvdrun; empty: this hvdrun's own path
+
+  // A job whose size may change: --min-np, --max-np or a discovery script.
+  bool elastic_job() const noexcept {
+    return elastic.min_np.has_value() || elastic.max_np.has_value() ||
+           !elastic.discovery_script.empty();
+  }
+  // An elastic job whose survivors re-form after a failure (HVDRUN_ELASTIC); with
+  // --max-restarts, every worker is restarted instead, on the slots available then.
+  bool survivors_reform() const noexcept { return elastic_job() && max_restarts == 0; }
+};
+
+}  // namespace hvdrun::launcher

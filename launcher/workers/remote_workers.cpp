@@ -1,0 +1,211 @@
+// RemoteWorkers (remote_workers.h): the RemoteSpawner's events, posted to the io thread, turned
+// into output lines, --verbose phase lines and rank ends.
+#include "launcher/workers/remote_workers.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "launcher/output/logging.h"
+
+namespace hvdrun::launcher {
+
+namespace asio = boost::asio;
+
+ssh::SshOptions job_ssh_options(const JobSpec& spec,
+                                const std::map<std::string, std::string>& environment) {
+  auto options = ssh::ssh_options_from_environment(environment);
+  options.port = spec.ssh_port;
+  options.identity_file = spec.ssh_identity_file;
+  if (const auto policy = ssh::parse_host_key_policy(spec.ssh_host_key_check)) {
+    options.host_key_policy = *policy;
+  }
+  return options;
+}
+
+RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSpec& spec,
+                             const std::vector<std::pair<std::size_t, HostSpec>>& hosts,
+                             const std::map<std::string, std::string>& environment,
+                             Callbacks callbacks)
+    : io_(io),
+      sink_(sink),
+      spec_(spec),
+      callbacks_(std::move(callbacks)),
+      cwd_(std::filesystem::current_path().string()) {
+  for (const auto& forward : spec.env_forward) keep_.push_back(forward.name);
+  std::vector<ssh::RemoteHost> targets;
+  targets.reserve(hosts.size());
+  for (const auto& [index, host] : hosts) {
+    hosts_.push_back(index);
+    names_[index] = host.name;
+    targets.push_back({host.user, host.name});
+  }
+  ssh::RemoteSpawnOptions options;
+  options.ssh = job_ssh_options(spec, environment);
+  options.agent_path = spec.remote_hvdrun;
+  options.start_timeout = spec.start_timeout;
+  options.output_paused = [&console = sink.console()] { return console.any_paused(); };
+  spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
+                                                  posting_events());
+}
+
+void RemoteWorkers::add_host(std::size_t index, const HostSpec& host) {
+  if (closed_) return;
+  hosts_.push_back(index);
+  names_[index] = host.name;
+  spawner_->add_host({host.user, host.name});
+}
+
+RemoteWorkers::~RemoteWorkers() {
+  close();
+}
+
+// Each event is copied onto the io thread; `closed_` drops those that arrive after close().
+ssh::RemoteEvents RemoteWorkers::posting_events() {
+  ssh::RemoteEvents events;
+  events.on_host_ready = [this](ssh::HostReady ready) {
+    asio::post(io_, [this, ready = std::move(ready)]() mutable {
+      if (!closed_) callbacks_.on_host_ready(hosts_[ready.host], std::move(ready));
+    });
+  };
+  events.on_host_failed = [this](ssh::HostFailed failed) {
+    asio::post(io_, [this, failed = std::move(failed)]() mutable {
+      if (!closed_) callbacks_.on_host_failed(hosts_[failed.host], std::move(failed));
+    });
+  };
+  events.on_started = [this](int number) {
+    asio::post(io_, [this, number] {
+      if (!closed_) on_started(number);
+    });
+  };
+  events.on_output = [this](int number, ssh::OutputStream stream, std::string bytes) {
+    asio::post(io_, [this, number, stream, bytes = std::move(bytes)] {
+      if (!closed_) on_output(number, stream, bytes);
+    });
+  };
+  events.on_exit = [this](int number, ProcessEnd exit, bool output_open) {
+    asio::post(io_, [this, number, exit = std::move(exit), output_open] {
+      if (!closed_) on_exit(number, exit, output_open);
+    });
+  };
+  events.on_output_closed = [this](int number) {
+    asio::post(io_, [this, number] {
+      if (!closed_) on_output_closed(number);
+    });
+  };
+  return events;
+}
+
+void RemoteWorkers::start(std::vector<WorkerLaunch> launches) {
+  std::map<std::size_t, std::vector<WorkerLaunch>> by_host;
+  for (auto& launch : launches) by_host[launch.id.host].push_back(std::move(launch));
+  for (auto& [host, workers] : by_host) start_on(host, std::move(workers));
+}
+
+void RemoteWorkers::start_on(std::size_t host, std::vector<WorkerLaunch> workers) {
+  if (closed_ || workers.empty()) return;
+  std::size_t spawner_index = 0;
+  while (spawner_index < hosts_.size() && hosts_[spawner_index] != host) ++spawner_index;
+  std::vector<ssh::RemoteWorker> remote;
+  remote.reserve(workers.size());
+  for (auto& worker : workers) {
+    const int number = next_number_++;
+    auto& running = running_[number];
+    running.id = worker.id;
+    running.host = host;
+    remote.push_back({number, "rank " + std::to_string(worker.slot.rank), spec_.command,
+                      ssh::remote_worker_environment(worker.env, keep_), cwd_});
+  }
+  starting_[host] = {workers.size(), 0, std::chrono::steady_clock::now()};
+  spawner_->start_workers(spawner_index, std::move(remote));
+}
+
+void RemoteWorkers::on_started(int number) {
+  const auto it = running_.find(number);
+  if (it == running_.end()) return;
+  const auto host = it->second.host;
+  auto& progress = starting_[host];
+  if (++progress.started == progress.workers && spec_.verbose) {
+    note(names_[host] + ": started " + std::to_string(progress.workers) +
+         (progress.workers == 1 ? " worker" : " workers") + " in " + millis_since(progress.since));
+  }
+}
+
+void RemoteWorkers::on_output(int number, ssh::OutputStream stream, const std::string& bytes) {
+  auto it = running_.find(number);
+  if (it == running_.end()) return;
+  const auto kind =
+      stream == ssh::OutputStream::kStdout ? StreamKind::kStdout : StreamKind::kStderr;
+  sink_.write(it->second.id, kind, bytes);
+}
+
+void RemoteWorkers::on_exit(int number, const ProcessEnd& exit, bool output_open) {
+  auto it = running_.find(number);
+  if (it == running_.end() || it->second.ended) return;
+  const WorkerId id = it->second.id;
+  if (output_open) {
+    it->second.ended = true;
+  } else {
+    finish_output(it);
+  }
+  callbacks_.on_exit(id, exit);
+}
+
+void RemoteWorkers::on_output_closed(int number) {
+  auto it = running_.find(number);
+  if (it == running_.end()) return;
+  const WorkerId id = it->second.id;
+  finish_output(it);
+  callbacks_.on_stream_closed(id);
+}
+
+void RemoteWorkers::finish_output(std::map<int, Running>::iterator it) {
+  const WorkerId id = it->second.id;
+  sink_.finish(id, StreamKind::kStdout);
+  sink_.finish(id, StreamKind::kStderr);
+  running_.erase(it);
+}
+
+bool RemoteWorkers::streams_open(const WorkerId& worker) const {
+  return std::any_of(running_.begin(), running_.end(), [&](const auto& entry) {
+    return entry.second.ended && entry.second.id == worker;
+  });
+}
+
+std::size_t RemoteWorkers::open_streams() const {
+  return static_cast<std::size_t>(std::count_if(
+      running_.begin(), running_.end(), [](const auto& entry) { return entry.second.ended; }));
+}
+
+void RemoteWorkers::close_streams() {
+  std::vector<int> ended;
+  for (const auto& [number, running] : running_) {
+    if (running.ended) ended.push_back(number);
+  }
+  if (ended.empty()) return;
+  launcher_log()->warn("not waiting for the rest of the output of {} ended remote worker{}",
+                       ended.size(), ended.size() == 1 ? "" : "s");
+  for (const int number : ended) {  // reported as the local pipes are: from the io loop
+    asio::post(io_, [this, number] {
+      if (!closed_) on_output_closed(number);
+    });
+  }
+}
+
+void RemoteWorkers::signal_all(int signo) {
+  if (!closed_) spawner_->terminate_all(signo);
+}
+
+void RemoteWorkers::signal(const WorkerId& worker, int signo) {
+  if (closed_) return;
+  for (const auto& [number, running] : running_) {
+    if (running.id == worker) spawner_->terminate(number, signo);
+  }
+}
+
+void RemoteWorkers::close() {
+  if (closed_) return;
+  closed_ = true;
+  spawner_.reset();
+}
+
+}  // namespace hvdrun::launcher

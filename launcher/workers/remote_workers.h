@@ -1,0 +1,108 @@
+// The workers on other hosts: one RemoteSpawner (ssh/remote_spawn.h) per job, its events
+// posted from the host threads onto the io_context, their output cut into lines and written
+// through the same OutputSink as local output, their ends reported as ProcessEnds, all keyed by
+// WorkerId (the SSH layer routes by a number this class gives each worker). Reads JobSpec:
+// ssh_port, ssh_identity_file, ssh_host_key_check, remote_hvdrun, start_timeout, verbose.
+// Lifetime: owned by WorkerPools, used on the io thread only; close() (or destruction)
+// closes every SSH session, and the remote agents then kill their workers.
+#pragma once
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/process_end.h"
+#include "launcher/output/output.h"
+#include "launcher/plan/placement.h"
+#include "launcher/plan/worker_id.h"
+#include "launcher/remote/remote_spawn.h"
+#include "launcher/spec/job_spec.h"
+#include "launcher/workers/worker_pool.h"
+
+namespace hvdrun::launcher {
+
+class RemoteWorkers final : public WorkerPool {
+ public:
+  // Host indices here are indices into JobSpec::hosts.
+  struct Callbacks {
+    std::function<void(std::size_t host, ssh::HostReady ready)> on_host_ready;
+    std::function<void(std::size_t host, ssh::HostFailed failed)> on_host_failed;
+    std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
+    // Its output is complete (at its end, or later when it ended with output still unread).
+    std::function<void(const WorkerId& worker)> on_stream_closed;
+  };
+
+  // Connects to `hosts` (each with its index in the job's hosts) at once, in parallel.
+  RemoteWorkers(boost::asio::io_context& io, OutputSink& sink, const JobSpec& spec,
+                const std::vector<std::pair<std::size_t, HostSpec>>& hosts,
+                const std::map<std::string, std::string>& environment, Callbacks callbacks);
+  // Connects to one more host (found by an elastic job's discovery); its on_host_ready or
+  // on_host_failed follows.
+  void add_host(std::size_t index, const HostSpec& host);
+  ~RemoteWorkers();
+  RemoteWorkers(const RemoteWorkers&) = delete;
+  RemoteWorkers& operator=(const RemoteWorkers&) = delete;
+
+  // Starts workers (WorkerId::host: a host after its on_host_ready) with JobSpec::command in
+  // hvdrun's working directory; their environment goes through
+  // ssh::remote_worker_environment(). May be called again for more.
+  void start(std::vector<WorkerLaunch> launches) override;
+  // Has each host's agent signal its workers.
+  void signal_all(int signo) override;
+  void signal(const WorkerId& worker, int signo) override;
+  // Closes every session now (joins the host threads); the agents kill what is left there.
+  void close() override;
+  // A worker's output is one stream here: its channel. Only the streams of workers whose end
+  // was reported while their output still came count: one the job ended itself (its
+  // host missed its heartbeats) has no end reported here and is not waited for.
+  bool streams_open(const WorkerId& worker) const override;
+  std::size_t open_streams() const override;
+  // Stops waiting for the output of ended workers: what their channels still bring is dropped.
+  void close_streams() override;
+
+ private:
+  struct Running {
+    WorkerId id;
+    std::size_t host = 0;  // JobSpec::hosts index
+    bool ended = false;    // its end was reported; its output is still coming
+  };
+  struct HostStart {
+    std::size_t workers = 0;
+    std::size_t started = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  ssh::RemoteEvents posting_events();
+  void on_output(int number, ssh::OutputStream stream, const std::string& bytes);
+  void on_started(int number);
+  void on_exit(int number, const ProcessEnd& exit, bool output_open);
+  void on_output_closed(int number);
+  // Writes the partial last lines and forgets the worker.
+  void finish_output(std::map<int, Running>::iterator it);
+  void start_on(std::size_t host, std::vector<WorkerLaunch> workers);
+
+  boost::asio::io_context& io_;
+  OutputSink& sink_;
+  const JobSpec& spec_;
+  std::vector<std::size_t> hosts_;            // spawner index -> the job's host index
+  std::map<std::size_t, std::string> names_;  // the job's host index -> its name
+  Callbacks callbacks_;
+  std::vector<std::string> keep_;   // -x names: kept in the remote environment
+  std::string cwd_;                 // the workers' working directory: hvdrun's
+  std::map<int, Running> running_;  // by the SSH layer's number
+  int next_number_ = 0;
+  std::map<std::size_t, HostStart> starting_;  // JobSpec::hosts index -> progress
+  bool closed_ = false;
+  std::unique_ptr<ssh::RemoteSpawner> spawner_;  // last: its events use the members above
+};
+
+// The SSH client options of a job: the environment's (HOME, USER, SSH_AUTH_SOCK) with -p, -i
+// and --ssh-host-key-check applied.
+ssh::SshOptions job_ssh_options(const JobSpec& spec,
+                                const std::map<std::string, std::string>& environment);
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,112 @@
+// WorkerPools: every pool that runs the job's workers, and the hosts they run on: this
+// machine's workers (LocalWorkers, with rank 0's stdin) and, once there is a remote host, the
+// SSH hosts' (RemoteWorkers). Knows which remote hosts are connected and from which address,
+// and so which addresses each host's workers are given (rendezvous_addr.h has the rule). What
+// the pools report (a host connected or failed, a worker's end, an output stream closed) goes
+// to the job through PoolEvents. io thread only.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/interfaces.h"
+#include "common/process_end.h"
+#include "launcher/plan/rendezvous_addr.h"
+#include "launcher/plan/worker_id.h"
+#include "launcher/process/watchdog.h"
+#include "launcher/workers/local_workers.h"
+#include "launcher/workers/rank_zero_stdin.h"
+#include "launcher/workers/remote_workers.h"
+#include "launcher/workers/worker_env.h"
+
+namespace hvdrun::launcher {
+
+class PoolEvents {
+ public:
+  virtual void host_ready(std::size_t host, ssh::HostReady ready) = 0;
+  virtual void host_failed(std::size_t host, const ssh::HostFailed& failed) = 0;
+  virtual void worker_exited(const WorkerId& id, ProcessEnd end) = 0;
+  virtual void stream_closed(const WorkerId& id) = 0;
+
+ protected:
+  ~PoolEvents() = default;
+};
+
+class WorkerPools {
+ public:
+  // `events`, `watchdog`, `sink`, `spec` and `environment` outlive this.
+  WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watchdog& watchdog,
+              OutputSink& sink, const std::map<std::string, std::string>& environment,
+              PoolEvents& events);
+  WorkerPools(const WorkerPools&) = delete;
+  WorkerPools& operator=(const WorkerPools&) = delete;
+
+  // The addresses of the job and what every worker is given; reads this machine's interfaces.
+  void set_addresses(const AddressPlan& plan, const RendezvousInfo& rendezvous);
+  RendezvousInfo& rendezvous() noexcept { return rdzv_; }
+  const AddressPlan& plan() const noexcept { return plan_; }
+  // Connects to `remote` (indices into `hosts`, the job's hosts), all at once.
+  void connect(const std::vector<std::size_t>& remote);
+  // A host found by the discovery script (index: the job's next host). Returns whether its
+  // slots can be used now: this machine, listed once. A remote one is connected to if the
+  // job's rendezvous can be reached from other hosts, and usable once host_ready() came.
+  // Says why a host cannot be used.
+  bool add_discovered(std::size_t index, const HostSpec& host);
+  // The remote host connected: its workers can start.
+  void host_connected(std::size_t host, ssh::HostReady ready);
+  bool connected(std::size_t host) const { return ready_.contains(host); }
+  std::size_t connected_count() const noexcept { return ready_.size(); }
+  const std::vector<HostSpec>& hosts() const noexcept { return hosts_; }
+  const std::string& host_name(std::size_t host) const { return hosts_.at(host).name; }
+
+  // Addresses for the workers of `host`, rank 0 running on `rank0_host`.
+  RendezvousInfo rendezvous_for(std::size_t host, std::size_t rank0_host) const;
+  // Starts the workers in their hosts' pools: the remote ones first (their SSH round trips
+  // overlap the local fork/exec).
+  void start(std::vector<WorkerLaunch> launches);
+  void signal_all(int signo);
+  void signal(const WorkerId& id, int signo);
+  // Whether output of `id` may still come, whichever pool ran it; the streams still open.
+  bool streams_open(const WorkerId& id) const;
+  std::size_t open_streams() const;
+  std::size_t open_local_streams() const { return local_.open_streams(); }
+  std::size_t open_remote_streams() const { return remote_ ? remote_->open_streams() : 0; }
+  // Stops waiting for streams: every pool's, or the local or remote ones only.
+  void close_streams();
+  void close_local_streams();
+  void close_remote_streams();
+  // The job is over: nothing a worker left behind survives.
+  void close();
+  // Local SIGCHLD: collect the exits.
+  void reap() { local_.reap(); }
+  const RankZeroStdin& rank_zero_stdin() const noexcept { return rank_zero_stdin_; }
+
+ private:
+  WorkerPool& pool_of(std::size_t host) {
+    if (ready_.contains(host)) return *remote_;
+    return local_;
+  }
+  std::vector<WorkerPool*> pools();
+  std::vector<const WorkerPool*> pools() const;
+  RemoteWorkers::Callbacks remote_callbacks();
+
+  boost::asio::io_context& io_;
+  const JobSpec& spec_;
+  OutputSink& sink_;
+  const std::map<std::string, std::string>& environment_;
+  PoolEvents& events_;
+  std::vector<HostSpec> hosts_;  // the job's hosts by index: spec's, then discovered ones
+  AddressPlan plan_;
+  RendezvousInfo rdzv_;                          // port, secret, master port; addresses per host
+  std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
+  std::vector<InterfaceAddress> interfaces_;     // this machine's, read once
+  RankZeroStdin rank_zero_stdin_;
+  LocalWorkers local_;
+  std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above
+};
+
+}  // namespace hvdrun::launcher
