@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# README command 1: install what is missing, build, and run the example training job on 4
-# local processes with the CPU backend: build/hvdrun -np 4 build/examples/train.
+# README command 1: install what building needs (scripts/install-deps.sh build), configure
+# BUILD_DIR (default build/) without the tests (BUILD_TESTING=OFF), build only hvdrun
+# (hvdrun_cli), libhvdrun (hvdrun_runtime) and the example (train), and run the example
+# training job on 4 local processes with the CPU backend: BUILD_DIR/hvdrun -np 4
+# BUILD_DIR/examples/train. Extra arguments go to train.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/build.sh"
-exec "$root/build/hvdrun" -np 4 "$root/build/examples/train" "$@"
+build=${BUILD_DIR:-$root/build}
+BUILD_DIR=$build DEPS=build BUILD_TARGETS="hvdrun_cli hvdrun_runtime train" \
+  "$root/scripts/build.sh" -DBUILD_TESTING=OFF
+exec "$build/hvdrun" -np 4 "$build/examples/train" "$@"
