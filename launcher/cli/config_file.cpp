@@ -51,6 +51,8 @@ std::optional<bool> yaml11_truth(const std::string& text, const std::string& tag
 }
 
 class Loader {
+  static constexpr std::size_t kMostNotes = 20;
+
  public:
   Loader(std::string path, bool gloo_flag) : path_(std::move(path)), gloo_flag_(gloo_flag) {}
 
@@ -71,6 +73,11 @@ class Loader {
         note(entry.first, "unknown section " + quoted(section) + " ignored");
       }
     }
+    if (notes_left_out_ > 0) {
+      out_.notes.push_back(path_ + ": " + std::to_string(notes_left_out_) +
+                           " more unknown keys or sections ignored (only the first " +
+                           std::to_string(kMostNotes) + " are named)");
+    }
     return std::move(out_);
   }
 
@@ -81,8 +88,13 @@ class Loader {
   [[noreturn]] void fail(const YAML::Node& node, const std::string& what) const {
     throw UsageError(where(node) + ": " + what);
   }
+  // At most kMostNotes notes; the rest are counted in one last line.
   void note(const YAML::Node& node, const std::string& what) {
-    out_.notes.push_back(where(node) + ": " + what);
+    if (out_.notes.size() < kMostNotes) {
+      out_.notes.push_back(where(node) + ": " + what);
+    } else {
+      ++notes_left_out_;
+    }
   }
 
   static bool is_section(const std::string& section) {
@@ -226,6 +238,7 @@ class Loader {
   std::string path_;
   bool gloo_flag_ = false;
   ConfigFile out_;
+  std::size_t notes_left_out_ = 0;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // DiscoveryPoller: the --host-discovery-script every --discovery-interval while the job wants
 // it. A run that fails is warned about once (the job keeps the hosts it has) until one works
-// again; the host list of one that works goes to `on_hosts`. io thread only.
+// again; the host list of one that works goes to `on_hosts`, the aliases of this machine in it
+// merged into one host (local_aliases.h; said once per change). io thread only.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -16,9 +17,10 @@ namespace hvdrun::launcher {
 
 class DiscoveryPoller {
  public:
-  // `wanted`: whether the job still takes host lists (asked before each run and after it).
+  // `wanted`: whether the job still takes host lists (asked before each run and after it);
+  // `alias_note`: the merge of this machine's aliases already said at the start.
   DiscoveryPoller(boost::asio::io_context& io, Watchdog& watchdog, const ElasticSpec& spec,
-                  const std::map<std::string, std::string>& environment,
+                  const std::map<std::string, std::string>& environment, std::string alias_note,
                   std::function<bool()> wanted,
                   std::function<void(std::vector<HostSpec>)> on_hosts);
   // The next run after one interval.
@@ -34,7 +36,9 @@ class DiscoveryPoller {
   DiscoveryScript script_;
   std::function<bool()> wanted_;
   std::function<void(std::vector<HostSpec>)> on_hosts_;
-  std::string failure_;  // the last run's failure; empty: it worked
+  std::string failure_;                // the last run's failure; empty: it worked
+  std::string alias_note_;             // the last merge of this machine's aliases said
+  std::map<std::string, bool> local_;  // whether a name is this machine, looked up once
 };
 
 }  // namespace hvdrun::launcher

@@ -17,6 +17,9 @@ namespace asio = boost::asio;
 namespace {
 constexpr std::size_t kMaxOutput = 1u << 20;
 constexpr std::size_t kKeptError = 4096;
+// How long the script's pipes may stay open after it exited: a process it started in another
+// session (setsid ... &) may hold them for ever; what came until then is its output.
+constexpr auto kOutputAfterExit = std::chrono::milliseconds(500);
 
 // The last line of the script's stderr, for the failure message.
 std::string last_line(std::string text) {
@@ -32,10 +35,12 @@ struct DiscoveryScript::Run {
         out(io, spawned.out.release()),
         err(io, spawned.err.release()),
         timer(io),
+        after_exit(io),
         sigchld(io, SIGCHLD) {}
   Child child;
   asio::posix::stream_descriptor out, err;
   asio::steady_timer timer;
+  asio::steady_timer after_exit;  // bounds the wait for the pipes once it exited
   asio::signal_set sigchld;
   std::function<void(DiscoveryResult)> done;
   std::string stdout_text, stderr_text;
@@ -88,7 +93,7 @@ void DiscoveryScript::run(std::function<void(DiscoveryResult)> done) {
     run->child.signal_group(SIGKILL);
   });
   if (auto end = run->child.try_reap()) {
-    run->end = std::move(end);  // ended before the watch
+    exited(std::move(*end));  // ended before the watch
   } else {
     watch_exit();
   }
@@ -96,15 +101,27 @@ void DiscoveryScript::run(std::function<void(DiscoveryResult)> done) {
   read(false);
 }
 
+// The script's end is known; its pipes get kOutputAfterExit more to reach their end.
+void DiscoveryScript::exited(ProcessEnd end) {
+  Run* run = run_.get();
+  run->end = std::move(end);
+  run->after_exit.expires_after(kOutputAfterExit);
+  run->after_exit.async_wait([this, run](const boost::system::error_code& ec) {
+    if (ec || run_.get() != run) return;
+    boost::system::error_code ignored;
+    run->out.close(ignored);
+    run->err.close(ignored);
+    run->out_open = run->err_open = false;
+    maybe_done();
+  });
+  maybe_done();
+}
+
 void DiscoveryScript::watch_exit() {
   Run* run = run_.get();
   run->sigchld.async_wait([this, run](const boost::system::error_code& ec, int) {
     if (ec || run_.get() != run) return;
-    if (auto end = run->child.try_reap()) {
-      run->end = std::move(end);
-      maybe_done();
-      return;
-    }
+    if (auto end = run->child.try_reap()) return exited(std::move(*end));
     watch_exit();
   });
 }

@@ -3,7 +3,9 @@
 // parse_discovery_output() reads it, stderr kept (its last 4 KiB) for the failure message.
 // A run that exits non-zero, dies by a signal, prints too much, prints garbage or outlives
 // its timeout (its process group is then SIGKILLed) is a failure, described in one line that
-// names the script. One run at a time; destroying the runner kills a running script.
+// names the script. Its output is what came until its pipes closed, or until 0.5 s after it
+// exited (a process it left in another session may hold them open).
+// One run at a time; destroying the runner kills a running script.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/process_end.h"
 #include "launcher/process/watchdog.h"
 #include "launcher/spec/job_spec.h"
 
@@ -43,6 +46,7 @@ class DiscoveryScript {
  private:
   struct Run;
   void watch_exit();
+  void exited(ProcessEnd end);
   void read(bool out);
   void maybe_done();
 

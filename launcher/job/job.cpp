@@ -52,7 +52,8 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
         [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
     if (!spec_.elastic.discovery_script.empty()) {
       discovery_.emplace(
-          io, watchdog, spec_.elastic, environment, [this] { return state_.active(); },
+          io, watchdog, spec_.elastic, environment, start.alias_note,
+          [this] { return state_.active(); },
           [this](std::vector<HostSpec> hosts) { on_discovered_hosts(hosts); });
     }
     if (spec_.survivors_reform()) {
@@ -90,6 +91,8 @@ void Job::launch() {
 JobFacts Job::facts() const {
   JobFacts facts;
   facts.live = membership_ ? membership_->live() : workers_.running();
+  facts.newcomers_running = workers_.running_newcomers();
+  facts.members_running = workers_.running() - facts.newcomers_running;
   facts.waiting_for_slots = state_.is(JobState::kWaitingForSlots);
   facts.winding_down = workers_.any_finished();
   if (host_updates_) {
@@ -162,6 +165,9 @@ void Job::carry_out(const Action& action, WorkerRecord* ended) {
     case Action::Kind::kReform:
       if (ended) return drop_and_reform(ended->id);
       return reform(action.how, action.reason);
+    case Action::Kind::kFinishJob:
+      generations_.end_reason_if_none("every rank that took part exited 0");
+      return terminate();
     case Action::Kind::kNotifyRankZero:
       // No rank 0 runs: the next generation, whatever ends this one, takes the change in.
       if (const WorkerRecord* rank0 = workers_.rank_zero(true); rank0 && host_updates_) {
@@ -293,6 +299,7 @@ void Job::rendezvous_failed(const rdzv::JobError& error) {
 
 void Job::all_joined() {
   generations_.formed(Clock::now());
+  workers_.clear_newcomers();
   if (spec_.verbose) {
     note("all " + plural(workers_.size(), "rank") + " joined the rendezvous, " +
          millis_since(launched_) + " after start");

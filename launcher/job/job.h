@@ -40,6 +40,7 @@ struct JobStart {
   rdzv::ServerOptions server;        // hvdrun's rendezvous
   horovod::KvServerOptions horovod;  // Horovod's rendezvous
   std::string run_id;                // TORCHELASTIC_RUN_ID
+  std::string alias_note;            // said at the start: aliases of this machine merged
 };
 
 class Job final : private RendezvousEvents, private PoolEvents {

@@ -117,7 +117,12 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   auto members = membership_->next_generation();
   auto survivors = named_survivors(members);
   take_ranks(members);
-  for (const auto& id : added) sink_.add_worker(id, workers_.find(id)->slot().rank);
+  const bool joins_survivors = added.size() < members.size();
+  for (const auto& id : added) {
+    WorkerRecord& record = *workers_.find(id);
+    sink_.add_worker(id, record.slot().rank);
+    if (joins_survivors) workers_.set_newcomer(record);  // they trained before it
+  }
   const std::size_t size = members.size();
   generations_.end(now, reason);  // hosts updated: the running generation ends here
   pools_.rendezvous().size = static_cast<int>(size);
@@ -127,6 +132,11 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   const std::string generation = "generation " + std::to_string(generations_.number()) + ": ";
   if (how == rdzv::Handover::kRestart) {
     note(generation + plural(size, "worker") + " on the slots available");
+  } else if (!added.empty() && !joins_survivors) {
+    // Nobody holds the state of the training to hand over: say that it is lost.
+    note(generation + plural(size, "worker") +
+         ", all of them new: no worker survived to hand "
+         "over the training's state, so it starts again from its initial state");
   } else if (!added.empty()) {
     note(generation + plural(size, "worker") + ", " + std::to_string(added.size()) +
          " of them new");

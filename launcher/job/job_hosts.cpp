@@ -86,13 +86,38 @@ bool Job::start_without_host(std::size_t host, const std::string& why) {
   return true;
 }
 
+// Up to 3 names and how many more: "a, b, c and 4 more".
+static std::string some_of(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
+  return text;
+}
+
 void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
   const auto change = membership_->update_hosts(hosts);
-  for (const std::size_t index : change.added) {
-    const auto& name = membership_->host_name(index);
-    const auto spec =
-        std::find_if(hosts.begin(), hosts.end(), [&](const HostSpec& h) { return h.name == name; });
-    if (!pools_.add_discovered(index, *spec)) membership_->set_reachable(index, false);
+  std::vector<std::string> again, loopback;  // said in one line each, not one per host
+  for (std::size_t i = 0; i < change.added.size(); ++i) {
+    const std::size_t index = change.added[i];
+    const HostSpec& spec = hosts[change.added_from[i]];
+    const auto discovered = pools_.add_discovered(index, spec);
+    if (discovered == WorkerPools::Discovered::kUsable) continue;
+    membership_->set_reachable(index, false);  // a remote one: until its SSH connection is up
+    if (discovered == WorkerPools::Discovered::kThisMachineAgain) again.push_back(spec.name);
+    if (discovered == WorkerPools::Discovered::kLoopbackOnly) loopback.push_back(spec.name);
+  }
+  if (!again.empty()) {
+    note("warning: discovered " + plural(again.size(), "host") + " " + some_of(again) +
+         (again.size() == 1 ? " is" : " are") +
+         " this machine, already one of the job's hosts: not used (list this machine once "
+         "with its total slots)");
+  }
+  if (!loopback.empty()) {
+    note("warning: discovered " + plural(loopback.size(), "host") + " " + some_of(loopback) +
+         (loopback.size() == 1 ? " is" : " are") +
+         " remote but the job started with this machine only, so its rendezvous listens on "
+         "loopback: not used (give --network-interface or --rendezvous-addr to allow remote "
+         "hosts)");
   }
   std::string removed;
   for (const auto& gone : change.removed) {

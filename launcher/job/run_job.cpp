@@ -14,6 +14,7 @@
 #include "launcher/plan/open_files.h"
 #include "launcher/plan/placement.h"
 #include "launcher/servers/server_setup.h"
+#include "launcher/spec/local_aliases.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/client.h"
 
@@ -51,7 +52,10 @@ void finish_output(asio::io_context& io, Console& console, bool interrupted) {
 
 // An elastic job with a discovery script starts on the hosts it gives, with every slot up to
 // --max-np (as horovodrun does).
-JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts) {
+JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts,
+                              std::string& alias_note) {
+  alias_note = merge_local_aliases(hosts, hosts.size());
+  if (!alias_note.empty()) note(alias_note);
   JobSpec spec = given;
   long long slots = 0;
   for (const auto& h : hosts) slots += h.slots;
@@ -88,9 +92,14 @@ JobStart job_start(const JobSpec& spec) {
   // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
   auto kv_options = horovod_server_options(plan.bind, workers, open_file_limit());
   if (spec.survivors_reform()) kv_options.rank_query_hold = rank_query_hold(spec.elastic.timeout);
-  return JobStart{spec,         std::move(slots),   std::move(remote),
-                  plan,         std::move(options), std::move(kv_options),
-                  make_run_id()};
+  return JobStart{spec,
+                  std::move(slots),
+                  std::move(remote),
+                  plan,
+                  std::move(options),
+                  std::move(kv_options),
+                  make_run_id(),
+                  {}};
 }
 
 }  // namespace
@@ -99,11 +108,19 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   setup_logging(given.log_level);
   if (given.command.empty()) throw UsageError("no program to run was given");
   Watchdog watchdog = Watchdog::start();  // before anything could start a thread
-  const JobSpec spec =
+  std::string alias_note;
+  JobSpec spec =
       given.elastic.discovery_script.empty()
           ? given
-          : with_discovered_hosts(given, initial_hosts(given, watchdog, environment));
+          : with_discovered_hosts(given, initial_hosts(given, watchdog, environment), alias_note);
+  if (given.elastic.discovery_script.empty()) {
+    // The hosts that may get ranks: -np of them, or --max-np in an elastic job.
+    const int most = std::max(spec.num_proc, spec.elastic.max_np.value_or(0));
+    alias_note = merge_local_aliases(spec.hosts, hosts_used(spec.hosts, most));
+    if (!alias_note.empty()) note(alias_note);
+  }
   JobStart start = job_start(spec);
+  start.alias_note = alias_note;
   asio::io_context io(1);
   Console console(io);
   LogRoute log_route(console, spec.log_level);

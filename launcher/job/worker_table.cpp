@@ -42,6 +42,8 @@ void WorkerTable::unindex(const WorkerRecord& record) {
   if (record.end_) {
     --ended_;
     if (record.end_->success()) --finished_;
+  } else if (record.newcomer_) {
+    --running_newcomers_;
   }
 }
 
@@ -59,6 +61,7 @@ void WorkerTable::clear() {
   by_rank_.clear();
   ended_ = 0;
   finished_ = 0;
+  running_newcomers_ = 0;
 }
 
 WorkerRecord* WorkerTable::find(const WorkerId& id) {
@@ -92,7 +95,7 @@ const WorkerRecord* WorkerTable::rank_zero(bool running_only) const {
   auto [begin, end] = by_rank_.equal_range(0);
   for (auto it = begin; it != end; ++it) {
     const WorkerRecord* record = it->second;
-    if (running_only && record->end_) continue;
+    if (running_only && (record->end_ || record->removed)) continue;
     if (!found || found->id < record->id) found = record;  // the last in WorkerId order
   }
   return found;
@@ -109,6 +112,19 @@ void WorkerTable::set_end(WorkerRecord& record, ProcessEnd end) {
   record.end_ = std::move(end);
   ++ended_;
   if (record.end_->success()) ++finished_;
+  if (record.newcomer_) --running_newcomers_;
+}
+
+void WorkerTable::set_newcomer(WorkerRecord& record) {
+  if (record.newcomer_) return;
+  record.newcomer_ = true;
+  if (!record.end_) ++running_newcomers_;
+}
+
+void WorkerTable::clear_newcomers() {
+  if (running_newcomers_ == 0 && by_id_.empty()) return;
+  for (auto& [id, record] : by_id_) record->newcomer_ = false;
+  running_newcomers_ = 0;
 }
 
 void WorkerTable::name_for_horovod(WorkerRecord& record) {

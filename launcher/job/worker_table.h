@@ -33,6 +33,9 @@ class WorkerRecord {
   bool horovod_registered = false;  // it registered its notification service
 
   const Slot& slot() const noexcept { return slot_; }
+  // Started to join survivors in a generation that has not formed yet: it has taken no part
+  // in the training so far.
+  bool newcomer() const noexcept { return newcomer_; }
   const std::optional<ProcessEnd>& end() const noexcept { return end_; }
   // Horovod's name for it, "<host>:<local_rank>" of the slot it started in (what it registers
   // its notification service under); empty before it starts.
@@ -45,6 +48,7 @@ class WorkerRecord {
   Slot slot_;
   std::optional<ProcessEnd> end_;
   std::string horovod_name_;
+  bool newcomer_ = false;
 };
 
 class WorkerTable {
@@ -61,18 +65,24 @@ class WorkerTable {
   // notification service yet (of two, the one started first).
   WorkerRecord* unregistered(const std::string& horovod_name);
   // The worker with rank 0 in the current generation (null if none); `running_only`: among
-  // the workers that have not ended.
+  // the workers that have not ended and whose slot is still the job's.
   const WorkerRecord* rank_zero(bool running_only = false) const;
 
   void set_slot(WorkerRecord& record, const Slot& slot);
   void set_end(WorkerRecord& record, ProcessEnd end);  // once; later ends are ignored
   // Called as the worker starts: it takes Horovod's name of its slot then.
   void name_for_horovod(WorkerRecord& record);
+  // A worker started to join survivors (a newcomer), until its generation forms.
+  void set_newcomer(WorkerRecord& record);
+  // The generation formed: every worker has taken part.
+  void clear_newcomers();
 
   std::size_t size() const noexcept { return by_id_.size(); }
   bool empty() const noexcept { return by_id_.empty(); }
   std::size_t ended() const noexcept { return ended_; }
   std::size_t running() const noexcept { return by_id_.size() - ended_; }
+  // Of the running workers, the newcomers (WorkerRecord::newcomer()).
+  std::size_t running_newcomers() const noexcept { return running_newcomers_; }
   // A worker of the generation finished (exit 0): the job is ending.
   bool any_finished() const noexcept { return finished_ > 0; }
 
@@ -96,6 +106,7 @@ class WorkerTable {
   std::multimap<int, WorkerRecord*> by_rank_;
   std::size_t ended_ = 0;     // records with an end (kept by set_end and unindex only)
   std::size_t finished_ = 0;  // of them, those that succeeded
+  std::size_t running_newcomers_ = 0;
 };
 
 }  // namespace hvdrun::launcher

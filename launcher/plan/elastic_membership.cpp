@@ -12,18 +12,21 @@ ElasticMembership::ElasticMembership(const std::vector<HostSpec>& hosts, int max
     : max_np_(static_cast<std::size_t>(max_np)),
       cooldown_min_(cooldown_min),
       cooldown_max_(cooldown_max) {
-  for (const auto& h : hosts) hosts_.push_back(Host{h.name, h.slots, 0, {}, {}});
+  for (const auto& h : hosts) {
+    by_name_.emplace(h.name, hosts_.size());
+    hosts_.push_back(Host{h.name, h.slots, 0, {}, {}});
+  }
 }
 
 void ElasticMembership::add(WorkerId id, std::uint32_t key, int rank) {
-  workers_.push_back(Worker{id, key, rank});
+  workers_.insert_or_assign(key, Worker{id, key, rank});
   auto& count = hosts_.at(id.host).incarnations[id.slot];
   count = std::max(count, id.incarnation + 1);
   next_key_ = std::max(next_key_, key + 1);
 }
 
 bool ElasticMembership::remove(std::uint32_t key) {
-  return std::erase_if(workers_, [key](const Worker& w) { return w.key == key; }) > 0;
+  return workers_.erase(key) > 0;
 }
 
 std::chrono::seconds ElasticMembership::cool_down(std::size_t host, Clock::time_point now) {
@@ -34,16 +37,18 @@ std::chrono::seconds ElasticMembership::cool_down(std::size_t host, Clock::time_
   return cooldown;
 }
 
-int ElasticMembership::used(std::size_t host) const {
-  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(),
-                                        [host](const Worker& w) { return w.id.host == host; }));
+std::vector<int> ElasticMembership::used_slots() const {
+  std::vector<int> used(hosts_.size(), 0);
+  for (const auto& [key, w] : workers_) ++used[w.id.host];
+  return used;
 }
 
 std::size_t ElasticMembership::free_slots(Clock::time_point now) const {
+  const std::vector<int> used = used_slots();
   std::size_t free = 0;
   for (std::size_t h = 0; h < hosts_.size(); ++h) {
     if (usable(hosts_[h], now))
-      free += static_cast<std::size_t>(std::max(0, hosts_[h].slots - used(h)));
+      free += static_cast<std::size_t>(std::max(0, hosts_[h].slots - used[h]));
   }
   const std::size_t room = max_np_ > workers_.size() ? max_np_ - workers_.size() : 0;
   return std::min(free, room);
@@ -53,18 +58,19 @@ std::vector<ElasticMembership::Worker> ElasticMembership::fill(Clock::time_point
                                                                std::size_t limit) {
   limit = std::min(limit, max_np_);
   std::vector<Worker> added;
+  if (workers_.size() >= limit) return added;
+  std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member
+  for (const auto& [key, w] : workers_) taken[w.id.host].insert(w.id.slot);
   for (std::size_t h = 0; h < hosts_.size() && workers_.size() < limit; ++h) {
     Host& host = hosts_[h];
     if (!usable(host, now)) continue;
-    std::set<int> taken;
-    for (const auto& w : workers_) {
-      if (w.id.host == h) taken.insert(w.id.slot);
-    }
+    const auto it = taken.find(h);
     for (int slot = 0; slot < host.slots && workers_.size() < limit; ++slot) {
-      if (taken.contains(slot)) continue;
+      if (it != taken.end() && it->second.contains(slot)) continue;
       const WorkerId id{h, slot, host.incarnations[slot]++};
-      workers_.push_back(Worker{id, next_key_++, -1});
-      added.push_back(workers_.back());
+      const Worker& w = workers_.emplace(next_key_, Worker{id, next_key_, -1}).first->second;
+      ++next_key_;
+      added.push_back(w);
     }
   }
   return added;
@@ -72,7 +78,7 @@ std::vector<ElasticMembership::Worker> ElasticMembership::fill(Clock::time_point
 
 std::vector<rdzv::Member> ElasticMembership::next_generation() {
   std::vector<Worker*> order;
-  for (auto& w : workers_) order.push_back(&w);
+  for (auto& [key, w] : workers_) order.push_back(&w);
   // Survivors by previous rank, then newcomers by key; the longest-lived survivor (lowest key)
   // moves to the front.
   std::stable_sort(order.begin(), order.end(), [](const Worker* a, const Worker* b) {
@@ -123,19 +129,21 @@ std::vector<rdzv::Member> ElasticMembership::next_generation() {
 ElasticMembership::HostsChange ElasticMembership::update_hosts(const std::vector<HostSpec>& hosts) {
   HostsChange change;
   std::vector<int> slots(hosts_.size(), 0);
-  for (const auto& spec : hosts) {
-    const auto it = std::find_if(hosts_.begin(), hosts_.end(),
-                                 [&](const Host& h) { return h.name == spec.name; });
-    if (it != hosts_.end()) {
-      slots[static_cast<std::size_t>(it - hosts_.begin())] = spec.slots;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const HostSpec& spec = hosts[i];
+    const auto [it, fresh] = by_name_.emplace(spec.name, hosts_.size());
+    if (!fresh) {
+      slots[it->second] = spec.slots;
       continue;
     }
     change.added.push_back(hosts_.size());
+    change.added_from.push_back(i);
     hosts_.push_back(Host{spec.name, 0, 0, {}, {}});
     slots.push_back(spec.slots);
   }
   for (std::size_t h = 0; h < hosts_.size(); ++h) hosts_[h].slots = slots[h];
-  std::erase_if(workers_, [&](const Worker& w) {
+  std::erase_if(workers_, [&](const auto& entry) {
+    const Worker& w = entry.second;
     if (w.id.slot < hosts_[w.id.host].slots) return false;
     change.removed.push_back(w);
     return true;

@@ -4,7 +4,7 @@
 // Rank order of a generation: the longest-lived survivor first (it holds the state to
 // broadcast), then the other survivors in their previous rank order, then the newcomers in
 // the order they were started; local and cross ranks by host, as placement does.
-// io thread only.
+// Every operation is O(n log n) or better in hosts and workers. io thread only.
 #pragma once
 
 #include <chrono>
@@ -32,8 +32,9 @@ class ElasticMembership {
 
   // What a new host list changed (update_hosts).
   struct HostsChange {
-    std::vector<std::size_t> added;  // hosts seen for the first time (their new indices)
-    std::vector<Worker> removed;     // workers whose host or slot is gone: no longer members
+    std::vector<std::size_t> added;       // hosts seen for the first time (their new indices)
+    std::vector<std::size_t> added_from;  // for each, its place in the list given
+    std::vector<Worker> removed;          // workers whose host or slot is gone: no longer members
   };
 
   ElasticMembership(const std::vector<HostSpec>& hosts, int max_np,
@@ -67,7 +68,6 @@ class ElasticMembership {
   // The earliest end of a cooldown after `now`.
   std::optional<Clock::time_point> next_cooldown_end(Clock::time_point now) const;
   std::size_t live() const noexcept { return workers_.size(); }
-  const std::vector<Worker>& workers() const noexcept { return workers_; }
   std::uint32_t next_key() const noexcept { return next_key_; }
 
  private:
@@ -82,12 +82,14 @@ class ElasticMembership {
   bool usable(const Host& host, Clock::time_point now) const {
     return host.reachable && now >= host.usable_from;
   }
-  int used(std::size_t host) const;
+  // Slots of each host taken by a member, counted in one pass.
+  std::vector<int> used_slots() const;
 
   std::vector<Host> hosts_;
+  std::map<std::string, std::size_t> by_name_;  // index of each host in hosts_
   std::size_t max_np_;
   std::chrono::seconds cooldown_min_, cooldown_max_;
-  std::vector<Worker> workers_;
+  std::map<std::uint32_t, Worker> workers_;  // by key: in start order
   std::uint32_t next_key_ = 0;
 };
 

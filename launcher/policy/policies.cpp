@@ -91,8 +91,25 @@ std::string RestartAllPolicy::exhausted() const {
   return "no restart left: --max-restarts " + std::to_string(max_restarts_) + " used";
 }
 
-Action ElasticPolicy::worker_ended(const WorkerEnded& ended, const JobFacts& /*facts*/) {
-  if (ended.slot_removed || ended.end.success()) return continue_job();
+Action ElasticPolicy::worker_ended(const WorkerEnded& ended, const JobFacts& facts) {
+  if (ended.slot_removed) return continue_job();
+  if (ended.end.success()) {
+    if (facts.members_running > 0 || (facts.newcomers_running == 0 && !facts.waiting_for_slots)) {
+      return continue_job();
+    }
+    Action action;
+    action.kind = Action::Kind::kFinishJob;
+    action.note = "every worker that took part in the training exited 0";
+    if (facts.newcomers_running > 0) {
+      action.note +=
+          ": the job is done; stopping " + std::to_string(facts.newcomers_running) +
+          (facts.newcomers_running == 1 ? " newcomer, which is" : " newcomers, which are") +
+          " not needed";
+    } else {
+      action.note += ": the job is done; no longer waiting for slots";
+    }
+    return action;
+  }
   if (reset_limit_ && resets_ >= *reset_limit_) return fail_job();
   ++resets_;
   return reform(rdzv::Handover::kBroken, {});
@@ -123,6 +140,9 @@ Action HorovodElasticPolicy::worker_ended(const WorkerEnded& ended, const JobFac
   if (ended.slot_removed && in_use_ && facts.host_update_pending) {
     return reform(rdzv::Handover::kHostsUpdated, facts.host_update_reason);
   }
+  // Horovod's workers form their generations through Horovod's rendezvous, which does not
+  // tell when a newcomer has joined the others: one may still be finishing its training.
+  if (in_use_ && ended.end.success() && !facts.waiting_for_slots) return continue_job();
   return ElasticPolicy::worker_ended(ended, facts);
 }
 

@@ -40,7 +40,9 @@ class RestartAllPolicy final : public Policy {
 
 // Elastic jobs (--min-np/--max-np): a failed worker is dropped and the survivors re-form, up
 // to --reset-limit times (none: no limit); one that exits 0 is finished. A change of slots
-// re-forms the survivors: at their next commit, or at once while they wait for slots.
+// re-forms the survivors: at their next commit, or at once while they wait for slots. The end
+// of the training is the end: once every worker that took part in it has exited 0, the job
+// succeeds, and newcomers still waiting to join them, or a wait for slots, are not needed.
 class ElasticPolicy : public Policy {
  public:
   ElasticPolicy(std::optional<int> reset_limit, int min_np)

@@ -21,7 +21,11 @@ namespace hvdrun::launcher {
 
 // What the job's state is when an event comes.
 struct JobFacts {
-  std::size_t live = 0;            // members of an elastic job (running or not yet reaped)
+  std::size_t live = 0;  // members of an elastic job (running or not yet reaped)
+  // Running workers that took part in the training (not newcomers still waiting for their
+  // first generation to form), and the newcomers.
+  std::size_t members_running = 0;
+  std::size_t newcomers_running = 0;
   bool waiting_for_slots = false;  // below --min-np, waiting for slots
   bool winding_down = false;       // a worker of the generation finished (exit 0)
   // Elastic Horovod: a host change sent to rank 0 that the workers have not taken in yet.
@@ -47,6 +51,7 @@ struct Action {
     kRestartAll,      // stop every worker, then start them all again as a new generation
     kReform,          // a new generation: without the worker that ended (if any)
     kNotifyRankZero,  // send the change to the Horovod workers' rank 0 (they then ask to re-form)
+    kFinishJob,       // the job succeeded: stop what still runs (newcomers, not needed) and end
   };
   Kind kind = Kind::kContinue;
   rdzv::Handover how = rdzv::Handover::kBroken;  // kReform: how the survivors take over

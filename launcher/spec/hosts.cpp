@@ -208,6 +208,8 @@ void for_each_line(std::string_view text, Fn fn) {
 
 std::string quoted(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
+  const std::size_t whole = text.size();
+  if (whole > kQuotedMost) text = text.substr(0, kQuotedMost);
   std::string out = "'";
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
@@ -225,6 +227,7 @@ std::string quoted(std::string_view text) {
       out += c;
     }
   }
+  if (whole > kQuotedMost) return out + "...' (" + std::to_string(whole) + " bytes)";
   return out + "'";
 }
 

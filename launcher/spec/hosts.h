@@ -28,7 +28,9 @@ std::vector<HostSpec> parse_hostfile_text(std::string_view text, const std::stri
 std::vector<HostSpec> parse_discovery_output(std::string_view text, const std::string& script,
                                              std::optional<int> slots_per_host);
 
-// `text` in single quotes for a one-line message, control characters escaped (\n, \xNN).
+// `text` in single quotes for a one-line message, control characters escaped (\n, \xNN); past
+// kQuotedMost bytes it is cut ("'abc...' (1048576 bytes)"): a message never echoes a huge input.
+inline constexpr std::size_t kQuotedMost = 200;
 std::string quoted(std::string_view text);
 
 }  // namespace hvdrun::launcher

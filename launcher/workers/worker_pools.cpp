@@ -46,27 +46,22 @@ void WorkerPools::connect(const std::vector<std::size_t>& remote) {
       std::make_unique<RemoteWorkers>(io_, sink_, spec_, hosts, environment_, remote_callbacks());
 }
 
-bool WorkerPools::add_discovered(std::size_t index, const HostSpec& host) {
+WorkerPools::Discovered WorkerPools::add_discovered(std::size_t index, const HostSpec& host) {
   hosts_.push_back(host);  // index == hosts_.size() - 1: both grow only here
   if (is_local_host(host.name)) {
-    for (std::size_t other = 0; other + 1 < hosts_.size(); ++other) {
-      if (!is_local_host(hosts_[other].name)) continue;
-      note("warning: discovered host " + host.name + " is this machine, already listed as " +
-           hosts_[other].name + ": not used (list this machine once with its total slots)");
-      return false;
+    if (!local_host_) {  // the job's hosts before this one, looked at once
+      for (std::size_t other = 0; other + 1 < hosts_.size() && !local_host_; ++other) {
+        if (is_local_host(hosts_[other].name)) local_host_ = other;
+      }
     }
-    return true;
+    if (local_host_ && *local_host_ != index) return Discovered::kThisMachineAgain;
+    local_host_ = index;
+    return Discovered::kUsable;
   }
-  if (plan_.bind == "127.0.0.1") {
-    note("warning: discovered host " + host.name +
-         " is remote but the job started with this machine only, so its rendezvous listens on "
-         "loopback: not used (give --network-interface or --rendezvous-addr to allow remote "
-         "hosts)");
-    return false;
-  }
+  if (plan_.bind == "127.0.0.1") return Discovered::kLoopbackOnly;
   if (!remote_) connect({});
   remote_->add_host(index, host);
-  return false;  // until its SSH connection is up
+  return Discovered::kConnecting;
 }
 
 void WorkerPools::host_connected(std::size_t host, ssh::HostReady ready) {

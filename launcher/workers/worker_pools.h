@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,11 +52,16 @@ class WorkerPools {
   const AddressPlan& plan() const noexcept { return plan_; }
   // Connects to `remote` (indices into `hosts`, the job's hosts), all at once.
   void connect(const std::vector<std::size_t>& remote);
-  // A host found by the discovery script (index: the job's next host). Returns whether its
-  // slots can be used now: this machine, listed once. A remote one is connected to if the
-  // job's rendezvous can be reached from other hosts, and usable once host_ready() came.
-  // Says why a host cannot be used.
-  bool add_discovered(std::size_t index, const HostSpec& host);
+  // What became of a host found by the discovery script.
+  enum class Discovered {
+    kUsable,            // this machine, listed once: its slots can be used now
+    kConnecting,        // remote: usable once host_ready() came
+    kThisMachineAgain,  // this machine under another name, already a host of the job: not used
+    kLoopbackOnly,      // remote, but the job's rendezvous listens on loopback: not used
+  };
+  // A host found by the discovery script (index: the job's next host): connects to it if it
+  // is remote and the job's rendezvous can be reached from other hosts.
+  Discovered add_discovered(std::size_t index, const HostSpec& host);
   // The remote host connected: its workers can start.
   void host_connected(std::size_t host, ssh::HostReady ready);
   bool connected(std::size_t host) const { return ready_.contains(host); }
@@ -104,6 +110,7 @@ class WorkerPools {
   RendezvousInfo rdzv_;                          // port, secret, master port; addresses per host
   std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
   std::vector<InterfaceAddress> interfaces_;     // this machine's, read once
+  std::optional<std::size_t> local_host_;        // the host that is this machine, once known
   RankZeroStdin rank_zero_stdin_;
   LocalWorkers local_;
   std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above

@@ -211,6 +211,28 @@ TEST(Horovod, AnAddedSlotIsTakenInAtTheNextCommit) {
   }
 }
 
+// Horovod's elastic examples on one machine: the discovery script names it twice, as
+// localhost and 127.0.0.1. They run as one host with both slots (local ranks 0 and 1), and the
+// job trains to its end unchanged.
+TEST(Horovod, AnElasticJobOnTwoNamesOfThisMachineRunsAsOneHost) {
+  REQUIRE_HOROVOD();
+  TempDir dir;
+  const std::string both = "localhost:1\n127.0.0.1:1";
+  const auto r =
+      run_hvdrun(hosts_changing_job(dir, both, both, {"-np", "2"}), horovod_env(), seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(
+      r.err, "'localhost' (discovery script '/bin/sh " + (dir.path / "discover.sh").string() +
+                 "' line 1) and '127.0.0.1' (discovery script '/bin/sh " +
+                 (dir.path / "discover.sh").string() +
+                 "' line 2) both name this machine: they run as one host, 'localhost', "
+                 "with 2 slots"))
+      << r.err;
+  const auto first = r.err.find("both name this machine");
+  EXPECT_EQ(r.err.find("both name this machine", first + 1), std::string::npos) << r.err;
+  expect_elastic_done(r.out, 40, {0, 0});
+}
+
 // A slot removed by the discovery script: its worker is told at the re-formation that it is
 // not in the job and leaves; the two others finish.
 TEST(Horovod, ARemovedSlotsWorkerLeavesAtTheNextCommit) {

@@ -114,15 +114,23 @@ TEST(Failure, AScriptWithoutAnInterpreterLineRunsUnderTheShell) {
   EXPECT_EQ(r.out, "[0]<stdout>:args: a|b c\n") << r.err;
 }
 
-// Two names of this machine would each number local ranks from 0 (two ranks on GPU 0).
-TEST(Failure, TwoNamesOfThisMachineAreRefused) {
-  auto r = run_hvdrun({"-H", "localhost:2,127.0.0.1:2", "/bin/true"});
-  EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_EQ(r.err,
-            "hvdrun: error: -H: 'localhost' (-H) and '127.0.0.1' are both this machine; list it "
-            "once with its total slots (local ranks and GPU pinning count one machine's slots)\n");
+// Two names of this machine (horovodrun's one-machine set-up) run as one host with the sum of
+// their slots: local ranks 0 and 1, not two ranks 0 on one GPU.
+TEST(Failure, TwoNamesOfThisMachineRunAsOneHost) {
+  const std::string worker =
+      "echo \"rank $RANK local $HOROVOD_LOCAL_RANK of $HOROVOD_LOCAL_SIZE\"";
+  auto r = run_hvdrun({"-H", "localhost:1,127.0.0.1:1", "/bin/sh", "-c", worker});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: 'localhost' (-H) and '127.0.0.1' (-H) both name this machine: "
+                       "they run as one host, 'localhost', with 2 slots (local ranks and GPUs "
+                       "count one machine's slots)\n"))
+      << r.err;
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:rank 0 local 0 of 2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1]<stdout>:rank 1 local 1 of 2")) << r.out;
   r = run_hvdrun({"-np", "2", "-H", "localhost:2,127.0.0.1:2", "/bin/true"});  // unused entry
   EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "name this machine")) << r.err;
 }
 
 TEST(Failure, UsageErrorsExitTwoWithOneLine) {

@@ -55,5 +55,14 @@ TEST(DiscoveryOutput, GarbageIsNamedByLine) {
   EXPECT_THAT(error_of("bad\x01name\n"), HasSubstr("line 1: bad host name 'bad\\x01name'"));
 }
 
+// A 1 MiB line is named by its line and its first bytes, not echoed whole.
+TEST(DiscoveryOutput, AHugeBadLineIsCutInTheMessage) {
+  const std::string line(1 << 20, 'x');
+  const std::string error = error_of("node-a:2\n" + line + ":y\n");
+  EXPECT_LT(error.size(), 1000u) << error.size();
+  EXPECT_THAT(error, HasSubstr("line 2: "));
+  EXPECT_THAT(error, HasSubstr("xxx...' (1048578 bytes)"));
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

@@ -141,3 +141,36 @@ TEST(ElasticMembership, AHostThatLeavesAndComesBackKeepsItsCooldown) {
 
 }  // namespace
 }  // namespace hvdrun::launcher
+
+namespace hvdrun::launcher {
+namespace {
+
+// 100,000 hosts of one slot, listed twice, then a job of 65,536 workers filled, re-formed and
+// emptied: every step is O(n log n), so this ends in well under a second (a step quadratic in
+// hosts or workers would take minutes, past the test's timeout).
+TEST(ElasticMembership, ScalesToAHundredThousandHostsAndSixtyFiveThousandWorkers) {
+  std::vector<HostSpec> hosts;
+  for (int i = 0; i < 100000; ++i) hosts.push_back({"", "h" + std::to_string(i), 1, "s"});
+  ElasticMembership m({}, 65536, std::chrono::seconds(10), std::chrono::seconds(300));
+  const auto first = m.update_hosts(hosts);
+  ASSERT_EQ(first.added.size(), 100000u);
+  EXPECT_EQ(first.added_from[99999], 99999u);
+  EXPECT_TRUE(m.update_hosts(hosts).added.empty());  // the same list again: nothing new
+  const auto now = ElasticMembership::Clock::now();
+  EXPECT_EQ(m.free_slots(now), 65536u);
+  const auto added = m.fill(now);
+  ASSERT_EQ(added.size(), 65536u);
+  EXPECT_EQ(m.free_slots(now), 0u);
+  const auto members = m.next_generation();
+  ASSERT_EQ(members.size(), 65536u);
+  EXPECT_EQ(members.back().slot.rank, 65535);
+  for (const auto& w : added) EXPECT_TRUE(m.remove(w.key));
+  EXPECT_EQ(m.live(), 0u);
+  hosts.resize(10);  // 99,990 hosts leave the list
+  const auto change = m.update_hosts(hosts);
+  EXPECT_TRUE(change.added.empty());
+  EXPECT_EQ(m.free_slots(now), 10u);
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher

@@ -374,5 +374,19 @@ TEST(HorovodFlags, UnknownConfigKeysAreNotedAndIgnored) {
   EXPECT_THAT(result.spec.tuning_env, IsEmpty());
 }
 
+// 200,000 unknown keys give 21 notes, not 200,000.
+TEST(HorovodFlags, UnknownConfigKeysAreNamedUpToTwentyThenCounted) {
+  std::string text = "params:\n";
+  for (int i = 0; i < 200000; ++i) text += "  unknown_" + std::to_string(i) + ": 1\n";
+  const ConfigFileOnDisk file(text);
+  const std::vector<std::string> args = {"--config-file", file.path, "-np", "1", "prog"};
+  const auto result = parse_cli(std::span<const std::string>(args), {});
+  ASSERT_EQ(result.notes.size(), 21u);
+  EXPECT_EQ(result.notes[19], file.path + ":21: unknown key 'params.unknown_19' ignored");
+  EXPECT_EQ(result.notes[20], file.path +
+                                  ": 199980 more unknown keys or sections ignored (only the "
+                                  "first 20 are named)");
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

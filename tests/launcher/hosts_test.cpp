@@ -5,14 +5,18 @@
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
 #include <netdb.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "hvdrun/error.h"
+#include "launcher/spec/local_aliases.h"
 #include "launcher/spec/local_host.h"
+#include "launcher/spec/user_file.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -190,6 +194,39 @@ TEST(Hostfile, UnreadableFiles) {
   }
 }
 
+// A FIFO nobody writes to is a usage error after the wait, not a hang; one with a writer reads.
+TEST(UserFile, AFifoWithoutAWriterFailsAfterTheWaitAndOneWithAWriterIsRead) {
+  char dir[] = "/tmp/hvdrun-fifo-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string fifo = std::string(dir) + "/hosts";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    read_user_file(fifo, "host file 'f'", kUserFileLimit, std::chrono::milliseconds(300));
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "cannot read host file 'f': it is not a regular file and gave nothing within 300 ms "
+        "(a FIFO with no writer?)");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  std::thread writer([&] {
+    std::ofstream(fifo) << "node-a:2\n";  // opens once the reader is there
+  });
+  EXPECT_EQ(read_user_file(fifo, "host file 'f'", kUserFileLimit, std::chrono::seconds(10)),
+            "node-a:2\n");
+  writer.join();
+  ::unlink(fifo.c_str());
+  ::rmdir(dir);
+}
+
+TEST(Quoted, CutsWhatIsLongerThanItsLimit) {
+  EXPECT_EQ(launcher::quoted(std::string(kQuotedMost, 'a')), "'" + std::string(kQuotedMost, 'a') + "'");
+  EXPECT_EQ(launcher::quoted(std::string(kQuotedMost + 1, 'a')),
+            "'" + std::string(kQuotedMost, 'a') + "...' (201 bytes)");
+}
+
 TEST(Quoted, EscapesControlCharacters) {
   EXPECT_EQ(quoted("a b"), "'a b'");
   EXPECT_EQ(quoted("a\nb\r\t\x01"), "'a\\nb\\r\\t\\x01'");
@@ -237,6 +274,34 @@ TEST(LocalHost, OtherAndUnresolvableNames) {
   EXPECT_FALSE(is_local_host(""));
   EXPECT_FALSE(is_local_host("192.0.2.1"));  // TEST-NET-1, never assigned
   EXPECT_FALSE(is_local_host("no-such-host.invalid"));
+}
+
+TEST(LocalAliases, NamesOfThisMachineBecomeOneHostWithTheirSlots) {
+  std::vector<HostSpec> hosts = {{"", "localhost", 2, "-H"},
+                                 {"", "node-b.invalid", 4, "-H"},
+                                 {"", "127.0.0.1", 3, "hosts.txt:3"},
+                                 {"", "::1", 1, "-H"}};
+  EXPECT_EQ(merge_local_aliases(hosts, hosts.size()),
+            "'localhost' (-H) and '127.0.0.1' (hosts.txt:3) and '::1' (-H) all name this "
+            "machine: they run as one host, 'localhost', with 6 slots (local ranks and GPUs "
+            "count one machine's slots)");
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0], (HostSpec{"", "localhost", 6, "-H"}));
+  EXPECT_EQ(hosts[1].name, "node-b.invalid");
+}
+
+TEST(LocalAliases, OnlyTheHostsThatGetRanksAreMerged) {
+  std::vector<HostSpec> hosts = {{"", "localhost", 2, "-H"}, {"", "127.0.0.1", 2, "-H"}};
+  EXPECT_EQ(hosts_used(hosts, 2), 1u);
+  EXPECT_EQ(hosts_used(hosts, 3), 2u);
+  EXPECT_EQ(hosts_used(hosts, 9), 2u);
+  EXPECT_EQ(merge_local_aliases(hosts, hosts_used(hosts, 2)), "");
+  EXPECT_EQ(hosts.size(), 2u);
+  std::vector<HostSpec> one = {{"", "localhost", 2, "-H"}};
+  EXPECT_EQ(merge_local_aliases(one, 1), "");
+  std::vector<HostSpec> big = {{"", "localhost", kMaxSlots, "-H"}, {"", "127.0.0.1", 5, "-H"}};
+  EXPECT_NE(merge_local_aliases(big, 2), "");
+  EXPECT_EQ(big[0].slots, kMaxSlots);  // bounded as any host's slots
 }
 
 }  // namespace

@@ -241,3 +241,66 @@ TEST(MakePolicy, ChoosesOnePolicyPerKindOfJob) {
 
 }  // namespace
 }  // namespace hvdrun::launcher
+
+namespace hvdrun::launcher {
+namespace {
+
+JobFacts running(std::size_t members, std::size_t newcomers, bool waiting) {
+  JobFacts f;
+  f.members_running = members;
+  f.newcomers_running = newcomers;
+  f.waiting_for_slots = waiting;
+  return f;
+}
+
+TEST(ElasticPolicy, TheJobEndsWhenEveryWorkerThatTrainedHasFinished) {
+  struct Case {
+    JobFacts facts;
+    Kind kind;
+    std::string note;
+  };
+  const std::vector<Case> cases = {
+      {running(1, 1, false), Kind::kContinue, ""},  // another member still trains
+      {running(0, 0, false), Kind::kContinue, ""},  // the last one: the job ends by itself
+      {running(0, 2, false), Kind::kFinishJob,
+       "every worker that took part in the training exited 0: the job is done; stopping 2 "
+       "newcomers, which are not needed"},
+      {running(0, 1, true), Kind::kFinishJob,
+       "every worker that took part in the training exited 0: the job is done; stopping 1 "
+       "newcomer, which is not needed"},
+      {running(0, 0, true), Kind::kFinishJob,
+       "every worker that took part in the training exited 0: the job is done; no longer "
+       "waiting for slots"},
+  };
+  ElasticPolicy elastic(0, 2);
+  for (const auto& c : cases) {
+    const Action action = elastic.worker_ended({WorkerId{0, 0, 0}, ProcessEnd::exited(0)}, c.facts);
+    EXPECT_EQ(action.kind, c.kind) << c.note;
+    EXPECT_EQ(action.note, c.note);
+  }
+  // A failure is never the end of the training, and a removed slot's worker decides nothing.
+  EXPECT_EQ(
+      elastic.worker_ended({WorkerId{0, 0, 0}, ProcessEnd::exited(0), true}, running(0, 1, false))
+          .kind,
+      Kind::kContinue);
+  FailFastPolicy fail_fast;
+  RestartAllPolicy restart_all(2, 1);
+  for (Policy* other : std::vector<Policy*>{&fail_fast, &restart_all}) {
+    EXPECT_EQ(
+        other->worker_ended({WorkerId{0, 0, 0}, ProcessEnd::exited(0)}, running(0, 1, true)).kind,
+        Kind::kContinue);
+  }
+}
+
+TEST(HorovodElasticPolicy, LeavesNewcomersToHorovodOnceItIsInUse) {
+  HorovodElasticPolicy policy(0, 2);
+  const WorkerEnded finished{WorkerId{0, 0, 0}, ProcessEnd::exited(0)};
+  EXPECT_EQ(policy.worker_ended(finished, running(0, 1, false)).kind, Kind::kFinishJob);
+  policy.horovod_in_use("127.0.0.1:5000");
+  // Horovod does not say when a newcomer joined: it may still be finishing its training.
+  EXPECT_EQ(policy.worker_ended(finished, running(0, 1, false)).kind, Kind::kContinue);
+  EXPECT_EQ(policy.worker_ended(finished, running(0, 0, true)).kind, Kind::kFinishJob);
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher

@@ -138,3 +138,41 @@ TEST(GenerationLog, DescribesEveryGenerationOnceThereAreTwo) {
 
 }  // namespace
 }  // namespace hvdrun::launcher
+
+namespace hvdrun::launcher {
+namespace {
+
+TEST(WorkerTable, CountsTheRunningNewcomersUntilTheirGenerationForms) {
+  WorkerTable table;
+  table.add({0, 0, 0}, WorkerKey{0}, Slot{});
+  auto& a = table.add({0, 1, 0}, WorkerKey{1}, Slot{});
+  auto& b = table.add({0, 2, 0}, WorkerKey{2}, Slot{});
+  table.set_newcomer(a);
+  table.set_newcomer(a);  // once
+  table.set_newcomer(b);
+  EXPECT_TRUE(a.newcomer());
+  EXPECT_EQ(table.running_newcomers(), 2u);
+  table.set_end(b, ProcessEnd::exited(1));
+  EXPECT_EQ(table.running_newcomers(), 1u);
+  table.erase({0, 2, 0});
+  EXPECT_EQ(table.running_newcomers(), 1u);
+  table.erase({0, 1, 0});
+  EXPECT_EQ(table.running_newcomers(), 0u);
+  auto& c = table.add({0, 1, 1}, WorkerKey{3}, Slot{});
+  table.set_newcomer(c);
+  table.clear_newcomers();
+  EXPECT_FALSE(c.newcomer());
+  EXPECT_EQ(table.running_newcomers(), 0u);
+  EXPECT_EQ(table.running(), 2u);
+}
+
+TEST(WorkerTable, ARunningRankZeroWhoseSlotWasRemovedIsNotTheJobsRankZero) {
+  WorkerTable table;
+  auto& old_zero = table.add({1, 0, 0}, WorkerKey{0}, Slot{});  // rank 0 before a re-formation
+  auto& new_zero = table.add({0, 0, 0}, WorkerKey{1}, Slot{});
+  old_zero.removed = true;
+  EXPECT_EQ(table.rank_zero(true), &new_zero);
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher
