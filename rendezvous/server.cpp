@@ -30,6 +30,9 @@ KvLimits kv_limits_for(const ServerOptions& options) {
       options.kv_max_keys ? options.kv_max_keys : std::max<std::size_t>(65536, n * 64);
   limits.max_unsent_bytes =
       options.max_unsent_bytes ? options.max_unsent_bytes : std::size_t{4} * kMaxBody;
+  limits.max_held_bytes = options.max_held_bytes
+                              ? options.max_held_bytes
+                              : std::max<std::size_t>(std::size_t{256} << 20, n << 16);
   return limits;
 }
 

@@ -69,6 +69,10 @@ struct ServerOptions {
   std::size_t kv_max_bytes = 0;  // keys plus values (plus 64 per entry), all generations
   std::size_t kv_max_keys = 0;
   std::size_t max_unsent_bytes = 0;
+  // What the server holds for all connections together: unread replies and frames being read
+  // beyond the read buffer. A connection whose reply or frame would pass it is closed, with a
+  // logged reason.
+  std::size_t max_held_bytes = 0;
 };
 
 // A job-level failure the launcher must act on, as a value: what kind (kTimeout: the start
@@ -80,11 +84,13 @@ struct JobError {
 
 // The limits used where ServerOptions leaves 0, for a job of `slots` workers: the store
 // max(256 MiB, 64 KiB per worker) and max(65,536, 64 keys per worker); unread replies
-// 64 MiB per connection (four times the largest frame).
+// 64 MiB per connection (four times the largest frame); all connections together hold at most
+// max(256 MiB, 64 KiB per worker) of replies and frames.
 struct KvLimits {
   std::size_t max_bytes = 0;
   std::size_t max_keys = 0;
   std::size_t max_unsent_bytes = 0;
+  std::size_t max_held_bytes = 0;
 };
 KvLimits kv_limits_for(const ServerOptions& options);
 

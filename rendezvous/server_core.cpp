@@ -55,6 +55,7 @@ ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallba
     : io_(io),
       log_(logger()),
       options_(std::move(options)),
+      budget_(kv_limits_for(options_).max_held_bytes),
       callbacks_(std::move(callbacks)),
       acceptor_((validate_slots(options_.slots), listen_on(io, options_))),
       generation_(members_of(options_.slots)),

@@ -25,6 +25,7 @@
 #include "rendezvous/barrier_set.h"
 #include "rendezvous/generation.h"
 #include "rendezvous/kv_store.h"
+#include "rendezvous/memory_budget.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/server.h"
 
@@ -50,6 +51,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   // See Server::start_generation.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   const ServerOptions& options() const noexcept { return options_; }
+  // What the server holds for all its clients together (kv_limits_for()'s max_held_bytes).
+  MemoryBudget& budget() noexcept { return budget_; }
   // The challenge for a new session.
   std::array<std::uint8_t, kNonceSize> next_nonce() { return nonces_.next(); }
   // The "rdzv" logger, looked up once (a lookup takes the registry's lock).
@@ -102,6 +105,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::io_context& io_;
   std::shared_ptr<spdlog::logger> log_;
   ServerOptions options_;
+  MemoryBudget budget_;
   ServerCallbacks callbacks_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::uint16_t port_ = 0;

@@ -29,6 +29,7 @@ Session::Session(asio::ip::tcp::socket socket, const asio::ip::tcp::endpoint& re
     : socket_(std::move(socket)),
       core_(std::move(core)),
       id_(id),
+      held_(core_->budget()),
       close_grace_(socket_.get_executor()) {
   peer_ip_ = remote.address().to_string();
   peer_ = (remote.address().is_v6() ? "[" + peer_ip_ + "]" : peer_ip_) + ":" +
@@ -71,6 +72,7 @@ void Session::send_frame(std::vector<std::uint8_t> frame) {
                       outbox_bytes_, limit);
     return close();
   }
+  if (!held_.grow(frame.size())) return over_budget("a reply of", frame.size());
   outbox_.push_back(std::move(frame));
   if (!writing_) {  // started from a posted handler: the rest of this one's sends join it
     writing_ = true;
@@ -155,7 +157,13 @@ void Session::handle_frames() {
       need = kHeaderSize + length;
     }
     if (in_have_ < need) {
-      if (in_.size() < need) in_.resize(need);
+      if (in_.size() < need) {
+        const std::size_t beyond = in_.size() > kReadBuffer ? in_.size() - kReadBuffer : 0;
+        if (need > kReadBuffer && !held_.grow(need - kReadBuffer - beyond)) {
+          return over_budget("a frame of", need);
+        }
+        in_.resize(need);
+      }
       return read_more();
     }
     auto message = decode(std::span(in_.data(), need));
@@ -164,6 +172,7 @@ void Session::handle_frames() {
     std::memmove(in_.data(), in_.data() + need, in_have_ - need);
     in_have_ -= need;
     if (in_.size() > kReadBuffer && in_have_ <= kReadBuffer) {
+      held_.shrink(in_.size() - kReadBuffer);
       in_.resize(kReadBuffer);
       in_.shrink_to_fit();
     }
@@ -187,10 +196,22 @@ void Session::write_outbox() {
 void Session::write_done(const boost::system::error_code& ec, std::size_t written) {
   sending_.clear();
   outbox_bytes_ -= written;
+  held_.shrink(written);
   if (ec || state_ == State::kClosed) return close();
   if (!outbox_.empty()) return write_outbox();
   writing_ = false;
   if (state_ == State::kClosing) close();  // the error that ends the session is out
+}
+
+// The server would hold more than its budget for all clients: this connection, which asks for
+// more, is closed.
+void Session::over_budget(const char* what, std::size_t bytes) {
+  const MemoryBudget& budget = held_.budget();
+  core_->log().warn(
+      "closing {}: {} {} bytes would make the server hold more than {} bytes for its clients "
+      "({} held now, {} of them for this connection)",
+      peer_, what, bytes, budget.limit(), budget.held(), held_.held());
+  close();
 }
 
 void Session::authentication_timed_out() {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "rendezvous/memory_budget.h"
 #include "rendezvous/protocol.h"
 
 namespace hvdrun::rdzv {
@@ -74,6 +75,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void write_outbox();
   void write_done(const boost::system::error_code& ec, std::size_t written);
   void gone();
+  void over_budget(const char* what, std::size_t bytes);
 
   boost::asio::ip::tcp::socket socket_;
   std::shared_ptr<ServerCore> core_;
@@ -89,7 +91,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<std::vector<std::uint8_t>> sending_;  // the frames of the write under way
   bool writing_ = false;                            // a write is posted or under way
   std::size_t outbox_bytes_ = 0;                    // queued and under way
-  boost::asio::steady_timer close_grace_;           // armed by fail()
+  BudgetShare held_;  // outbox_bytes_ and in_ beyond kReadBuffer, in the server's budget
+  boost::asio::steady_timer close_grace_;  // armed by fail()
   bool notified_gone_ = false;
   bool authenticated_ = false;
 };

@@ -8,11 +8,13 @@
 
 #include <atomic>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "common/log_rate.h"
 #include "hvdrun/error.h"
 #include "rendezvous/log.h"
+#include "rendezvous/memory_budget.h"
 #include "tests/rendezvous/test_util.h"
 
 namespace hvdrun::rdzv {
@@ -92,6 +94,59 @@ TEST(Limits, AClientThatDoesNotReadIsDisconnected) {
   while (raw.receive()) ++replies;  // what the kernel held, then the close
   EXPECT_LT(replies, 400);
   EXPECT_EQ(setter.get("big", kTimeout).size(), std::size_t{64} << 10);  // others are served
+}
+
+// Three clients each ask for a 256 KiB value 120 times and do not read (30 MiB each, under
+// the 64 MiB a connection may hold): together they would make the server hold tens of MiB,
+// over its budget of 16 MiB for all clients, so it closes connections instead; without the
+// budget every client got all its replies. Others are still served.
+TEST(Limits, ManyConnectionsTogetherStayWithinOneBudget) {
+  ServerOptions options = slot_options(1);
+  options.max_held_bytes = 16u << 20;
+  EXPECT_EQ(kv_limits_for(options).max_unsent_bytes, std::size_t{64} << 20);
+  ServerThread server(options);
+  Client setter(server.endpoint(), kSecret, kTimeout);
+  setter.set("big", std::string(256 << 10, 'v'), kTimeout);
+  std::vector<std::unique_ptr<RawConn>> raws;
+  for (int c = 0; c < 3; ++c) {
+    raws.push_back(std::make_unique<RawConn>(server.endpoint().port));
+    raws.back()->authenticate(kSecret);
+    for (int i = 0; i < 120; ++i) raws.back()->send(Message{0, KvGet{"big", 1000}});
+  }
+  std::this_thread::sleep_for(500ms);  // the server answers into full sockets
+  int complete = 0;
+  for (auto& raw : raws) {
+    int replies = 0;
+    while (raw->receive()) {
+      if (++replies == 120) break;
+    }
+    if (replies == 120) ++complete;
+  }
+  EXPECT_LT(complete, 3);
+  EXPECT_EQ(setter.get("big", kTimeout).size(), std::size_t{256} << 10);  // others are served
+}
+
+TEST(Limits, TheBudgetForAllClientsGrowsWithTheJob) {
+  EXPECT_EQ(kv_limits_for(slot_options(4)).max_held_bytes, std::size_t{256} << 20);
+  EXPECT_EQ(kv_limits_for(slot_options(8192)).max_held_bytes, std::size_t{8192} << 16);
+}
+
+TEST(MemoryBudget, SharesAreGivenBackWhenTheyGo) {
+  MemoryBudget budget(100);
+  {
+    BudgetShare a(budget);
+    BudgetShare b(budget);
+    EXPECT_TRUE(a.grow(60));
+    EXPECT_FALSE(b.grow(41));  // over the limit: nothing taken
+    EXPECT_EQ(budget.held(), 60u);
+    EXPECT_TRUE(b.grow(40));
+    a.shrink(10);
+    EXPECT_EQ(budget.held(), 90u);
+    a.shrink(1000);  // at most what it holds
+    EXPECT_EQ(a.held(), 0u);
+    EXPECT_EQ(budget.held(), 40u);
+  }
+  EXPECT_EQ(budget.held(), 0u);
 }
 
 // Slot 0 joins and goes away; 600 ms later (start timeout 300 ms) both slots join: the
