@@ -27,6 +27,8 @@ std::string_view limit_name(Limit limit) noexcept {
       return "bad requests";
     case Limit::kAcceptFailed:
       return "accept errors";
+    case Limit::kRefusedPeer:
+      return "refused connections";
     case Limit::kElasticQuery:
       return "elastic rank_and_size queries";
     case Limit::kRegistration:

@@ -33,6 +33,7 @@ enum class Limit : std::size_t {
   kAcceptFailed,    // accept() error (e.g. out of file descriptors)
   kElasticQuery,    // elastic rank_and_size query in a static job
   kRegistration,    // a PUT /worker_addresses body that does not decode
+  kRefusedPeer,     // a connection that KvServerOptions::admit refused
   kCount,
 };
 

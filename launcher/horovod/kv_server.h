@@ -10,6 +10,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,11 @@ struct KvServerOptions {
   // Called once, at the first PUT stored, with the client's address: a Horovod worker (or
   // someone posing as one: the port takes no credentials) is in the job.
   std::function<void(const std::string& peer)> on_first_put;
+  // Called for each accepted connection before anything of it is read, with its two ends:
+  // empty to serve it, else why not (it is closed at once; the reason is logged, rate-limited).
+  std::function<std::string(const boost::asio::ip::tcp::endpoint& local,
+                            const boost::asio::ip::tcp::endpoint& peer)>
+      admit;
 };
 
 // A snapshot for tests and diagnostics.
@@ -60,6 +66,7 @@ struct KvServerStats {
   std::uint64_t refused_body = 0;       // over max_body_bytes
   std::uint64_t refused_header = 0;     // over max_header_bytes
   std::uint64_t refused_stored = 0;     // PUTs over max_stored_bytes
+  std::uint64_t refused_peers = 0;      // connections that KvServerOptions::admit refused
   std::uint64_t connection_pauses = 0;  // times accepting paused at max_connections
   std::uint64_t timeouts = 0;           // connections closed by request_timeout
   std::uint64_t bad_requests = 0;       // malformed, bad path or method

@@ -80,6 +80,7 @@ asio::awaitable<void> KvServerCore::accept_loop() {
       co_await backoff.async_wait(kUseTuple);
       continue;
     }
+    if (options_.admit && !admitted(socket)) continue;
     try {
       add_session(std::move(socket));
     } catch (const std::exception& e) {  // out of memory: drop this connection only
@@ -87,6 +88,23 @@ asio::awaitable<void> KvServerCore::accept_loop() {
                          e.what());
     }
   }
+}
+
+bool KvServerCore::admitted(asio::ip::tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto local = socket.local_endpoint(ec);
+  const std::string why =
+      ec ? "its address is unknown (" + ec.message() + ")" : options_.admit(local, accepted_peer_);
+  if (why.empty()) return true;
+  std::string held;
+  if (may_warn(Limit::kRefusedPeer, held)) {
+    kv_logger()->warn(
+        "{}: refused the connection from {}: {}{}", name_,
+        accepted_peer_.address().to_string() + ":" + std::to_string(accepted_peer_.port()), why,
+        held);
+  }
+  socket.close(ec);
+  return false;
 }
 
 asio::awaitable<bool> KvServerCore::wait_for_room() {
@@ -173,6 +191,7 @@ KvServerStats KvServerCore::stats() const {
   s.refused_body = limits_.hits(Limit::kBodyBytes);
   s.refused_header = limits_.hits(Limit::kHeaderBytes);
   s.refused_stored = limits_.hits(Limit::kStoredBytes);
+  s.refused_peers = limits_.hits(Limit::kRefusedPeer);
   s.connection_pauses = limits_.hits(Limit::kConnections);
   s.timeouts = limits_.hits(Limit::kRequestTimeout);
   s.bad_requests = limits_.hits(Limit::kBadRequest);

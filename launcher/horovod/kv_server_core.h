@@ -63,6 +63,8 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<bool> wait_for_room();
   void add_session(boost::asio::ip::tcp::socket socket);
+  // KvServerOptions::admit's answer for a connection just accepted; a refused one is closed.
+  bool admitted(boost::asio::ip::tcp::socket& socket);
 
   KvReply on_get(std::string_view scope, std::string_view key);
   KvReply on_put(std::string_view scope, std::string_view key, std::string body,

@@ -157,8 +157,9 @@ void Job::carry_out(const Action& action, WorkerRecord* ended) {
     case Action::Kind::kContinue:
       return;
     case Action::Kind::kFailJob:
-      if (ended && !outcome_) fail_with(*ended);
-      return;
+      if (outcome_) return;
+      if (ended) return fail_with(*ended);
+      return fail_for(action.reason);
     case Action::Kind::kRestartAll:
       if (ended) return restart(*ended);
       return restart_for(action.reason);
@@ -189,6 +190,14 @@ void Job::fail_with(WorkerRecord& record) {
   announce_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec && !state_.is(JobState::kFinished)) announce_failure();
   });
+}
+
+// The job fails for `reason`, no worker's end: every worker is taken down.
+void Job::fail_for(const std::string& reason) {
+  generations_.current().end_reason = reason;
+  outcome_ = Outcome::failed(Outcome::Kind::kJobError, reason);
+  note("job failed: " + reason + "; terminating " + plural(running(), "rank"));
+  terminate();
 }
 
 void Job::stream_closed(const WorkerId& id) {
@@ -328,9 +337,8 @@ void Job::horovod_registered(const std::string& name, horovod::WorkerRegistratio
 bool Job::horovod_reform_asked(std::size_t waiting) {
   if (!membership_ || !state_.is(JobState::kRunning) || outcome_) return false;
   const Action action = policy_->reform_asked(waiting, facts());
-  if (action.kind != Action::Kind::kReform) return false;
   carry_out(action, nullptr);
-  return true;
+  return action.kind == Action::Kind::kReform;
 }
 
 }  // namespace hvdrun::launcher

@@ -71,6 +71,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   bool horovod_reform_asked(std::size_t waiting) override;
   void horovod_registered(const std::string& name,
                           horovod::WorkerRegistration registration) override;
+  bool is_job_host(const std::string& address) const override {
+    return pools_.is_host_address(address);
+  }
   // PoolEvents
   void host_ready(std::size_t host, ssh::HostReady ready) override;
   void host_failed(std::size_t host, const ssh::HostFailed& failed) override;
@@ -85,6 +88,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void launch_workers(const std::vector<WorkerId>& ids);
   void carry_out(const Action& action, WorkerRecord* ended);
   void fail_with(WorkerRecord& record);
+  void fail_for(const std::string& reason);
   void announce_failure();
   void maybe_finish();
   void enter(JobState next);

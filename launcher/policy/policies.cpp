@@ -110,8 +110,7 @@ Action ElasticPolicy::worker_ended(const WorkerEnded& ended, const JobFacts& fac
     }
     return action;
   }
-  if (reset_limit_ && resets_ >= *reset_limit_) return fail_job();
-  ++resets_;
+  if (!take_reset()) return fail_job();
   return reform(rdzv::Handover::kBroken, {});
 }
 
@@ -163,8 +162,8 @@ Action HorovodElasticPolicy::slots_changed(SlotsChange change, const std::string
 
 // After a host change they were told of, the next generation takes it in; otherwise a
 // collective failed (a Gloo timeout, a broken connection) and the same workers re-form, as
-// horovodrun's do. A member that does not ask yet (it has not registered; or it died before it
-// did, and its exit re-forms the job) is waited for.
+// horovodrun's do, counted against --reset-limit. A member that does not ask yet (it has not
+// registered; or it died before it did, and its exit re-forms the job) is waited for.
 Action HorovodElasticPolicy::reform_asked(std::size_t waiting, const JobFacts& facts) {
   if (facts.waiting_for_slots || waiting < facts.live) return continue_job();
   const std::string asked = "every Horovod worker (" + std::to_string(waiting) + ")";
@@ -173,6 +172,11 @@ Action HorovodElasticPolicy::reform_asked(std::size_t waiting, const JobFacts& f
                   asked + " asked for its place after the host change; re-forming");
   }
   const std::string reason = asked + " asked to re-form, though none exited: a collective failed";
+  if (!take_reset()) {
+    Action action = fail_job();
+    action.reason = reason + " (" + exhausted() + ")";
+    return action;
+  }
   return reform(rdzv::Handover::kBroken, reason, reason + "; re-forming with the same workers");
 }
 

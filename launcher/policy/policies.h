@@ -55,6 +55,14 @@ class ElasticPolicy : public Policy {
   int survived() const override { return resets_; }
   int resets() const noexcept { return resets_; }
 
+ protected:
+  // One more re-formation after a failure, if --reset-limit allows it.
+  bool take_reset() noexcept {
+    if (reset_limit_ && resets_ >= *reset_limit_) return false;
+    ++resets_;
+    return true;
+  }
+
  private:
   std::optional<int> reset_limit_;
   int min_np_;
@@ -64,7 +72,8 @@ class ElasticPolicy : public Policy {
 // Elastic jobs of Horovod workers (hvd.elastic.run): as ElasticPolicy until a worker uses
 // Horovod's rendezvous; from then on a change of slots is sent to rank 0 (its workers raise
 // HostsUpdatedInterrupt at their next commit and ask for their places), the workers re-form
-// once they all asked, and a removed slot's worker that dies first re-forms them at once.
+// once they all asked, and a removed slot's worker that dies first re-forms them at once. A
+// re-formation they ask for after a failed collective counts against --reset-limit.
 class HorovodElasticPolicy final : public ElasticPolicy {
  public:
   using ElasticPolicy::ElasticPolicy;

@@ -47,7 +47,7 @@ enum class SlotsChange { kAdded, kRemoved };
 struct Action {
   enum class Kind {
     kContinue,        // nothing to do
-    kFailJob,         // this end is the job's failure: take every worker down
+    kFailJob,         // the job fails (this worker's end, or `reason`): take every worker down
     kRestartAll,      // stop every worker, then start them all again as a new generation
     kReform,          // a new generation: without the worker that ended (if any)
     kNotifyRankZero,  // send the change to the Horovod workers' rank 0 (they then ask to re-form)

@@ -18,6 +18,10 @@ horovod::KvPlan horovod_plan(const std::vector<Slot>& slots) {
 horovod::KvServerOptions RendezvousFaces::forwarding(horovod::KvServerOptions options,
                                                      RendezvousEvents& events) {
   options.on_first_put = [&events](const std::string& peer) { events.horovod_in_use(peer); };
+  options.admit = [this](const boost::asio::ip::tcp::endpoint& local,
+                         const boost::asio::ip::tcp::endpoint& peer) {
+    return gate_.admit(local, peer);
+  };
   options.on_reform_asked = [&events](std::size_t waiting) {
     return events.horovod_reform_asked(waiting);
   };
@@ -32,6 +36,7 @@ RendezvousFaces::RendezvousFaces(boost::asio::io_context& io, rdzv::ServerOption
                                  horovod::KvServerOptions kv_options,
                                  const std::vector<Slot>& slots, RendezvousEvents& events)
     : secret_(options.secret),
+      gate_([&events](const std::string& address) { return events.is_job_host(address); }),
       server_(io, std::move(options),
               rdzv::ServerCallbacks{
                   [&events](const rdzv::JobError& error) { events.rendezvous_failed(error); },

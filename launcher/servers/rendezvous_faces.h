@@ -1,8 +1,10 @@
 // RendezvousFaces: the launcher's rendezvous, every face of it in one object: hvdrun's own
 // rendezvous server (rendezvous/server.h), Horovod's HTTP rendezvous (horovod/kv_server.h) and
-// the MASTER_PORT reservation for torch.distributed. Built before anything that needs their
-// ports; start_generation() moves all three to a new generation together; what they hear goes
-// to the job through one interface, RendezvousEvents. io thread only; the events come on it.
+// the MASTER_PORT reservation for torch.distributed. Horovod's port serves only processes of
+// hvdrun's user on this machine and the job's hosts (PeerGate). Built before anything that
+// needs their ports; start_generation() moves all three to a new generation together; what they
+// hear goes to the job through one interface, RendezvousEvents. io thread only; the events come on
+// it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -15,6 +17,7 @@
 #include "common/slot.h"
 #include "launcher/horovod/kv_server.h"
 #include "launcher/horovod/updates/worker_registration.h"
+#include "launcher/servers/peer_check.h"
 #include "launcher/servers/port_reservation.h"
 #include "rendezvous/server.h"
 
@@ -34,6 +37,9 @@ class RendezvousEvents {
   // Horovod workers (`waiting` of them) asked for their places in a next generation though
   // none exited; returns whether the job re-forms.
   virtual bool horovod_reform_asked(std::size_t waiting) = 0;
+  // Whether `address` is one of the job's hosts (as hvdrun connected to it): who may use
+  // Horovod's rendezvous from another machine.
+  virtual bool is_job_host(const std::string& address) const = 0;
   // The Horovod worker called `name` registered its notification service.
   virtual void horovod_registered(const std::string& name,
                                   horovod::WorkerRegistration registration) = 0;
@@ -72,9 +78,9 @@ class RendezvousFaces {
   void close();
 
  private:
-  static horovod::KvServerOptions forwarding(horovod::KvServerOptions options,
-                                             RendezvousEvents& events);
+  horovod::KvServerOptions forwarding(horovod::KvServerOptions options, RendezvousEvents& events);
   std::string secret_;
+  PeerGate gate_;  // before horovod_: its admission check
   rdzv::Server server_;
   horovod::KvServer horovod_;
   std::optional<PortReservation> master_port_;

@@ -65,6 +65,7 @@ WorkerPools::Discovered WorkerPools::add_discovered(std::size_t index, const Hos
 }
 
 void WorkerPools::host_connected(std::size_t host, ssh::HostReady ready) {
+  host_addresses_.insert(ready.remote_addr);
   ready_.emplace(host, std::move(ready));
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,10 @@ class WorkerPools {
   void host_connected(std::size_t host, ssh::HostReady ready);
   bool connected(std::size_t host) const { return ready_.contains(host); }
   std::size_t connected_count() const noexcept { return ready_.size(); }
+  // Whether `address` is a connected remote host's, as hvdrun connected to it.
+  bool is_host_address(const std::string& address) const {
+    return host_addresses_.contains(address);
+  }
   const std::vector<HostSpec>& hosts() const noexcept { return hosts_; }
   const std::string& host_name(std::size_t host) const { return hosts_.at(host).name; }
 
@@ -109,6 +114,7 @@ class WorkerPools {
   AddressPlan plan_;
   RendezvousInfo rdzv_;                          // port, secret, master port; addresses per host
   std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
+  std::set<std::string> host_addresses_;         // their remote_addr
   std::vector<InterfaceAddress> interfaces_;     // this machine's, read once
   std::optional<std::size_t> local_host_;        // the host that is this machine, once known
   RankZeroStdin rank_zero_stdin_;

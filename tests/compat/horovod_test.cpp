@@ -164,6 +164,23 @@ TEST(Horovod, ACollectiveThatFailsWithNoExitReFormsTheSameWorkers) {
   expect_elastic_done(r.out, 30, {1, 1, 1});
 }
 
+// The same with --reset-limit 0: the re-formation the workers ask for counts as one, so the
+// job fails, saying why, instead of rolling back (a client could otherwise make it roll back
+// for ever).
+TEST(Horovod, AReFormationTheWorkersAskForCountsAgainstTheResetLimit) {
+  REQUIRE_HOROVOD();
+  const auto r = run_hvdrun({"-np", "3", "--min-np", "2", "--reset-limit", "0", kPython,
+                             job_script("horovod_elastic_job.py"), "--break-slot", "1",
+                             "--fail-at", "10", "--batches", "30"},
+                            horovod_env(), seconds(150));
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: job failed: every Horovod worker (3) asked to re-form, though "
+                       "none exited: a collective failed (no re-formation left: --reset-limit 0 "
+                       "used); terminating 3 ranks"))
+      << r.err;
+}
+
 // The discovery script lists DIR/hosts; slot 0 rewrites it to `later` at batch 12 of 40;
 // `job_flags` go to the job script.
 std::vector<std::string> hosts_changing_job(const TempDir& dir, const std::string& first,

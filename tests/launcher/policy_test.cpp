@@ -207,7 +207,7 @@ TEST(HorovodElasticPolicy, ReFormsOnceEveryLiveWorkerAsked) {
   EXPECT_EQ(update.reason, "slots added by the discovery script");
   EXPECT_EQ(update.note,
             "every Horovod worker (3) asked for its place after the host change; re-forming");
-  EXPECT_EQ(policy.survived(), 0);  // not counted against --reset-limit
+  EXPECT_EQ(policy.survived(), 1);  // the re-formation after a failed collective counts
 }
 
 TEST(HorovodElasticPolicy, ARemovedWorkerThatDiesFirstReFormsTheOthersAtOnce) {
@@ -300,6 +300,20 @@ TEST(HorovodElasticPolicy, LeavesNewcomersToHorovodOnceItIsInUse) {
   // Horovod does not say when a newcomer joined: it may still be finishing its training.
   EXPECT_EQ(policy.worker_ended(finished, running(0, 1, false)).kind, Kind::kContinue);
   EXPECT_EQ(policy.worker_ended(finished, running(0, 0, true)).kind, Kind::kFinishJob);
+}
+
+// A re-formation the workers ask for after a failed collective counts against --reset-limit:
+// a client cannot make the job roll back for ever.
+TEST(HorovodElasticPolicy, ReFormationsTheWorkersAskForCountAgainstTheResetLimit) {
+  HorovodElasticPolicy policy(2, 2);
+  EXPECT_EQ(policy.reform_asked(3, running(3, 0, false)).kind, Kind::kReform);
+  EXPECT_EQ(policy.reform_asked(3, running(3, 0, false)).kind, Kind::kReform);
+  const Action third = policy.reform_asked(3, running(3, 0, false));
+  EXPECT_EQ(third.kind, Kind::kFailJob);
+  EXPECT_EQ(third.reason,
+            "every Horovod worker (3) asked to re-form, though none exited: a collective failed "
+            "(no re-formation left: --reset-limit 2 used)");
+  EXPECT_EQ(policy.survived(), 2);
 }
 
 }  // namespace
