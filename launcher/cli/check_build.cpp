@@ -4,7 +4,10 @@
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <memory>
+
+#include "launcher/cli/horovod_check.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -48,31 +51,21 @@ std::string visible_gpus() {
   return "GPUs visible: " + std::to_string(devices);
 }
 
-std::string box(bool on) {
-  return on ? "    [X] " : "    [ ] ";
-}
+// Importing a framework (TensorFlow, torch) can take seconds.
+constexpr std::chrono::seconds kHorovodProbeTimeout{60};
 
 }  // namespace
 
-std::string check_build_text() {
+std::string check_build_text(const std::map<std::string, std::string>& environment) {
   constexpr int kBuiltWith = HVDRUN_BUILT_WITH_NCCL;
-  std::string text = std::string("hvdrun v") + HVDRUN_VERSION + ":\n\n";
-  text += "Available Frameworks:\n";
-  text += box(true) + "Horovod (TensorFlow, PyTorch, MXNet: as the Horovod installed was built)\n";
-  text += box(true) + "PyTorch (torch.distributed, init_method env://)\n";
-  text += box(true) + "libhvdrun (C++)\n\n";
-  text += "Available Controllers:\n";
-  text += box(false) + "MPI\n";
-  text += box(true) + "Gloo\n\n";
-  text += "Available Tensor Operations:\n";
-  text += box(kBuiltWith != 0) + "NCCL (libhvdrun: " +
+  std::string text = horovod_build_text(environment, kHorovodProbeTimeout);
+  text += std::string("\nhvdrun v") + HVDRUN_VERSION +
+          " runs the programs of the Horovod above, with Gloo as its controller (no MPI), and:\n";
+  text += "    PyTorch programs (torch.distributed, init_method env://)\n";
+  text += "    libhvdrun programs (C++): a TCP ring on CPUs; NCCL on GPUs: " +
           (kBuiltWith != 0 ? "built with NCCL " + nccl_version_text(kBuiltWith)
                            : std::string("built without NCCL")) +
-          "; " + loaded_nccl() + "; " + visible_gpus() + ")\n";
-  text += box(false) + "DDL\n";
-  text += box(false) + "CCL\n";
-  text += box(false) + "MPI\n";
-  text += box(true) + "Gloo (Horovod's CPU operations; libhvdrun: TCP ring)\n";
+          "; " + loaded_nccl() + "; " + visible_gpus() + "\n";
   return text;
 }
 

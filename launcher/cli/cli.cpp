@@ -299,7 +299,7 @@ CliResult parse_cli(std::span<const std::string> args,
   }
   if (parsed.flag("check-build")) {
     result.action = CliAction::kCheckBuild;
-    result.text = check_build_text();
+    result.text = check_build_text(environment);
     return result;
   }
   apply_settings(result.spec, parsed, environment);

@@ -278,11 +278,13 @@ int Job::exit_status() const {
 
 void Job::print_summary() const {
   print_outcome_summary(outcome_, sink_);
-  if (!outcome_ && !sink_.write_failed().empty()) {
-    note("job failed: the workers succeeded but their output is incomplete: cannot write " +
-         sink_.write_failed());
-  }
   if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
+}
+
+std::string Job::incomplete_output() const {
+  if (outcome_ || sink_.write_failed().empty()) return {};
+  return "job failed: the workers succeeded but their output is incomplete: cannot write " +
+         sink_.write_failed();
 }
 
 void Job::rendezvous_failed(const rdzv::JobError& error) {

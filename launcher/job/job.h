@@ -52,11 +52,17 @@ class Job final : private RendezvousEvents, private PoolEvents {
 
   // Starts the job: connects to the remote hosts, or starts the workers at once.
   void launch();
-  // Whether a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT) ended the job.
-  bool interrupted() const noexcept { return interrupted_; }
+  // When the first signal that ends the job came (none: no signal).
+  std::optional<std::chrono::steady_clock::time_point> interrupted_at() const noexcept {
+    return interrupted_at_;
+  }
   // The outcome's status; 1 for a job that succeeded but whose output could not all be written.
   int exit_status() const;
+  // The outcome's lines and the generations; then, once the console has written (or failed
+  // to write) every line, incomplete_output() says whether output was lost in a job that
+  // otherwise succeeded (a line for the user; empty if not).
   void print_summary() const;
+  std::string incomplete_output() const;
   std::uint16_t rendezvous_port() const noexcept { return faces_.port(); }
   std::uint16_t horovod_port() const noexcept { return faces_.horovod_port(); }
 
@@ -134,6 +140,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   Clock::time_point launched_ = Clock::now();
   bool sigkill_sent_ = false;
   bool interrupted_ = false;
+  std::optional<Clock::time_point> interrupted_at_;
   bool announce_pending_ = false;          // the first failure's note waits for that rank's pipes
   Clock::duration remote_drain_waited_{};  // unpaused, in kDraining
   boost::asio::signal_set signals_;

@@ -25,6 +25,7 @@ void Job::wait_signal() {
 void Job::on_signal(int signo) {
   if (signo == SIGCHLD) return pools_.reap();
   interrupted_ = true;
+  if (!interrupted_at_) interrupted_at_ = Clock::now();
   if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
     if (!outcome_) outcome_ = Outcome::interrupted(signo);
     kill_all(SIGKILL);

@@ -24,19 +24,27 @@ namespace {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
-// How long the output of a job ended by a signal may still take to be written.
-constexpr auto kInterruptedOutputWait = std::chrono::seconds(2);
+// How long hvdrun may still take, after the signal that ended the job, to write its output;
+// the last kNoteTime of it is for the line that says what was not written.
+constexpr auto kInterruptedOutputWait = std::chrono::milliseconds(2000);
+constexpr auto kNoteTime = std::chrono::milliseconds(200);
 
 // Waits until the console has written every queued line: as long as its readers take it, or
-// kInterruptedOutputWait after a signal ended the job; a SIGINT, SIGTERM or SIGHUP meanwhile
-// gives up. What is left then is said on stderr, if stderr still takes it.
-void finish_output(asio::io_context& io, Console& console, bool interrupted) {
+// until kInterruptedOutputWait after the signal that ended the job (`interrupted_at`); a SIGINT,
+// SIGTERM or SIGHUP meanwhile gives up. What is left then is said on stderr, if stderr still
+// takes it.
+void finish_output(asio::io_context& io, Console& console,
+                   std::optional<Clock::time_point> interrupted_at) {
   io.restart();
   bool stop = false;
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
   signals.async_wait([&stop](const boost::system::error_code& ec, int) { stop = !ec; });
-  const auto limit =
-      interrupted ? std::optional<std::chrono::milliseconds>(kInterruptedOutputWait) : std::nullopt;
+  std::optional<std::chrono::milliseconds> limit;
+  if (interrupted_at) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *interrupted_at + kInterruptedOutputWait - kNoteTime - Clock::now());
+    limit = std::max(left, std::chrono::milliseconds(0));
+  }
   if (console.drain(limit, [&] {
         io.poll();
         return stop;
@@ -46,7 +54,7 @@ void finish_output(asio::io_context& io, Console& console, bool interrupted) {
   const auto left = console.queued(StreamKind::kStdout);
   if (left > 0 && !console.paused(StreamKind::kStderr)) {
     note(std::to_string(left) + " bytes of output were not written: nothing reads hvdrun's stdout");
-    console.drain(std::chrono::milliseconds(200), nullptr);
+    console.drain(kNoteTime, nullptr);
   }
 }
 
@@ -141,7 +149,12 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   io.run();
   watchdog.disarm();
   job.print_summary();
-  finish_output(io, console, job.interrupted());
+  finish_output(io, console, job.interrupted_at());
+  // Known only now: the console may meet a write error while it drains (its thread writes).
+  if (const std::string line = job.incomplete_output(); !line.empty()) {
+    note(line);
+    console.drain(kNoteTime, nullptr);
+  }
   return job.exit_status();
 }
 

@@ -95,7 +95,17 @@ bool RemoteCommand::step_open(bool may_open) {
   channel_.reset(libssh2_channel_open_session(session_));
   if (!channel_) {
     const int rc = libssh2_session_last_errno(session_);
-    return rc == LIBSSH2_ERROR_EAGAIN ? false : fail(rc, "opening a channel");
+    if (rc == LIBSSH2_ERROR_EAGAIN) return false;
+    fail(rc, "opening a channel");
+    if (rc == LIBSSH2_ERROR_CHANNEL_FAILURE) {
+      // OpenSSH's sshd refuses a connection's channel past its MaxSessions (10 by default);
+      // hvdrun opens one per worker of the host.
+      result_.message +=
+          " (the SSH server refused another session on this connection: OpenSSH's sshd allows "
+          "MaxSessions, 10 by default, and hvdrun opens one per worker of a host; start at most "
+          "that many workers on this host, or raise MaxSessions in its sshd_config)";
+    }
+    return true;
   }
   state_ = State::kStarting;
   return true;

@@ -6,6 +6,8 @@
 // slots that the discovery script adds or removes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -37,6 +39,23 @@ void expect_job_passed(const RunResult& r, int size) {
     digests.insert(field(train[0], "params"));
   }
   EXPECT_EQ(digests.size(), 1u) << r.out;
+}
+
+// hvdrun -cb reports what the installed Horovod was built with, as horovodrun does: the
+// prebuilt Horovod here has PyTorch and Gloo, and no NCCL (whatever libhvdrun was built with).
+TEST(Horovod, CheckBuildReportsHorovodsOwnBuild) {
+  REQUIRE_HOROVOD();
+  auto env = horovod_env();
+  env["PATH"] = std::string("/usr/bin:") + std::getenv("PATH");  // python3 with torch (Debian's)
+  const auto r = run_hvdrun({"-cb"}, env, seconds(150));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out,
+                       "Horovod v0.28.1:\n\nAvailable Frameworks:\n    [ ] TensorFlow\n"
+                       "    [X] PyTorch\n    [ ] MXNet\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "Available Controllers:\n    [ ] MPI\n    [X] Gloo\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "Available Tensor Operations:\n    [ ] NCCL\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "libhvdrun programs (C++)")) << r.out;
 }
 
 TEST(Horovod, TwoRanksAllreduceAllgatherBroadcastAndTraining) {
@@ -170,8 +189,8 @@ TEST(Horovod, ACollectiveThatFailsWithNoExitReFormsTheSameWorkers) {
 TEST(Horovod, AReFormationTheWorkersAskForCountsAgainstTheResetLimit) {
   REQUIRE_HOROVOD();
   const auto r = run_hvdrun({"-np", "3", "--min-np", "2", "--reset-limit", "0", kPython,
-                             job_script("horovod_elastic_job.py"), "--break-slot", "1",
-                             "--fail-at", "10", "--batches", "30"},
+                             job_script("horovod_elastic_job.py"), "--break-slot", "1", "--fail-at",
+                             "10", "--batches", "30"},
                             horovod_env(), seconds(150));
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   EXPECT_TRUE(contains(r.err,

@@ -64,6 +64,22 @@ TEST(TestHostsErrors, UnreachableHostFailsWithinTheStartTimeout) {
   EXPECT_TRUE(wait_hosts_idle({1}, seconds(5)).empty());
 }
 
+// The test hosts run sshd with OpenSSH's defaults: 12 workers on one host need 12 sessions of
+// one connection, past MaxSessions 10. The failure says so and what to do (node agents, one
+// channel a host, will lift the limit).
+TEST(TestHostsErrors, MoreWorkersThanMaxSessionsOnOneHostNameTheLimit) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  auto r = run_hvdrun({"-np", "12", "-H", "hvdt-h1:12", "true"}, home.env(), seconds(60));
+  EXPECT_EQ(r.status, 255) << r.err;
+  EXPECT_TRUE(contains(r.err, "opening a channel: Channel open failure")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "the SSH server refused another session on this connection: "
+                       "OpenSSH's sshd allows MaxSessions, 10 by default"))
+      << r.err;
+  EXPECT_TRUE(wait_hosts_idle({1}, seconds(10)).empty());
+}
+
 TEST(TestHostsErrors, WrongPortIsConnectionRefusedNamingPort) {
   REQUIRE_TEST_HOSTS();
   TestHome home;

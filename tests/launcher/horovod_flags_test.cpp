@@ -9,6 +9,7 @@
 
 #include "hvdrun/error.h"
 #include "launcher/cli/cli.h"
+#include "launcher/cli/horovod_check.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -198,15 +199,40 @@ TEST(HorovodFlags, GlooAndDisableCacheAreAccepted) {
   EXPECT_THAT(tuning_of({"--gloo", "--disable-cache"}), IsEmpty());
 }
 
+// Horovod's lines are Horovod's answer: with no Horovod that python3 imports (none on this
+// PATH without PYTHONPATH), every box is empty, as under horovodrun; hvdrun's own lines follow.
 TEST(HorovodFlags, CheckBuildNeedsNoProgram) {
   for (const char* flag : {"-cb", "--check-build"}) {
     const std::vector<std::string> args = {flag};
-    const auto result = parse_cli(std::span<const std::string>(args), {});
+    const auto result = parse_cli(std::span<const std::string>(args), {{"PATH", "/usr/bin:/bin"}});
     EXPECT_EQ(result.action, CliAction::kCheckBuild);
-    EXPECT_THAT(result.text, HasSubstr("Available Controllers:\n    [ ] MPI\n    [X] Gloo\n"));
-    EXPECT_THAT(result.text, HasSubstr("Available Tensor Operations:\n    ["));
-    EXPECT_THAT(result.text, HasSubstr("GPU"));
+    EXPECT_THAT(result.text, HasSubstr("Horovod: not found (python3 cannot import horovod: "));
+    EXPECT_THAT(result.text, HasSubstr("Available Controllers:\n    [ ] MPI\n    [ ] Gloo\n"));
+    EXPECT_THAT(result.text, HasSubstr("Available Tensor Operations:\n    [ ] NCCL\n"));
+    EXPECT_THAT(result.text, HasSubstr("\nhvdrun v"));
+    EXPECT_THAT(result.text,
+                HasSubstr("libhvdrun programs (C++): a TCP ring on CPUs; NCCL on GPUs: "));
+    EXPECT_THAT(result.text, HasSubstr("GPUs visible: "));
   }
+}
+
+TEST(HorovodFlags, CheckBuildReadsEachFrameworksProbe) {
+  const HorovodProbe torch = parse_horovod_probe("version 0.28.1\nops 0 1 1 0 0\n");
+  EXPECT_TRUE(torch.loaded);
+  EXPECT_EQ(torch.version, "0.28.1");
+  EXPECT_TRUE(torch.gloo && torch.nccl && !torch.mpi);
+  const HorovodProbe tf =
+      parse_horovod_probe("missing ModuleNotFoundError No module named 'tensorflow'\n");
+  EXPECT_FALSE(tf.loaded);
+  EXPECT_EQ(tf.why, "ModuleNotFoundError No module named 'tensorflow'");
+  EXPECT_EQ(parse_horovod_probe("").why, "no answer from python3");
+  const HorovodProbe probes[3] = {tf, torch, tf};
+  EXPECT_EQ(horovod_build_lines(probes),
+            "Horovod v0.28.1:\n\n"
+            "Available Frameworks:\n    [ ] TensorFlow\n    [X] PyTorch\n    [ ] MXNet\n\n"
+            "Available Controllers:\n    [ ] MPI\n    [X] Gloo\n\n"
+            "Available Tensor Operations:\n    [X] NCCL\n    [ ] DDL\n    [ ] CCL\n    [ ] MPI\n"
+            "    [X] Gloo\n");
 }
 
 TEST(HorovodFlags, ConfigFileSetsTheSameVariables) {
