@@ -10,14 +10,16 @@ namespace hvdrun::launcher {
 DiscoveryPoller::DiscoveryPoller(boost::asio::io_context& io, Watchdog& watchdog,
                                  const ElasticSpec& spec,
                                  const std::map<std::string, std::string>& environment,
-                                 std::string alias_note, std::function<bool()> wanted,
+                                 LocalHosts& local_hosts, std::string alias_note,
+                                 std::function<bool()> wanted,
                                  std::function<void(std::vector<HostSpec>)> on_hosts)
     : timer_(io),
       interval_(spec.discovery_interval),
       script_(io, watchdog, spec, environment),
       wanted_(std::move(wanted)),
       on_hosts_(std::move(on_hosts)),
-      alias_note_(std::move(alias_note)) {}
+      alias_note_(std::move(alias_note)),
+      local_hosts_(local_hosts) {}
 
 void DiscoveryPoller::poll() {
   timer_.expires_after(interval_);
@@ -46,13 +48,10 @@ void DiscoveryPoller::on_result(DiscoveryResult result) {
   }
   if (!failure_.empty()) note("the discovery script works again");
   failure_.clear();
-  // A name's lookup (is_local_host: maybe DNS) is made once for the job, not at every run.
+  // A name's lookup (maybe DNS) is made once for the job (LocalHosts), not at every run.
   std::string merged =
-      merge_local_aliases(result.hosts, result.hosts.size(), [this](const std::string& name) {
-        const auto [it, fresh] = local_.emplace(name, false);
-        if (fresh) it->second = is_local_host(name);
-        return it->second;
-      });
+      merge_local_aliases(result.hosts, result.hosts.size(),
+                          [this](const std::string& name) { return local_hosts_.contains(name); });
   if (merged != alias_note_ && !merged.empty()) note(merged);
   alias_note_ = std::move(merged);
   on_hosts_(std::move(result.hosts));

@@ -12,16 +12,18 @@
 #include <vector>
 
 #include "launcher/discovery/discovery_script.h"
+#include "launcher/spec/local_host.h"
 
 namespace hvdrun::launcher {
 
 class DiscoveryPoller {
  public:
   // `wanted`: whether the job still takes host lists (asked before each run and after it);
-  // `alias_note`: the merge of this machine's aliases already said at the start.
+  // `local_hosts`: which names are this machine (outlives this); `alias_note`: the merge of
+  // this machine's aliases already said at the start.
   DiscoveryPoller(boost::asio::io_context& io, Watchdog& watchdog, const ElasticSpec& spec,
-                  const std::map<std::string, std::string>& environment, std::string alias_note,
-                  std::function<bool()> wanted,
+                  const std::map<std::string, std::string>& environment, LocalHosts& local_hosts,
+                  std::string alias_note, std::function<bool()> wanted,
                   std::function<void(std::vector<HostSpec>)> on_hosts);
   // The next run after one interval.
   void poll();
@@ -36,9 +38,9 @@ class DiscoveryPoller {
   DiscoveryScript script_;
   std::function<bool()> wanted_;
   std::function<void(std::vector<HostSpec>)> on_hosts_;
-  std::string failure_;                // the last run's failure; empty: it worked
-  std::string alias_note_;             // the last merge of this machine's aliases said
-  std::map<std::string, bool> local_;  // whether a name is this machine, looked up once
+  std::string failure_;      // the last run's failure; empty: it worked
+  std::string alias_note_;   // the last merge of this machine's aliases said
+  LocalHosts& local_hosts_;  // whether a name is this machine, looked up once
 };
 
 }  // namespace hvdrun::launcher

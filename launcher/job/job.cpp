@@ -39,7 +39,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       announce_timer_(io),
       elastic_timer_(io),
       cooldown_timer_(io),
-      pools_(io, spec_, watchdog, sink, environment, *this) {
+      pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank);
     workers_.add(first_worker(slot), WorkerKey{static_cast<std::uint32_t>(slot.rank)}, slot);
@@ -52,7 +52,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
         [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
     if (!spec_.elastic.discovery_script.empty()) {
       discovery_.emplace(
-          io, watchdog, spec_.elastic, environment, start.alias_note,
+          io, watchdog, spec_.elastic, environment, start.local_hosts, start.alias_note,
           [this] { return state_.active(); },
           [this](std::vector<HostSpec> hosts) { on_discovered_hosts(hosts); });
     }

@@ -27,6 +27,7 @@
 #include "launcher/plan/elastic_membership.h"
 #include "launcher/policy/policy.h"
 #include "launcher/servers/rendezvous_faces.h"
+#include "launcher/spec/local_host.h"
 #include "launcher/workers/worker_pools.h"
 
 namespace hvdrun::launcher {
@@ -41,6 +42,7 @@ struct JobStart {
   horovod::KvServerOptions horovod;  // Horovod's rendezvous
   std::string run_id;                // TORCHELASTIC_RUN_ID
   std::string alias_note;            // said at the start: aliases of this machine merged
+  LocalHosts& local_hosts;           // which names are this machine, for discovered hosts
 };
 
 class Job final : private RendezvousEvents, private PoolEvents {

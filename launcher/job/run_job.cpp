@@ -15,6 +15,7 @@
 #include "launcher/plan/placement.h"
 #include "launcher/servers/server_setup.h"
 #include "launcher/spec/local_aliases.h"
+#include "launcher/spec/local_host.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/client.h"
 
@@ -60,9 +61,10 @@ void finish_output(asio::io_context& io, Console& console,
 
 // An elastic job with a discovery script starts on the hosts it gives, with every slot up to
 // --max-np (as horovodrun does).
-JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts,
+JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts, LocalHosts& local,
                               std::string& alias_note) {
-  alias_note = merge_local_aliases(hosts, hosts.size());
+  alias_note = merge_local_aliases(hosts, hosts.size(),
+                                   [&](const std::string& name) { return local.contains(name); });
   if (!alias_note.empty()) note(alias_note);
   JobSpec spec = given;
   long long slots = 0;
@@ -74,7 +76,7 @@ JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts,
 
 // What the job starts from: the placement, the remote hosts, the addresses, both servers'
 // settings.
-JobStart job_start(const JobSpec& spec) {
+JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
   const auto start = Clock::now();
   std::vector<Slot> slots = place(spec.hosts, spec.num_proc);
   auto remote = remote_hosts(spec, slots);
@@ -107,7 +109,8 @@ JobStart job_start(const JobSpec& spec) {
                   std::move(options),
                   std::move(kv_options),
                   make_run_id(),
-                  {}};
+                  {},
+                  local_hosts};
 }
 
 }  // namespace
@@ -116,18 +119,21 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   setup_logging(given.log_level);
   if (given.command.empty()) throw UsageError("no program to run was given");
   Watchdog watchdog = Watchdog::start();  // before anything could start a thread
+  LocalHosts local_hosts;                 // names of this machine, looked up once for the job
   std::string alias_note;
-  JobSpec spec =
-      given.elastic.discovery_script.empty()
-          ? given
-          : with_discovered_hosts(given, initial_hosts(given, watchdog, environment), alias_note);
+  JobSpec spec = given.elastic.discovery_script.empty()
+                     ? given
+                     : with_discovered_hosts(given, initial_hosts(given, watchdog, environment),
+                                             local_hosts, alias_note);
   if (given.elastic.discovery_script.empty()) {
     // The hosts that may get ranks: -np of them, or --max-np in an elastic job.
     const int most = std::max(spec.num_proc, spec.elastic.max_np.value_or(0));
-    alias_note = merge_local_aliases(spec.hosts, hosts_used(spec.hosts, most));
+    alias_note =
+        merge_local_aliases(spec.hosts, hosts_used(spec.hosts, most),
+                            [&](const std::string& name) { return local_hosts.contains(name); });
     if (!alias_note.empty()) note(alias_note);
   }
-  JobStart start = job_start(spec);
+  JobStart start = job_start(spec, local_hosts);
   start.alias_note = alias_note;
   asio::io_context io(1);
   Console console(io);

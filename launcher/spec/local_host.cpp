@@ -99,29 +99,48 @@ std::string lowercase(std::string_view text) {
   return out;
 }
 
-bool is_own_hostname(const std::string& name) {
-  std::array<char, 256> buffer{};
-  if (gethostname(buffer.data(), buffer.size() - 1) != 0) return false;
-  const auto own = lowercase(buffer.data());
-  if (own.empty()) return false;
-  return name == own || name == own.substr(0, own.find('.'));
-}
-
 }  // namespace
 
-bool is_local_host(std::string_view name_as_written) {
-  const auto name = lowercase(name_as_written);
+struct LocalHosts::Machine {
+  std::string hostname;         // lowercase; empty if unknown
+  std::vector<RawAddress> own;  // this machine's interface addresses
+};
+
+LocalHosts::LocalHosts() : machine_(std::make_unique<Machine>()) {
+  std::array<char, 256> buffer{};
+  if (gethostname(buffer.data(), buffer.size() - 1) == 0)
+    machine_->hostname = lowercase(buffer.data());
+  machine_->own = interface_addresses();
+}
+
+LocalHosts::~LocalHosts() = default;
+
+bool LocalHosts::contains(std::string_view name_as_written) {
+  auto name = lowercase(name_as_written);
+  if (const auto it = answers_.find(name); it != answers_.end()) return it->second;
+  const bool local = look_up(name);
+  answers_.emplace(std::move(name), local);
+  return local;
+}
+
+bool LocalHosts::look_up(const std::string& name) const {
   if (name.empty() || name.find('\0') != std::string::npos) return false;
   if (name == "localhost" || name == "localhost.localdomain") return true;
-  if (is_own_hostname(name)) return true;
+  const std::string& own_name = machine_->hostname;
+  if (!own_name.empty() && (name == own_name || name == own_name.substr(0, own_name.find('.')))) {
+    return true;
+  }
   // A numeric address is compared without DNS; a name needs a lookup.
   auto addresses = resolve(name, /*numeric=*/true);
   if (addresses.empty()) addresses = resolve(name, /*numeric=*/false);
-  if (addresses.empty()) return false;
-  const auto own = interface_addresses();
+  const auto& own = machine_->own;
   return std::any_of(addresses.begin(), addresses.end(), [&](const RawAddress& addr) {
     return is_loopback(addr) || std::find(own.begin(), own.end(), addr) != own.end();
   });
+}
+
+bool is_local_host(std::string_view name) {
+  return LocalHosts().contains(name);
 }
 
 }  // namespace hvdrun::launcher

@@ -2,10 +2,31 @@
 // machine's hostname, or a name resolving to one of this machine's interface addresses.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <string>
 #include <string_view>
 
 namespace hvdrun::launcher {
 
 bool is_local_host(std::string_view name);
+
+// is_local_host() for many names: this machine's hostname and interface addresses are read
+// once, and each name's answer (a DNS lookup for a name that is not an address) is kept. For a
+// job's host lists and every run of its discovery script. One thread at a time.
+class LocalHosts {
+ public:
+  LocalHosts();
+  ~LocalHosts();
+  LocalHosts(const LocalHosts&) = delete;
+  LocalHosts& operator=(const LocalHosts&) = delete;
+  bool contains(std::string_view name);
+
+ private:
+  struct Machine;
+  bool look_up(const std::string& name) const;
+  std::unique_ptr<Machine> machine_;
+  std::map<std::string, bool> answers_;  // by lowercase name
+};
 
 }  // namespace hvdrun::launcher

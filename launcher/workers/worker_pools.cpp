@@ -8,11 +8,12 @@ namespace hvdrun::launcher {
 
 WorkerPools::WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watchdog& watchdog,
                          OutputSink& sink, const std::map<std::string, std::string>& environment,
-                         PoolEvents& events)
+                         LocalHosts& local_hosts, PoolEvents& events)
     : io_(io),
       spec_(spec),
       sink_(sink),
       environment_(environment),
+      local_hosts_(local_hosts),
       events_(events),
       hosts_(spec.hosts),
       rank_zero_stdin_(io, [this] { sink_.terminal_line_typed(); }),
@@ -48,10 +49,10 @@ void WorkerPools::connect(const std::vector<std::size_t>& remote) {
 
 WorkerPools::Discovered WorkerPools::add_discovered(std::size_t index, const HostSpec& host) {
   hosts_.push_back(host);  // index == hosts_.size() - 1: both grow only here
-  if (is_local_host(host.name)) {
+  if (local_hosts_.contains(host.name)) {
     if (!local_host_) {  // the job's hosts before this one, looked at once
       for (std::size_t other = 0; other + 1 < hosts_.size() && !local_host_; ++other) {
-        if (is_local_host(hosts_[other].name)) local_host_ = other;
+        if (local_hosts_.contains(hosts_[other].name)) local_host_ = other;
       }
     }
     if (local_host_ && *local_host_ != index) return Discovered::kThisMachineAgain;

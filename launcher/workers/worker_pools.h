@@ -20,6 +20,7 @@
 #include "launcher/plan/rendezvous_addr.h"
 #include "launcher/plan/worker_id.h"
 #include "launcher/process/watchdog.h"
+#include "launcher/spec/local_host.h"
 #include "launcher/workers/local_workers.h"
 #include "launcher/workers/rank_zero_stdin.h"
 #include "launcher/workers/remote_workers.h"
@@ -43,7 +44,7 @@ class WorkerPools {
   // `events`, `watchdog`, `sink`, `spec` and `environment` outlive this.
   WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watchdog& watchdog,
               OutputSink& sink, const std::map<std::string, std::string>& environment,
-              PoolEvents& events);
+              LocalHosts& local_hosts, PoolEvents& events);
   WorkerPools(const WorkerPools&) = delete;
   WorkerPools& operator=(const WorkerPools&) = delete;
 
@@ -109,6 +110,7 @@ class WorkerPools {
   const JobSpec& spec_;
   OutputSink& sink_;
   const std::map<std::string, std::string>& environment_;
+  LocalHosts& local_hosts_;
   PoolEvents& events_;
   std::vector<HostSpec> hosts_;  // the job's hosts by index: spec's, then discovered ones
   AddressPlan plan_;

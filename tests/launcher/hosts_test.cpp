@@ -222,7 +222,8 @@ TEST(UserFile, AFifoWithoutAWriterFailsAfterTheWaitAndOneWithAWriterIsRead) {
 }
 
 TEST(Quoted, CutsWhatIsLongerThanItsLimit) {
-  EXPECT_EQ(launcher::quoted(std::string(kQuotedMost, 'a')), "'" + std::string(kQuotedMost, 'a') + "'");
+  EXPECT_EQ(launcher::quoted(std::string(kQuotedMost, 'a')),
+            "'" + std::string(kQuotedMost, 'a') + "'");
   EXPECT_EQ(launcher::quoted(std::string(kQuotedMost + 1, 'a')),
             "'" + std::string(kQuotedMost, 'a') + "...' (201 bytes)");
 }
@@ -302,6 +303,22 @@ TEST(LocalAliases, OnlyTheHostsThatGetRanksAreMerged) {
   std::vector<HostSpec> big = {{"", "localhost", kMaxSlots, "-H"}, {"", "127.0.0.1", 5, "-H"}};
   EXPECT_NE(merge_local_aliases(big, 2), "");
   EXPECT_EQ(big[0].slots, kMaxSlots);  // bounded as any host's slots
+}
+
+// LocalHosts answers as is_local_host does, from this machine's names and addresses read once.
+TEST(LocalHosts, AnswersAsIsLocalHostForManyNames) {
+  LocalHosts local;
+  std::array<char, 256> name{};
+  ASSERT_EQ(::gethostname(name.data(), name.size() - 1), 0);
+  const std::vector<std::string> hosts = {"localhost",  "LOCALHOST",      "127.0.0.1",
+                                          "::1",        "127.0.0.2",      name.data(),
+                                          "10.200.0.1", "node-b.invalid", ""};
+  for (const std::string& host : hosts) {
+    EXPECT_EQ(local.contains(host), is_local_host(host)) << host;
+    EXPECT_EQ(local.contains(host), is_local_host(host)) << host << " (again)";
+  }
+  EXPECT_TRUE(local.contains("127.0.0.1"));
+  EXPECT_FALSE(local.contains("10.200.0.1"));
 }
 
 }  // namespace
