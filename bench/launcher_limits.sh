@@ -39,12 +39,17 @@ ready_then_sigint() {
   echo "$ready $(since "$t1")"
 }
 
+# Prints FIRST, then "10.A.B.C<SUFFIX>" lines while the whole stays under 1,040,000 bytes.
+host_lines() {
+  awk -v first="$1" -v suffix="$2" 'BEGIN { print first; bytes = length(first) + 1
+    for (a = 0; a < 64; a++) for (b = 0; b < 256; b++) for (c = 1; c <= 254; c++) {
+      line = "10." a "." b "." c suffix; bytes += length(line) + 1
+      if (bytes > 1040000) exit
+      print line } }'
+}
+
 # 1. Discovered hosts: localhost, then remote addresses up to just under the 1 MiB cap.
-awk 'BEGIN { print "localhost:1"; bytes = 12
-  for (a = 0; a < 64; a++) for (b = 0; b < 256; b++) for (c = 1; c <= 254; c++) {
-    line = "10." a "." b "." c ":1"; bytes += length(line) + 1
-    if (bytes > 1040000) exit
-    print line } }' >"$tmp/hosts"
+host_lines localhost:1 :1 >"$tmp/hosts"
 lines=$(wc -l <"$tmp/hosts")
 bytes=$(wc -c <"$tmp/hosts")
 read -r ready stop < <(ready_then_sigint -np 1 --min-np 1 --host-discovery-script "cat $tmp/hosts" \
@@ -58,11 +63,7 @@ start=$(now)
 echo "-np 65536 under ulimit -n 1024: refused after $(since "$start") s: $(grep -m1 "error" "$tmp/err" | head -c 160)"
 
 # 3. A host file of just under 1 MiB: localhost first (its two slots take both ranks).
-awk 'BEGIN { print "localhost slots=2"; bytes = 18
-  for (a = 0; a < 64; a++) for (b = 0; b < 256; b++) for (c = 1; c <= 254; c++) {
-    line = "10." a "." b "." c " slots=1"; bytes += length(line) + 1
-    if (bytes > 1040000) exit
-    print line } }' >"$tmp/hostfile"
+host_lines "localhost slots=2" " slots=1" >"$tmp/hostfile"
 lines=$(wc -l <"$tmp/hostfile")
 bytes=$(wc -c <"$tmp/hostfile")
 read -r ready stop < <(ready_then_sigint -np 2 --hostfile "$tmp/hostfile" \

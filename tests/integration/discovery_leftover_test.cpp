@@ -19,12 +19,9 @@ TEST(DiscoveryLeftover, AScriptsLeftoverHoldingItsOutputStopsNeitherTheLaunchNor
   // Before the fix the first run never ended (the leftover held stdout past the script's end
   // and its --discovery-timeout kill, which does not reach another session).
   const auto script = hosts_script(dir, "setsid sleep 4 & ");
-  const auto hosts = (dir.path / "hosts").string();
-  const std::string worker =
-      "echo \"slot $HVDRUN_SLOT started\"; [ \"$HVDRUN_SLOT\" = 0 ] && "
-      "echo localhost:3 > '" +
-      hosts + ".new' && mv '" + hosts + ".new' '" + hosts +
-      "'; sleep 3; echo \"slot $HVDRUN_SLOT done\"";
+  write_file(dir.path / "later", "localhost:3\n");
+  const std::string worker = "echo \"slot $HVDRUN_SLOT started\"; [ \"$HVDRUN_SLOT\" = 0 ] && " +
+                             switch_hosts_command(dir, "later") + "; sleep 3";
   const auto r = run_hvdrun(
       {"-np", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script", script,
        "--discovery-interval", "0.2", "--discovery-timeout", "2", "/bin/sh", "-c", worker},
@@ -36,12 +33,6 @@ TEST(DiscoveryLeftover, AScriptsLeftoverHoldingItsOutputStopsNeitherTheLaunchNor
   EXPECT_FALSE(contains(r.err, "did not finish")) << r.err;
 }
 
-}  // namespace
-}  // namespace hvdrun::itest
-
-namespace hvdrun::itest {
-namespace {
-
 // A job that listens on loopback and a discovery script that prints 500 remote hosts: one
 // warning line names a few of them and the count, not one line per host.
 TEST(DiscoveryLeftover, ManyUnusableHostsAreWarnedAboutInOneLine) {
@@ -51,11 +42,9 @@ TEST(DiscoveryLeftover, ManyUnusableHostsAreWarnedAboutInOneLine) {
     text += "10.200." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1) + ":1\n";
   }
   write_file(dir.path / "hosts", "localhost:2\n");
-  const auto hosts = (dir.path / "hosts").string();
   write_file(dir.path / "later", text);
-  const std::string worker = "[ \"$HVDRUN_SLOT\" = 0 ] && cp '" + (dir.path / "later").string() +
-                             "' '" + hosts + ".new' && mv '" + hosts + ".new' '" + hosts +
-                             "'; sleep 1.5";
+  const std::string worker =
+      "[ \"$HVDRUN_SLOT\" = 0 ] && " + switch_hosts_command(dir, "later") + "; sleep 1.5";
   const auto r =
       run_hvdrun({"-np", "2", "--min-np", "1", "--host-discovery-script", hosts_script(dir),
                   "--discovery-interval", "0.1", "/bin/sh", "-c", worker},

@@ -21,10 +21,10 @@ using std::chrono::seconds;
 TEST(ElasticEnd, ANewcomerStillJoiningWhenTheOthersFinishIsStoppedAndTheJobSucceeds) {
   TempDir dir;
   write_file(dir.path / "hosts", "localhost:2\n");
-  const auto hosts = (dir.path / "hosts").string();
-  const std::string worker = "if [ \"$HVDRUN_SLOT\" -lt 2 ]; then echo localhost:3 > '" + hosts +
-                             ".new' && mv '" + hosts + ".new' '" + hosts +
-                             "'; sleep 1.5; echo \"rank $RANK done\"; exit 0; fi; "
+  write_file(dir.path / "later", "localhost:3\n");
+  const std::string worker = "if [ \"$HVDRUN_SLOT\" -lt 2 ]; then " +
+                             switch_hosts_command(dir, "later") +
+                             "; sleep 1.5; echo \"rank $RANK done\"; exit 0; fi; "
                              "echo newcomer started; exec sleep 60";
   const auto r =
       run_hvdrun({"-np", "2", "--min-np", "1", "--max-np", "3", "--host-discovery-script",
@@ -59,12 +59,6 @@ TEST(ElasticEnd, ASurvivorThatFinishesWhileTheJobWaitsForSlotsEndsTheWait) {
   EXPECT_TRUE(contains(r.err, "the job is done; no longer waiting for slots")) << r.err;
   EXPECT_TRUE(contains(r.out, "rank 1 done")) << r.out;
 }
-
-}  // namespace
-}  // namespace hvdrun::itest
-
-namespace hvdrun::itest {
-namespace {
 
 // Both first workers fail; once their host's cooldown ends, a generation of newcomers only
 // starts: hvdrun says the training's state is lost (before, it restarted from the initial

@@ -35,6 +35,12 @@ std::string hosts_script(const TempDir& dir, const std::string& body) {
   return "/bin/sh " + (dir.path / "discover.sh").string();
 }
 
+std::string switch_hosts_command(const TempDir& dir, const std::string& later) {
+  const std::string hosts = (dir.path / "hosts").string();
+  return "cp '" + (dir.path / later).string() + "' '" + hosts + ".new' && mv '" + hosts +
+         ".new' '" + hosts + "'";
+}
+
 pid_t pid_of_slot(const TempDir& dir, int slot, std::size_t workers) {
   wait_for_pids(dir.path, workers, std::chrono::seconds(20));
   std::ifstream in(dir.path / (std::to_string(slot) + ".pid"));

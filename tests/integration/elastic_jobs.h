@@ -27,6 +27,10 @@ void write_file(const std::filesystem::path& path, const std::string& text);
 // A discovery script (run as "/bin/sh DIR/discover.sh") that runs `body`, then prints DIR/hosts.
 std::string hosts_script(const TempDir& dir, const std::string& body = "");
 
+// A shell command for a worker: DIR/hosts becomes the text of DIR/`later` in one rename (a
+// discovery run never reads half of it).
+std::string switch_hosts_command(const TempDir& dir, const std::string& later);
+
 // The pid of the worker with key `slot`, once `workers` workers wrote theirs.
 pid_t pid_of_slot(const TempDir& dir, int slot, std::size_t workers = 4);
 

@@ -139,12 +139,6 @@ TEST(ElasticMembership, AHostThatLeavesAndComesBackKeepsItsCooldown) {
   EXPECT_EQ(m.free_slots(now + seconds(10)), 2u);  // b's two, after its cooldown
 }
 
-}  // namespace
-}  // namespace hvdrun::launcher
-
-namespace hvdrun::launcher {
-namespace {
-
 // 100,000 hosts of one slot, listed twice, then a job of 65,536 workers filled, re-formed and
 // emptied: every step is O(n log n), so this ends in well under a second (a step quadratic in
 // hosts or workers would take minutes, past the test's timeout).

@@ -239,12 +239,6 @@ TEST(MakePolicy, ChoosesOnePolicyPerKindOfJob) {
   EXPECT_NE(dynamic_cast<HorovodElasticPolicy*>(make_policy(spec).get()), nullptr);
 }
 
-}  // namespace
-}  // namespace hvdrun::launcher
-
-namespace hvdrun::launcher {
-namespace {
-
 JobFacts running(std::size_t members, std::size_t newcomers, bool waiting) {
   JobFacts f;
   f.members_running = members;

@@ -136,12 +136,6 @@ TEST(GenerationLog, DescribesEveryGenerationOnceThereAreTwo) {
             "    1: 3 ranks, started 2.00 s: interrupted (SIGINT)");
 }
 
-}  // namespace
-}  // namespace hvdrun::launcher
-
-namespace hvdrun::launcher {
-namespace {
-
 TEST(WorkerTable, CountsTheRunningNewcomersUntilTheirGenerationForms) {
   WorkerTable table;
   table.add({0, 0, 0}, WorkerKey{0}, Slot{});
