@@ -1,29 +1,43 @@
-// libFuzzer target: the remote agent's codec (launcher/ssh/remote_agent.h), which an agent
-// reads from its SSH channel: the spec frame (header, payload) and the control tokens. A
-// spec that decodes must encode to the same frame.
+// libFuzzer target: the node agent protocol (launcher/agent/agent_protocol.h), read by the
+// agent from the launcher and by the launcher from the agent (after any banner). Every frame
+// that decodes must encode to the same bytes.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "hvdrun/error.h"
-#include "launcher/agent/remote_agent.h"
+#include "launcher/agent/agent_protocol.h"
+
+namespace {
+
+template <class Frame>
+void read_all(std::string_view bytes) {
+  hvdrun::launcher::agent::FrameReader<Frame> reader;
+  reader.feed(bytes);
+  std::size_t consumed = 0;
+  try {
+    while (auto frame = reader.next()) {
+      const std::string again = hvdrun::launcher::agent::encode(*frame);
+      if (bytes.substr(consumed, again.size()) != again) __builtin_trap();  // not canonical
+      consumed += again.size();
+    }
+  } catch (const hvdrun::Error&) {
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace hvdrun::launcher::ssh;
+  using namespace hvdrun::launcher::agent;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  read_all<ToAgent>(bytes);
+  read_all<FromAgent>(bytes);
+  AgentStreamReader stream;
   try {
-    (void)decode_agent_header(bytes.substr(0, kAgentHeaderSize));
+    stream.feed(bytes);
+    while (stream.next()) {
+    }
   } catch (const hvdrun::Error&) {
   }
-  try {
-    (void)decode_agent_payload(bytes);
-  } catch (const hvdrun::Error&) {
-  }
-  try {
-    const AgentSpec spec = decode_agent_spec(bytes);
-    if (encode_agent_spec(spec) != bytes) __builtin_trap();  // not one frame per spec
-  } catch (const hvdrun::Error&) {
-  }
-  if (size >= kAgentControlSize) (void)decode_agent_control(bytes.substr(0, kAgentControlSize));
   return 0;
 }

@@ -10,7 +10,7 @@
 #include "launcher/process/process.h"
 #include "rendezvous/env_names.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::agent {
 
 std::vector<std::string> overlay_environment(const std::vector<std::string>& base,
                                              const std::vector<std::string>& overlay) {
@@ -51,7 +51,7 @@ std::vector<std::string> with_host_interfaces(std::vector<std::string> env) {
   return env;
 }
 
-AgentWorker start_agent_worker(const AgentSpec& spec, const std::vector<std::string>& env,
+AgentWorker start_agent_worker(const WorkerSpec& spec, const std::vector<std::string>& env,
                                const sigset_t& child_mask) {
   SpawnOptions options;
   options.child_mask = &child_mask;
@@ -64,4 +64,4 @@ AgentWorker start_agent_worker(const AgentSpec& spec, const std::vector<std::str
   return worker;
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::agent

@@ -1,4 +1,4 @@
-// The remote agent's worker process: started from an AgentSpec in its own process group with
+// The node agent's worker process: started from a WorkerSpec in its own process group with
 // a parent-death signal, stdin from /dev/null and stdout/stderr on pipes.
 #pragma once
 
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "launcher/agent/remote_agent.h"
+#include "launcher/agent/agent_protocol.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::agent {
 
 struct AgentWorker {
   pid_t pid = -1;  // also its process group id
@@ -35,7 +35,7 @@ std::vector<std::string> with_host_interfaces(std::vector<std::string> env);
 // default dispositions. Waits (bounded, see exec_error in process.h) until the exec succeeded
 // or failed.
 // Throws hvdrun::Error naming the syscall if fork or a pipe fails.
-AgentWorker start_agent_worker(const AgentSpec& spec, const std::vector<std::string>& env,
+AgentWorker start_agent_worker(const WorkerSpec& spec, const std::vector<std::string>& env,
                                const sigset_t& child_mask);
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::agent

@@ -64,7 +64,7 @@ std::string default_agent_path() {
 std::string remote_agent_command(const std::string& agent_path) {
   std::string quoted = "'";
   for (const char c : agent_path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "' --remote-agent";
+  return quoted + "' --node-agent";
 }
 
 }  // namespace hvdrun::launcher::ssh

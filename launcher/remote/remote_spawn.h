@@ -1,17 +1,20 @@
 // Remote workers over SSH, for the launcher (workers/remote_workers.h): one SSH session per host,
-// all hosts connected in parallel (one thread per host), one channel per worker running `hvdrun
-// --remote-agent`, which receives the worker's cwd, environment and argv on stdin (remote_agent.h),
-// so that no secret is ever on a command line.
+// all hosts connected in parallel (one thread per host), and on it one channel running the
+// host's node agent (`hvdrun --node-agent`, agent/node_agent.h), which starts every worker of
+// the host from Spawn frames on its stdin (cwd, environment, argv: no secret is ever on a
+// command line) and multiplexes their output and ends back (agent/agent_protocol.h).
 //
 // Use from one thread (the launcher's io_context thread):
 //   1. RemoteSpawner spawner(hosts, options, events);   // connecting starts at once
 //   2. on_host_ready(host) -> build the workers' environment with host.local_addr as the
 //      rendezvous address, then spawner.start_workers(host.index, workers)
 //   3. on_started / on_output / on_exit (/ on_output_closed) per worker id;
-//      terminate(id, SIGTERM|SIGKILL|SIGINT)
-//   4. destroy the spawner: every session closes, every agent kills its worker's group.
+//      terminate(id, signal)
+//   4. destroy the spawner: every session closes, every agent kills its workers' groups.
 // Events are called on the host threads, concurrently: wrap each in boost::asio::post. After
-// the destructor returns, no event runs; events stop once destruction begins.
+// the destructor returns, no event runs; events stop once destruction begins. A host whose
+// agent ends, goes silent or breaks the protocol is lost: each of its workers ends with
+// kLostConnection (or kFailedToStart), all at once.
 #pragma once
 
 #include <chrono>
@@ -46,6 +49,8 @@ struct RemoteSpawnOptions {
   SshOptions ssh;
   std::string agent_path;  // hvdrun on the remote hosts; empty: default_agent_path()
   std::chrono::milliseconds start_timeout{30'000};  // connect + start every worker
+  // No frame from a host's agent for this long (it sends a heartbeat every 2 s): host lost.
+  std::chrono::milliseconds agent_silence{10'000};
   // Thread-safe; while it returns true, no worker output is read (the channels' windows
   // then stop the remote side: back-pressure). Empty: never paused.
   std::function<bool()> output_paused;
@@ -95,8 +100,9 @@ class RemoteSpawner {
   // Starts workers on a host (after its on_host_ready; earlier calls are queued). Channels
   // open in parallel; a worker not started by the start deadline fails to start.
   void start_workers(std::size_t host, std::vector<RemoteWorker> workers);
-  // Delivers SIGTERM, SIGKILL or SIGINT to the worker's process group (through its agent).
-  // Other signals are sent as SIGTERM. Unknown or finished ranks are ignored.
+  // Delivers a signal to the worker's process group through its agent: SIGTERM, SIGKILL,
+  // SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT; others are sent as SIGTERM. Unknown or
+  // finished workers are ignored.
   void terminate(int id, int signo);
   void terminate_all(int signo);
 
@@ -108,7 +114,7 @@ class RemoteSpawner {
 // This launcher's own executable (/proc/self/exe), the default agent path.
 std::string default_agent_path();
 
-// The remote command line: "'<agent path>' --remote-agent" (quoted for the remote shell).
+// The remote command line: "'<agent path>' --node-agent" (quoted for the remote shell).
 std::string remote_agent_command(const std::string& agent_path);
 
 // Whether a launcher variable stays behind when a worker runs on another host: SSH_*,

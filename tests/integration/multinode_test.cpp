@@ -167,9 +167,9 @@ TEST(TestHostsJob, ARemoteFailureIsHandledWhileNothingReadsStdout) {
   run_remote_flood_job({"3", "3"});
 }
 
-// Rank 3 writes as much as its stdout takes before it exits 3, so its own output waits unread
-// when it ends: its agent exits with it and leaves the output to a child. Every line it wrote
-// arrives.
+// Rank 3 writes as much as its stdout takes before it exits 3 (rank 2, on the same host, has
+// used up the host agent's output credit), so its own output waits unread in its pipe when it
+// ends: its end is reported at once, its output follows. Every line it wrote arrives.
 TEST(TestHostsJob, ARemoteFailureWithUnreadOutputIsHandledWhileNothingReadsStdout) {
   REQUIRE_TEST_HOSTS();
   const FloodJob job = run_remote_flood_job({"3", "3", "writes"});
@@ -177,9 +177,8 @@ TEST(TestHostsJob, ARemoteFailureWithUnreadOutputIsHandledWhileNothingReadsStdou
   const auto at = job.result.err.find(said);
   ASSERT_NE(at, std::string::npos) << job.result.err;
   const long written = std::stol(job.result.err.substr(at + said.size()));
-  // More than hvdrun takes in while paused (the channel's 2 MiB window and 64 KiB): the rest
-  // waited in sshd, the agent and the pipe when rank 3 ended.
-  EXPECT_GT(written, 2162) << "rank 3 did not fill its channel: the test tested nothing new";
+  // A full pipe (64 KiB: 65 lines of 1000 bytes) at least: output waited when rank 3 ended.
+  EXPECT_GE(written, 60) << "rank 3 did not fill its pipe: the test tested nothing new";
   EXPECT_EQ(job.lines.count(3) ? job.lines.at(3) : 0, written) << "rank 3's lines were lost";
 }
 

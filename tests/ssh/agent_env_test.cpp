@@ -6,7 +6,7 @@
 
 #include "launcher/agent/agent_worker.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::agent {
 namespace {
 
 using ::testing::Contains;
@@ -34,4 +34,4 @@ TEST(AgentEnv, NothingWithoutARendezvousAddressOrRoute) {
 }
 
 }  // namespace
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::agent

@@ -30,7 +30,7 @@ AgentProcess::AgentProcess() {
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    ::execl(TEST_AGENT, TEST_AGENT, "--remote-agent", static_cast<char*>(nullptr));
+    ::execl(TEST_AGENT, TEST_AGENT, "--node-agent", static_cast<char*>(nullptr));
     ::_exit(126);
   }
   ::close(in[0]);
@@ -84,15 +84,14 @@ bool AgentProcess::pump(int timeout_ms) {
   return true;
 }
 
-std::optional<std::string> AgentProcess::read_line(std::chrono::milliseconds timeout) {
+std::optional<agent::FromAgent> AgentProcess::next_frame(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
-    const auto nl = out_.find('\n', line_start_);
-    if (nl != std::string::npos) {
-      std::string line = out_.substr(line_start_, nl - line_start_);
-      line_start_ = nl + 1;
-      return line;
+    if (fed_ < out_.size()) {
+      reader_.feed(std::string_view(out_).substr(fed_));
+      fed_ = out_.size();
     }
+    if (auto frame = reader_.next()) return frame;
     if (Clock::now() >= deadline || (out_fd_ < 0 && err_fd_ < 0)) return std::nullopt;
     pump(50);
   }

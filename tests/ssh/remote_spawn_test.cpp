@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "common/unique_fd.h"
+#include "launcher/agent/agent_protocol.h"
 #include "tests/ssh/agent_process.h"
 #include "tests/ssh/test_hosts.h"
 
@@ -167,7 +168,7 @@ TEST(TestHostsSpawn, MissingDirectoryAndProgramAreReported) {
   ASSERT_TRUE(recorder.wait_exits(2));
   EXPECT_EQ(recorder.exits_.at(0).shell_code(), 2);
   EXPECT_EQ(recorder.err_[0],
-            "hvdrun remote agent on hvdt-h1: cannot change to working directory "
+            "hvdrun node agent on hvdt-h1: cannot change to working directory "
             "'/nonexistent/hvdrun-cwd': No such file or directory\n");
   EXPECT_EQ(recorder.exits_.at(1).shell_code(), 127);
   EXPECT_EQ(recorder.err_[1], "cannot run 'hvdrun-no-such-program': No such file or directory\n");
@@ -323,10 +324,10 @@ TEST(TestHostsSpawn, LostConnectionIsReportedPerRank) {
       << exit.message;
 }
 
-// Output paused from the start: a worker that writes 1 MB and exits 5 is reported ended while
-// its output is still unread (only the paused read budget of 64 KiB was taken), with its
-// output still open; once output is read again, all of it arrives, then its closing.
-TEST(TestHostsSpawn, AFailureWhileOutputIsPausedIsReportedBeforeTheOutput) {
+// While output is paused (the console is blocked), the launcher takes at most the agent's
+// credit: a worker writing more waits on its host (back-pressure); once output flows again,
+// every byte arrives, then its end.
+TEST(TestHostsSpawn, OutputBeyondTheCreditWaitsOnTheHostWhilePaused) {
   REQUIRE_TEST_HOSTS();
   TempDir home;
   Recorder recorder;
@@ -335,25 +336,44 @@ TEST(TestHostsSpawn, AFailureWhileOutputIsPausedIsReportedBeforeTheOutput) {
   options.output_paused = [&paused] { return paused.load(); };
   RemoteSpawner spawner({{"", "hvdt-h1"}}, std::move(options), recorder.events());
   ASSERT_TRUE(recorder.wait_ready(1));
-  spawner.start_workers(0, {shell_worker(0, "head -c 1000000 /dev/zero | tr '\\0' x; exit 5")});
-  ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.early_.contains(0); }))
-      << "the end waited for the output";
+  spawner.start_workers(0, {shell_worker(0, "head -c 3000000 /dev/zero | tr '\\0' x; exit 5")});
+  EXPECT_FALSE(
+      recorder.wait([](Recorder& r) { return r.exits_.contains(0) || r.early_.contains(0); }, 2s));
   {
     std::lock_guard lock(recorder.mutex());
-    EXPECT_LE(recorder.out_[0].size(), 64u * 1024);
-    EXPECT_TRUE(recorder.exits_.empty());
-    EXPECT_EQ(recorder.early_.at(0).describe(), "exit code 5");
+    EXPECT_LE(recorder.out_[0].size(), agent::kInitialCredit);
   }
   paused = false;
   ASSERT_TRUE(recorder.wait_exits(1));
-  EXPECT_EQ(recorder.out_[0], std::string(1000000, 'x'));
-  EXPECT_TRUE(recorder.ended_early_.contains(0));
+  EXPECT_EQ(recorder.out_[0], std::string(3000000, 'x'));
+  EXPECT_EQ(recorder.exits_.at(0).describe(), "exit code 5");
+}
+
+// A worker that fails while output is paused, having written less than the credit: its end is
+// reported while paused (the job learns of a failure with its console blocked), its output is
+// complete.
+TEST(TestHostsSpawn, AFailureWhileOutputIsPausedIsReported) {
+  REQUIRE_TEST_HOSTS();
+  TempDir home;
+  Recorder recorder;
+  std::atomic<bool> paused{true};
+  RemoteSpawnOptions options = spawn_options(home.path());
+  options.output_paused = [&paused] { return paused.load(); };
+  RemoteSpawner spawner({{"", "hvdt-h1"}}, std::move(options), recorder.events());
+  ASSERT_TRUE(recorder.wait_ready(1));
+  spawner.start_workers(0, {shell_worker(0, "head -c 200000 /dev/zero | tr '\\0' x; exit 5")});
+  ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.exits_.contains(0); }))
+      << "the end waited for the console";
+  std::lock_guard lock(recorder.mutex());
+  EXPECT_EQ(recorder.out_[0], std::string(200000, 'x'));
   EXPECT_EQ(recorder.exits_.at(0).describe(), "exit code 5");
 }
 
 // The connection breaks while output is paused, after a worker's early end and before its
 // output was taken: the break is noticed at once (the paused session is still read), and the
-// worker's end stays the one the server reported, not "lost connection".
+// worker's end stays the one its agent reported, not "lost connection". The worker writes the
+// agent's whole credit and 35,712 bytes more, which wait in its pipe when it exits: its end
+// goes out at once, with output still to come.
 TEST(TestHostsSpawn, AnEarlyEndSurvivesALostConnection) {
   REQUIRE_TEST_HOSTS();
   TempDir home;
@@ -362,7 +382,7 @@ TEST(TestHostsSpawn, AnEarlyEndSurvivesALostConnection) {
   options.output_paused = [] { return true; };
   RemoteSpawner spawner({{"", "hvdt-h2"}}, std::move(options), recorder.events());
   ASSERT_TRUE(recorder.wait_ready(1));
-  spawner.start_workers(0, {shell_worker(3, "head -c 1000000 /dev/zero | tr '\\0' x; exit 6")});
+  spawner.start_workers(0, {shell_worker(3, "head -c 560000 /dev/zero | tr '\\0' x; exit 6")});
   ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.early_.contains(3); }));
   kill_host_sessions(2);
   ASSERT_TRUE(recorder.wait_exits(1));

@@ -124,8 +124,8 @@ TEST(RemoteEnvironment, DropsLauncherOnlyVariablesUnlessForwarded) {
 
 TEST(RemoteEnvironment, AgentCommandQuotesThePath) {
   EXPECT_EQ(remote_agent_command("/opt/hvdrun/bin/hvdrun"),
-            "'/opt/hvdrun/bin/hvdrun' --remote-agent");
-  EXPECT_EQ(remote_agent_command("/a b/it's"), "'/a b/it'\\''s' --remote-agent");
+            "'/opt/hvdrun/bin/hvdrun' --node-agent");
+  EXPECT_EQ(remote_agent_command("/a b/it's"), "'/a b/it'\\''s' --node-agent");
 }
 
 }  // namespace

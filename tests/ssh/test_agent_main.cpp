@@ -1,11 +1,11 @@
-// A stand-in for `hvdrun --remote-agent` in the SSH tests: the agent entry point alone.
+// A stand-in for `hvdrun --node-agent` in the SSH tests: the agent entry point alone.
 #include <cstring>
 
-#include "launcher/agent/remote_agent.h"
+#include "launcher/agent/node_agent.h"
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::strcmp(argv[1], "--remote-agent") == 0) {
-    return hvdrun::launcher::ssh::run_remote_agent(0, 1, 2);
+  if (argc == 2 && std::strcmp(argv[1], "--node-agent") == 0) {
+    return hvdrun::launcher::agent::run_node_agent(0, 1, 2);
   }
   return 2;
 }

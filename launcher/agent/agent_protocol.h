@@ -1,0 +1,143 @@
+// The node agent protocol: one byte stream per host between the launcher and that host's
+// node agent (`hvdrun --node-agent`), in both directions a sequence of frames. Today the
+// stream is an SSH channel's stdin (launcher -> agent) and stdout (agent -> launcher); the
+// agent's stderr carries only its own diagnostics.
+//
+//   agent -> launcher, first: the preamble line kAgentPreamble, then a Hello frame. Bytes
+//   before the preamble (a login shell's banner) are not frames; the launcher skips them.
+//   frame: u32 body length (little-endian, 1..kMaxFrameBytes), then the body: u8 type, fields.
+//   fields: u32/i32 little-endian; strings a u32 length and bytes; lists a u32 count first.
+//
+// Launcher -> agent: Spawn (a worker: id, cwd, environment, argv), Signal (one worker's process
+// group, or every worker's), Credit (output bytes the launcher takes: the agent sends Output
+// only within the credit it holds, kInitialCredit at first, so output waits on the host, not
+// in the launcher, when the launcher's console is slow: back-pressure). EOF: the agent takes
+// every worker down (SIGTERM, kKillGrace, SIGKILL) and exits.
+// Agent -> launcher: Hello (version, host name, pid), Started (a worker's pid), Output, Exit (a
+// worker's end; output_open: its output still follows, then OutputClosed), Heartbeat (every
+// kHeartbeatInterval, so a silent agent is a lost host). Every decode is bounded and checked:
+// a bad frame is a ProtocolError naming what was wrong.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/process_end.h"
+#include "launcher/agent/remote_exit.h"
+
+namespace hvdrun::launcher::agent {
+
+inline constexpr std::string_view kAgentPreamble = "HVDRUN-NODE-AGENT/1\n";
+inline constexpr std::uint32_t kAgentProtocolVersion = 1;
+inline constexpr std::size_t kMaxFrameBytes = 64u << 20;    // a Spawn with a large environment
+inline constexpr std::size_t kMaxStrings = 1u << 20;        // env entries + argv words of a Spawn
+inline constexpr std::size_t kMaxOutputChunk = 64u << 10;   // bytes of one Output frame
+inline constexpr std::size_t kInitialCredit = 512u << 10;   // output the agent may send unasked
+inline constexpr std::size_t kMaxPreambleSkip = 64u << 10;  // banner bytes skipped at most
+inline constexpr std::chrono::milliseconds kHeartbeatInterval{2000};
+inline constexpr std::chrono::milliseconds kKillGrace{1000};
+
+// What a worker runs: the agent changes to `cwd`, lays `env` over its own environment and
+// searches argv[0] in the resulting PATH.
+struct WorkerSpec {
+  std::string cwd;
+  std::vector<std::string> env;   // "NAME=VALUE"
+  std::vector<std::string> argv;  // not empty
+  bool operator==(const WorkerSpec&) const = default;
+};
+
+struct SpawnFrame {
+  std::uint32_t id = 0;  // the launcher's number for the worker, unique per agent
+  WorkerSpec spec;
+  bool operator==(const SpawnFrame&) const = default;
+};
+struct SignalFrame {
+  static constexpr std::int32_t kEveryWorker = -1;
+  std::int32_t id = kEveryWorker;
+  std::int32_t signo = 0;  // one of agent_signal_allowed()
+  bool operator==(const SignalFrame&) const = default;
+};
+struct CreditFrame {
+  std::uint32_t bytes = 0;
+  bool operator==(const CreditFrame&) const = default;
+};
+struct HelloFrame {
+  std::uint32_t version = kAgentProtocolVersion;
+  std::string host;
+  std::int32_t pid = 0;
+  bool operator==(const HelloFrame&) const = default;
+};
+struct StartedFrame {
+  std::uint32_t id = 0;
+  std::int32_t pid = 0;
+  bool operator==(const StartedFrame&) const = default;
+};
+struct OutputFrame {
+  std::uint32_t id = 0;
+  ssh::OutputStream stream = ssh::OutputStream::kStdout;
+  std::string bytes;  // 1..kMaxOutputChunk
+  bool operator==(const OutputFrame&) const = default;
+};
+struct ExitFrame {
+  std::uint32_t id = 0;
+  ProcessEnd end;  // kExited or kSignaled (value), or kFailedToStart (message)
+  bool output_open = false;
+  bool operator==(const ExitFrame&) const = default;
+};
+struct OutputClosedFrame {
+  std::uint32_t id = 0;
+  bool operator==(const OutputClosedFrame&) const = default;
+};
+struct HeartbeatFrame {
+  bool operator==(const HeartbeatFrame&) const = default;
+};
+
+using ToAgent = std::variant<SpawnFrame, SignalFrame, CreditFrame>;
+using FromAgent = std::variant<HelloFrame, StartedFrame, OutputFrame, ExitFrame, OutputClosedFrame,
+                               HeartbeatFrame>;
+
+// Whether the agent delivers `signo` to workers: TERM, KILL, INT, HUP, QUIT, USR1, USR2, CONT.
+bool agent_signal_allowed(int signo) noexcept;
+
+// One whole frame (length and body). Throws ProtocolError if a bound is exceeded or a string
+// holds a NUL byte.
+std::string encode(const ToAgent& frame);
+std::string encode(const FromAgent& frame);
+
+// Cuts frames out of a byte stream as it arrives. Throws ProtocolError on a bad frame; after
+// that the stream is unusable.
+template <class Frame>
+class FrameReader {
+ public:
+  void feed(std::string_view bytes) { buffer_.append(bytes); }
+  // The next complete frame, or nullopt until more bytes came.
+  std::optional<Frame> next();
+  std::size_t buffered() const noexcept { return buffer_.size() - start_; }
+
+ private:
+  std::string buffer_;
+  std::size_t start_ = 0;
+};
+
+// The launcher's side of the agent's stdout: skips what precedes the preamble (bounded), then
+// reads frames. `skipped()` holds what was skipped, for a message.
+class AgentStreamReader {
+ public:
+  void feed(std::string_view bytes);
+  std::optional<FromAgent> next();
+  bool synced() const noexcept { return synced_; }
+  const std::string& skipped() const noexcept { return skipped_; }
+
+ private:
+  bool synced_ = false;
+  std::string skipped_;
+  FrameReader<FromAgent> frames_;
+};
+
+}  // namespace hvdrun::launcher::agent
