@@ -1,6 +1,9 @@
 // The job's next generations (job.h): a restart of every worker, and an elastic job's
 // re-formations, waits for slots and growth after a cooldown.
+#include <signal.h>
+
 #include <limits>
+#include <vector>
 
 #include "launcher/job/job.h"
 #include "launcher/output/logging.h"
@@ -77,18 +80,36 @@ void Job::start_next_generation() {
   start_workers();
 }
 
-// Elastic jobs: the failed worker is dropped, its host cools down, the survivors re-form.
+// Elastic jobs: the failed worker is dropped, its host cools down, the survivors re-form. A
+// host lost as a whole (its agent or link gone: the pool reported a lost connection) takes
+// every worker it still ran into the same re-formation: one failure of the host, one cooldown.
 void Job::drop_and_reform(WorkerId id) {
   const WorkerRecord& record = *workers_.find(id);
   const std::string name = record.who();
   const std::string what = record.lost.empty() ? record.end()->what_happened() : record.lost;
+  const bool host_lost =
+      record.lost.empty() && record.end()->kind == ProcessEnd::Kind::kLostConnection;
   const auto now = Clock::now();
   generations_.current().ended = now;
   generations_.current().end_reason = name + " " + what;
   membership_->remove(record.key.value);
   const auto cooldown = membership_->cool_down(id.host, now);
   workers_.erase(id);
-  note(name + " " + what + "; host " + pools_.host_name(id.host) + " unused for " +
+  std::vector<WorkerId> with_host;
+  if (host_lost) {
+    workers_.for_each([&](const WorkerRecord& r) {
+      if (r.id.host == id.host && !r.end()) with_host.push_back(r.id);
+    });
+  }
+  for (const WorkerId& other : with_host) {
+    membership_->remove(workers_.find(other)->key.value);
+    pools_.signal(other, SIGKILL);
+    workers_.erase(other);  // its own report of the loss, when it comes, is ignored
+  }
+  const std::string others =
+      with_host.empty() ? std::string()
+                        : " (and with it " + plural(with_host.size(), "other worker") + ")";
+  note(name + " " + what + others + "; host " + pools_.host_name(id.host) + " unused for " +
        std::to_string(cooldown.count()) + " s; re-forming with " +
        plural(membership_->live(), "surviving worker"));
   reform(rdzv::Handover::kBroken, name + " " + what);

@@ -3,6 +3,7 @@
 // network goes down (its veth set down): its workers miss their heartbeats, are dropped, and
 // the job finishes on the first host with every sample applied once.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -69,6 +70,70 @@ TEST(TestHostsElastic, DiscoveryAddsAHostOverSshAndAHostCutOffIsDropped) {
   for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 2) << r.out;
   expect_one_hash(done, r.out);
   EXPECT_TRUE(contains(r.out, "applied 98304 samples of 98304; all ranks agree")) << r.out;
+}
+
+// The pid of host `host`'s node agent (`hvdrun --node-agent`), or -1.
+pid_t node_agent_pid(int host) {
+  for (const int pid : host_processes(host)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    if (cmdline.find(std::string("--node-agent\0", 13)) != std::string::npos) return pid;
+  }
+  return -1;
+}
+
+// A host's node agent is SIGKILLed: its workers die with it, the host is lost once (one
+// failure, one cooldown, one re-formation, however many workers it ran), and the job finishes
+// on the other host with every sample applied once.
+TEST(TestHostsElastic, AKilledNodeAgentIsOneLostHost) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  HvdrunProcess job(elastic_job(dir,
+                                {"-np", "4", "--min-np", "2", "-H", "hvdt-h1:2,hvdt-h2:2",
+                                 "--blacklist-cooldown-range", "60", "600"},
+                                12),
+                    home.env());
+  const auto workers = wait_for_pids(dir.path, 4, seconds(30));
+  ASSERT_EQ(workers.size(), 4u);
+  std::this_thread::sleep_for(milliseconds(1000));  // the four train together
+  const pid_t agent = node_agent_pid(2);
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  const auto r = job.finish(seconds(110));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "the node agent on hvdt-h2")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "(and with it 1 other worker); host hvdt-h2 unused for 60 s; "
+                       "re-forming with 2 surviving workers"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "unused for 120 s")) << "the host's cooldown doubled: " << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 2u) << r.out << r.err;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 98304 samples of 98304; all ranks agree")) << r.out;
+  EXPECT_TRUE(wait_hosts_idle({2}, seconds(5)).empty());
+}
+
+// A static job: a killed node agent fails the job, naming the host, and leaves nothing behind.
+TEST(TestHostsElastic, AKilledNodeAgentFailsAStaticJob) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  HvdrunProcess hvdrun(
+      {"-np", "4", "-H", "hvdt-h1:2,hvdt-h2:2", TEST_WORKER, "sleep", pids.path.string()},
+      home.env());
+  const auto workers = wait_for_pids(pids.path, 4, seconds(20));
+  ASSERT_EQ(workers.size(), 4u);
+  const pid_t agent = node_agent_pid(2);
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  const auto r = hvdrun.finish(seconds(30));
+  EXPECT_EQ(r.status, 255) << r.err;
+  EXPECT_TRUE(contains(r.err, "the node agent on hvdt-h2 (10.213.0.12:22) ended")) << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, seconds(5)).empty());
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
 }
 
 // --max-restarts with a discovery script: when a host leaves, every worker restarts on the
