@@ -5,6 +5,8 @@
 #      one local, the rest remote addresses that a job on loopback cannot use),
 #   2. -np 65536 against an open-file limit of 1024 (refused before any worker starts),
 #   3. a host file of 1 MiB (localhost first, then remote entries no rank reaches).
+# Each job runs with --verbose, whose last line gives the event loop's longest stall (an empty
+# handler posted every 10 ms, timed until it runs), printed here per scenario.
 # Hosts are numeric addresses: a name would cost a DNS lookup each, which is what this machine's
 # resolver is being measured for, not hvdrun. Prints seconds per scenario; no peer runs these.
 # usage: bench/launcher_limits.sh [build_dir=build]
@@ -18,13 +20,13 @@ trap 'rm -rf "$tmp"' EXIT
 now() { echo "$EPOCHREALTIME"; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN {printf "%.2f", b - a}'; }
 
-# Starts hvdrun "$@" in the background with its stderr in $tmp/err; waits until its worker
-# printed "ready" (at most 120 s), SIGINTs it, and prints "<ready s> <sigint-to-exit s>".
+# Starts hvdrun --verbose "$@" in the background with its stderr in $tmp/err; waits until its
+# worker printed "ready" (at most 120 s), SIGINTs it, and prints "<ready s> <sigint-to-exit s>".
 ready_then_sigint() {
   local out=$tmp/out err=$tmp/err start pid t1
   : >"$out"
   start=$(now)
-  "$hvdrun" "$@" >"$out" 2>"$err" &
+  "$hvdrun" --verbose "$@" >"$out" 2>"$err" &
   pid=$!
   for ((i = 0; i < 2400; i++)); do
     grep -q ready "$out" && break
@@ -38,6 +40,9 @@ ready_then_sigint() {
   wait "$pid" || true
   echo "$ready $(since "$t1")"
 }
+
+# The event loop's figure from the last job's --verbose output.
+loop_stall() { grep -o "event loop: .*" "$tmp/err" | tail -1; }
 
 # Prints FIRST, then "10.A.B.C<SUFFIX>" lines while the whole stays under 1,040,000 bytes.
 host_lines() {
@@ -55,7 +60,7 @@ bytes=$(wc -c <"$tmp/hosts")
 read -r ready stop < <(ready_then_sigint -np 1 --min-np 1 --host-discovery-script "cat $tmp/hosts" \
   --discovery-interval 0.5 /bin/sh -c 'echo ready; exec sleep 600')
 warnings=$(grep -c "are remote but" "$tmp/err" || true)
-echo "discovery of $lines hosts ($bytes bytes): worker running after $ready s; SIGINT to exit $stop s; $warnings warning line(s)"
+echo "discovery of $lines hosts ($bytes bytes): worker running after $ready s; SIGINT to exit $stop s; $warnings warning line(s); $(loop_stall)"
 
 # 2. -np 65536 against ulimit -n 1024.
 start=$(now)
@@ -68,4 +73,4 @@ lines=$(wc -l <"$tmp/hostfile")
 bytes=$(wc -c <"$tmp/hostfile")
 read -r ready stop < <(ready_then_sigint -np 2 --hostfile "$tmp/hostfile" \
   /bin/sh -c 'echo ready; exec sleep 600')
-echo "host file of $lines lines ($bytes bytes): workers running after $ready s; SIGINT to exit $stop s"
+echo "host file of $lines lines ($bytes bytes): workers running after $ready s; SIGINT to exit $stop s; $(loop_stall)"

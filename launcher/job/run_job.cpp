@@ -10,6 +10,7 @@
 #include "hvdrun/error.h"
 #include "launcher/discovery/initial_hosts.h"
 #include "launcher/job/job.h"
+#include "launcher/job/loop_probe.h"
 #include "launcher/output/logging.h"
 #include "launcher/plan/open_files.h"
 #include "launcher/plan/placement.h"
@@ -152,7 +153,13 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   }
   note_omp_default(spec, slots, environment);
   job.launch();
+  std::optional<LoopProbe> probe;  // how long a handler holds the loop, for --verbose
+  if (spec.verbose) probe.emplace(io);
   io.run();
+  if (probe) {
+    probe->stop();
+    note("event loop: " + probe->summary());
+  }
   watchdog.disarm();
   job.print_summary();
   finish_output(io, console, job.interrupted_at());
