@@ -19,6 +19,7 @@
 #include "launcher/cli/horovod_tuning.h"
 #include "launcher/plan/placement.h"
 #include "launcher/spec/hosts.h"
+#include "launcher/spec/slurm_allocation.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -212,8 +213,10 @@ void apply_horovod_settings(JobSpec& spec, const Parsed& parsed, std::vector<std
 
 void check_elastic(JobSpec& spec, const Parsed& parsed);
 
-// Hosts from -H or --hostfile (default localhost:num_proc), and num_proc (default: all slots).
-void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& notes) {
+// Hosts from -H or --hostfile, else from the Slurm allocation hvdrun runs in, else
+// localhost:num_proc; and num_proc (default: all slots).
+void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& notes,
+                 const std::map<std::string, std::string>& environment) {
   const auto hosts_flag = parsed.value("hosts");
   const auto hostfile = parsed.value("hostfile");
   if (hosts_flag && hostfile) {
@@ -228,6 +231,17 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
   }
   if (hosts_flag) spec.hosts = parse_hosts_flag(*hosts_flag);
   if (hostfile) spec.hosts = parse_hostfile(*hostfile, notes);
+  if (!hosts_flag && !hostfile && !parsed.value("host-discovery-script")) {
+    if (auto allocation = slurm_allocation(environment)) {
+      spec.hosts = std::move(allocation->hosts);
+      notes.push_back("hosts from Slurm job " + allocation->job_id + ": " + allocation->nodelist +
+                      " (" + std::to_string(spec.hosts.size()) +
+                      (spec.hosts.size() == 1 ? " host, " : " hosts, ") +
+                      std::to_string(allocation->tasks) +
+                      " slots); give -H or --hostfile "
+                      "for others");
+    }
+  }
   if (const auto v = parsed.value("num-proc")) {
     spec.num_proc =
         parse_count(parsed.spelled("num-proc"), *v, kMaxSlots, "the number of processes");
@@ -306,7 +320,7 @@ CliResult parse_cli(std::span<const std::string> args,
   apply_horovod_settings(result.spec, parsed, result.notes);
   if (scanned.command.empty()) throw UsageError("no program given: " + std::string(kUsage));
   result.spec.command = std::move(scanned.command);
-  apply_hosts(result.spec, parsed, result.notes);
+  apply_hosts(result.spec, parsed, result.notes, environment);
   return result;
 }
 

@@ -400,3 +400,29 @@ TEST(Cli, Version) {
 
 }  // namespace
 }  // namespace hvdrun::launcher
+
+namespace hvdrun::launcher {
+namespace {
+
+// Inside a Slurm allocation without -H or --hostfile, the allocation's nodes are the hosts and
+// its tasks the default -np; -H still wins.
+TEST(CliSlurm, TheAllocationGivesHostsAndNp) {
+  const Env slurm{{"SLURM_JOB_ID", "9"},
+                  {"SLURM_JOB_NODELIST", "hvds-n[1-2]"},
+                  {"SLURM_TASKS_PER_NODE", "2,1"}};
+  const auto r = parse({"./train"}, slurm);
+  EXPECT_EQ(r.spec.num_proc, 3);
+  ASSERT_EQ(r.spec.hosts.size(), 2u);
+  EXPECT_EQ(r.spec.hosts[1].name, "hvds-n2");
+  EXPECT_EQ(r.spec.hosts[1].slots, 1);
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_EQ(r.notes.back(),
+            "hosts from Slurm job 9: hvds-n[1-2] (2 hosts, 3 slots); give -H or --hostfile for "
+            "others");
+  const auto given = parse({"-np", "2", "-H", "localhost:2", "./train"}, slurm);
+  ASSERT_EQ(given.spec.hosts.size(), 1u);
+  EXPECT_EQ(given.spec.hosts[0].name, "localhost");
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher
