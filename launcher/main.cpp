@@ -1,6 +1,6 @@
 // hvdrun's entry point: `hvdrun --node-agent` (a host's node agent, node_agent.h) first;
-// otherwise argv and environment -> JobSpec (cli.h) -> help, version, or the job (job/run_job.h). The only place that maps errors to exit statuses: usage 2,
-// others 1.
+// otherwise argv and environment -> JobSpec (cli.h) -> help, version, or the job (job/run_job.h).
+// The only place that maps errors to exit statuses: usage 2, others 1.
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hvdrun/error.h"
-#include "launcher/agent/node_agent.h"
+#include "launcher/agent/agent_connect.h"
 #include "launcher/cli/cli.h"
 #include "launcher/job/run_job.h"
 #include "launcher/process/interrupted.h"
@@ -51,8 +51,9 @@ int fail(const char* message, int status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string_view(argv[1]) == "--node-agent") {
-    return hvdrun::launcher::agent::run_node_agent(0, 1, 2);
+  if (argc >= 2 && std::string_view(argv[1]) == "--node-agent") {
+    return hvdrun::launcher::agent::node_agent_main(
+        std::vector<std::string>(argv + 2, argv + argc));
   }
   hvdrun::launcher::ensure_standard_fds();
   ::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher

@@ -6,7 +6,7 @@
 #                                   yaml-cpp;
 #   scripts/install-deps.sh [test]  that, plus what the tests and the fuzzers need: clang and
 #                                   its sanitizer runtimes, GoogleTest, OpenSSH (the test
-#                                   hosts), Slurm's client, and Debian's python3-torch with what the prebuilt
+#                                   hosts), Slurm and MUNGE, and Debian's python3-torch with what the prebuilt
 #                                   Horovod needs, for the PyTorch and Horovod compatibility tests.
 # Skips apt-get entirely when everything is already installed.
 set -euo pipefail
@@ -21,8 +21,9 @@ test_packages=(
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev
   python3 procps iproute2 openssh-server openssh-client
-  # Slurm's client: the host-list tests compare with `scontrol show hostnames`.
-  slurm-client
+  # Slurm: the host-list tests compare with `scontrol show hostnames`; the Slurm tests run a
+  # real slurmctld and slurmd nodes (scripts/slurm-test-cluster.sh).
+  slurm-wlm munge
   # Compatibility tests: real PyTorch, and what the prebuilt Horovod needs at run time.
   python3-torch python3-cloudpickle python3-psutil python3-yaml python3-packaging
   python3-distutils

@@ -77,6 +77,7 @@ struct Encoder {
     w.u32(f.version);
     w.string(f.host.substr(0, kMaxMessage), "host name");
     w.i32(f.pid);
+    w.string(f.node.substr(0, kMaxMessage), "node name");
   }
   void operator()(const StartedFrame& f) const {
     w.u8(kStarted);
@@ -162,6 +163,7 @@ FromAgent decode_from_agent(std::string_view body) {
       f.version = r.u32("version");
       f.host = r.string("host name", kMaxMessage);
       f.pid = r.i32("pid");
+      f.node = r.string("node name", kMaxMessage);
       r.finish("hello");
       return f;
     }

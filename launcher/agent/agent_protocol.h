@@ -13,8 +13,8 @@
 // only within the credit it holds, kInitialCredit at first, so output waits on the host, not
 // in the launcher, when the launcher's console is slow: back-pressure). EOF: the agent takes
 // every worker down (SIGTERM, kKillGrace, SIGKILL) and exits.
-// Agent -> launcher: Hello (version, host name, pid), Started (a worker's pid), Output, Exit (a
-// worker's end; output_open: its output still follows, then OutputClosed), Heartbeat (every
+// Agent -> launcher: Hello (version, host name, pid, node name), Started (a worker's pid), Output,
+// Exit (a worker's end; output_open: its output still follows, then OutputClosed), Heartbeat (every
 // kHeartbeatInterval, so a silent agent is a lost host). Every decode is bounded and checked:
 // a bad frame is a ProtocolError naming what was wrong.
 #pragma once
@@ -69,8 +69,9 @@ struct CreditFrame {
 };
 struct HelloFrame {
   std::uint32_t version = kAgentProtocolVersion;
-  std::string host;
+  std::string host;  // its host name, for messages
   std::int32_t pid = 0;
+  std::string node;  // the name the launcher knows its host by (a Slurm node name), or empty
   bool operator==(const HelloFrame&) const = default;
 };
 struct StartedFrame {

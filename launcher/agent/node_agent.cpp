@@ -73,7 +73,8 @@ void signal_group(const Worker& w, int signo) {
 
 class NodeAgent {
  public:
-  NodeAgent(int in_fd, int out_fd, int err_fd, int sig_fd, sigset_t child_mask)
+  NodeAgent(int in_fd, int out_fd, int err_fd, int sig_fd, sigset_t child_mask,
+            const std::string& node)
       : in_fd_(in_fd),
         err_fd_(err_fd),
         sig_fd_(sig_fd),
@@ -84,7 +85,7 @@ class NodeAgent {
     set_nonblocking(out_fd);
     outbox_.raw(std::string(kAgentPreamble));
     outbox_.control(
-        HelloFrame{kAgentProtocolVersion, host_, static_cast<std::int32_t>(::getpid())});
+        HelloFrame{kAgentProtocolVersion, host_, static_cast<std::int32_t>(::getpid()), node});
   }
 
   int run() {
@@ -349,7 +350,7 @@ class NodeAgent {
 
 }  // namespace
 
-int run_node_agent(int in_fd, int out_fd, int err_fd) {
+int run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node) {
   ::signal(SIGPIPE, SIG_IGN);
   sigset_t handled, old_mask;
   sigemptyset(&handled);
@@ -362,7 +363,7 @@ int run_node_agent(int in_fd, int out_fd, int err_fd) {
     return kBadLauncher;
   }
   for (const int signo : {SIGCHLD, SIGTERM, SIGHUP, SIGINT}) sigdelset(&old_mask, signo);
-  NodeAgent agent(in_fd, out_fd, err_fd, sig_fd.get(), old_mask);
+  NodeAgent agent(in_fd, out_fd, err_fd, sig_fd.get(), old_mask, node);
   return agent.run();
 }
 

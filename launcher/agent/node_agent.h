@@ -9,12 +9,15 @@
 // its own stderr and ends with exit code 2 or 127, as a shell would.
 #pragma once
 
+#include <string>
+
 namespace hvdrun::launcher::agent {
 
 // Runs the agent on these descriptors (0, 1, 2 in `hvdrun --node-agent`) until the launcher is
 // gone and every worker reaped. Returns the exit status for main(): 0, or 2 when the launcher
 // sent a bad frame. Blocks SIGCHLD, SIGTERM, SIGHUP and SIGINT and ignores SIGPIPE in the
 // calling process: call it from main() only.
-int run_node_agent(int in_fd, int out_fd, int err_fd);
+// `node`: the name its Hello gives the launcher to know its host by (agent_protocol.h).
+int run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node = {});
 
 }  // namespace hvdrun::launcher::agent

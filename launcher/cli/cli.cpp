@@ -231,9 +231,11 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
   }
   if (hosts_flag) spec.hosts = parse_hosts_flag(*hosts_flag);
   if (hostfile) spec.hosts = parse_hostfile(*hostfile, notes);
+  bool from_slurm = false;
   if (!hosts_flag && !hostfile && !parsed.value("host-discovery-script")) {
     if (auto allocation = slurm_allocation(environment)) {
       spec.hosts = std::move(allocation->hosts);
+      from_slurm = true;
       notes.push_back("hosts from Slurm job " + allocation->job_id + ": " + allocation->nodelist +
                       " (" + std::to_string(spec.hosts.size()) +
                       (spec.hosts.size() == 1 ? " host, " : " hosts, ") +
@@ -259,6 +261,19 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
     }
     spec.num_proc = static_cast<int>(total);
   }
+  const std::string launcher = parsed.value("launcher").value_or("auto");
+  if (launcher != "ssh" && launcher != "slurm" && launcher != "auto") {
+    throw UsageError(parsed.spelled("launcher") + " '" + launcher +
+                     "': expected ssh, slurm or auto");
+  }
+  if (launcher == "slurm" && !from_slurm) {
+    throw UsageError(parsed.spelled("launcher") +
+                     " slurm: the hosts must come from a Slurm allocation (SLURM_JOB_ID set, no "
+                     "-H, --hostfile or discovery script)");
+  }
+  spec.launcher = launcher == "slurm" || (launcher == "auto" && from_slurm)
+                      ? JobSpec::Launcher::kSlurm
+                      : JobSpec::Launcher::kSsh;
   check_elastic(spec, parsed);
   if (!spec.elastic.discovery_script.empty()) return;  // the script gives the hosts
   if (spec.hosts.empty()) spec.hosts.push_back(HostSpec{"", "localhost", spec.num_proc, "default"});

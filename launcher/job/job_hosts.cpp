@@ -26,8 +26,12 @@ void Job::host_ready(std::size_t host, ssh::HostReady ready) {
   const bool later = membership_ && (state_.active() || state_.is(JobState::kRestarting));
   if ((!state_.is(JobState::kConnecting) && !later) || outcome_) return;
   if (spec_.verbose) {
-    note(ready.where + " as " + ready.user + ": " + ssh::describe_phases(ready.phases) +
-         " (route from " + ready.local_addr + ")");
+    if (ready.phases.empty()) {  // an agent that connected to hvdrun (srun)
+      note("node agent of " + ready.where + " connected (route from " + ready.local_addr + ")");
+    } else {
+      note(ready.where + " as " + ready.user + ": " + ssh::describe_phases(ready.phases) +
+           " (route from " + ready.local_addr + ")");
+    }
     if (!ready.host_key_note.empty()) note(ready.host_key_note);
   }
   pools_.host_connected(host, std::move(ready));

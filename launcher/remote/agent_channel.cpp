@@ -7,9 +7,8 @@
 #include <cstdio>
 
 #include "hvdrun/error.h"
-#include "launcher/ssh/ssh_channel.h"
+#include "launcher/remote/agent_transport.h"
 #include "launcher/ssh/ssh_log.h"
-#include "launcher/ssh/ssh_session.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
@@ -31,19 +30,14 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 
 }  // namespace
 
-AgentChannel::AgentChannel(SshSession& session, const RemoteSpawnOptions& options,
+AgentChannel::AgentChannel(AgentTransport& transport, const RemoteSpawnOptions& options,
                            const RemoteEvents& events, Clock::time_point deadline,
                            const std::function<bool()>& stopping)
-    : session_(session),
+    : transport_(transport),
       options_(options),
       events_(events),
       deadline_(deadline),
       stopping_(stopping),
-      command_(std::make_unique<RemoteCommand>(
-          session.get(), session.where(),
-          remote_agent_command(options.agent_path.empty() ? default_agent_path()
-                                                          : options.agent_path),
-          std::string())),
       last_heard_(Clock::now()) {}
 
 AgentChannel::~AgentChannel() = default;
@@ -57,14 +51,14 @@ void AgentChannel::add(std::vector<RemoteWorker> workers) {
                             {worker.cwd, std::move(worker.env), std::move(worker.argv)}});
     } catch (const Error& e) {
       if (alive()) {
-        events_.on_exit(
-            worker.id,
-            ProcessEnd::failed_to_start(worker.label + " on " + session_.where() + ": " + e.what()),
-            false);
+        events_.on_exit(worker.id,
+                        ProcessEnd::failed_to_start(worker.label + " on " + transport_.where() +
+                                                    ": " + e.what()),
+                        false);
       }
       continue;
     }
-    command_->write(frame);
+    transport_.write(frame);
     entries_[worker.id] = {worker.label, Clock::now()};
   }
 }
@@ -72,35 +66,33 @@ void AgentChannel::add(std::vector<RemoteWorker> workers) {
 void AgentChannel::signal(int id, int signo) {
   if (!agent::agent_signal_allowed(signo)) signo = SIGTERM;
   if (id >= 0 && !entries_.contains(id)) return;
-  command_->write(agent::encode(agent::SignalFrame{id, signo}));
+  transport_.write(agent::encode(agent::SignalFrame{id, signo}));
 }
 
 bool AgentChannel::advance(bool paused) {
   bool progress = true;
   while (progress) {
-    progress = command_->step(
-        true, [this](OutputStream stream, std::string_view bytes) { on_bytes(stream, bytes); });
-    if (command_->session_failed()) return fail_all(command_->result().message);
+    progress = transport_.step(
+        [this](OutputStream stream, std::string_view bytes) { on_bytes(stream, bytes); });
     if (!error_.empty()) {
-      return fail_all("bad data from the node agent on " + session_.where() + ": " + error_);
+      return fail_all("bad data from the node agent on " + transport_.where() + ": " + error_);
     }
-    if (command_->state() == RemoteCommand::State::kDone) {
-      std::string message = "the node agent on " + session_.where() + " ended (" +
-                            command_->result().describe() + ")";
+    if (auto end = transport_.ended()) {
+      std::string message = *end;
       if (!reader_.synced() && !reader_.skipped().empty()) {
         message += "; before it, the host printed: " + reader_.skipped().substr(0, 200);
       }
       return fail_all(message);
     }
     if (!paused && unacked_ > 0) {
-      command_->write(agent::encode(agent::CreditFrame{static_cast<std::uint32_t>(unacked_)}));
+      transport_.write(agent::encode(agent::CreditFrame{static_cast<std::uint32_t>(unacked_)}));
       unacked_ = 0;
       progress = true;
     }
     expire_unstarted();
   }
   if (hello_ && Clock::now() - last_heard_ > options_.agent_silence) {
-    return fail_all("the node agent on " + session_.where() + " sent nothing for " +
+    return fail_all("the node agent on " + transport_.where() + " sent nothing for " +
                     seconds_text(options_.agent_silence) + " (host lost)");
   }
   return true;
@@ -142,7 +134,7 @@ void AgentChannel::on_bytes(OutputStream stream, std::string_view bytes) {
 }
 
 void AgentChannel::on_stderr_line(std::string_view line) {
-  if (alive()) ssh_logger()->warn("{}: {}", session_.where(), line);
+  if (alive()) ssh_logger()->warn("{}: {}", transport_.where(), line);
 }
 
 void AgentChannel::on_frame(agent::FromAgent& frame) {
@@ -153,7 +145,7 @@ void AgentChannel::on_frame(agent::FromAgent& frame) {
                           " (another hvdrun version on the host?)");
     }
     hello_ = true;
-    ssh_logger()->debug("node agent on {} ({}, pid {}) is up", session_.where(), hello->host,
+    ssh_logger()->debug("node agent on {} ({}, pid {}) is up", transport_.where(), hello->host,
                         hello->pid);
     return;
   }
@@ -173,7 +165,7 @@ void AgentChannel::on_frame(agent::FromAgent& frame) {
   Entry& entry = it->second;
   if (auto* started = std::get_if<agent::StartedFrame>(&frame)) {
     entry.started = true;
-    ssh_logger()->info("{} started on {} in {} (pid {})", entry.label, session_.where(),
+    ssh_logger()->info("{} started on {} in {} (pid {})", entry.label, transport_.where(),
                        ms_since(entry.queued), started->pid);
     if (alive()) events_.on_started(id);
   } else if (auto* output = std::get_if<agent::OutputFrame>(&frame)) {
@@ -181,7 +173,7 @@ void AgentChannel::on_frame(agent::FromAgent& frame) {
     if (alive()) events_.on_output(id, output->stream, std::move(output->bytes));
   } else if (auto* exit = std::get_if<agent::ExitFrame>(&frame)) {
     if (entry.reported_end) throw ProtocolError("a second end of worker " + std::to_string(id));
-    ssh_logger()->debug("{} on {}: {}{}", entry.label, session_.where(), exit->end.describe(),
+    ssh_logger()->debug("{} on {}: {}{}", entry.label, transport_.where(), exit->end.describe(),
                         exit->output_open ? ", output still coming" : "");
     if (alive()) events_.on_exit(id, exit->end, exit->output_open);
     if (exit->output_open) {
@@ -211,11 +203,11 @@ void AgentChannel::expire_unstarted() {
       ++it;
       continue;
     }
-    command_->write(agent::encode(agent::SignalFrame{it->first, SIGKILL}));
+    transport_.write(agent::encode(agent::SignalFrame{it->first, SIGKILL}));
     if (alive()) {
       events_.on_exit(it->first,
                       ProcessEnd::failed_to_start(
-                          entry.label + " did not start on " + session_.where() + " within " +
+                          entry.label + " did not start on " + transport_.where() + " within " +
                           std::to_string(limit.count()) + " s (--start-timeout)"),
                       false);
     }

@@ -1,5 +1,5 @@
-// AgentChannel: the launcher's end of one host's node agent over SSH (node_agent.h): one
-// channel running `hvdrun --node-agent`, whatever the number of workers. It writes the
+// AgentChannel: the launcher's end of one host's node agent (node_agent.h), over whatever
+// carries its stream (agent_transport.h), whatever the number of workers. It writes the
 // workers' Spawn and Signal frames, reads the agent's frames and turns them into RemoteEvents,
 // grants output credit only while the console takes output (back-pressure reaches the
 // workers on the host; the agent's ends and heartbeats still come), fails a worker that does
@@ -20,13 +20,13 @@
 
 namespace hvdrun::launcher::ssh {
 
-class RemoteCommand;
-class SshSession;
+class AgentTransport;
 
 class AgentChannel {
  public:
-  AgentChannel(SshSession& session, const RemoteSpawnOptions& options, const RemoteEvents& events,
-               Clock::time_point deadline, const std::function<bool()>& stopping);
+  AgentChannel(AgentTransport& transport, const RemoteSpawnOptions& options,
+               const RemoteEvents& events, Clock::time_point deadline,
+               const std::function<bool()>& stopping);
   ~AgentChannel();
   AgentChannel(const AgentChannel&) = delete;
   AgentChannel& operator=(const AgentChannel&) = delete;
@@ -56,12 +56,11 @@ class AgentChannel {
   bool fail_all(const std::string& message);
   bool alive() const { return !stopping_(); }
 
-  SshSession& session_;
+  AgentTransport& transport_;
   const RemoteSpawnOptions& options_;
   const RemoteEvents& events_;
   const Clock::time_point deadline_;
   const std::function<bool()>& stopping_;
-  std::unique_ptr<RemoteCommand> command_;
   agent::AgentStreamReader reader_;
   std::string stderr_line_;
   std::map<int, Entry> entries_;

@@ -1,40 +1,29 @@
-// HostLink's thread (host_link.h): connect, then one event loop over the session's socket and
-// a wake-up eventfd that steps the host's node agent channel until nothing moves.
+// HostLink's thread (host_link.h): connect, then one event loop over the agent's stream and a
+// wake-up eventfd that steps the host's agent channel until nothing moves.
 #include "launcher/remote/host_link.h"
 
-#include <libssh2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 
 #include "launcher/remote/agent_channel.h"
+#include "launcher/ssh/ssh_error.h"
 #include "launcher/ssh/ssh_log.h"
-#include "launcher/ssh/ssh_session.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
 
 constexpr int kPausedPollMs = 50;  // how often a paused link looks whether output may flow
 
-// "10.213.0.11:22" -> "10.213.0.11"; "[fd00::1]:22" -> "fd00::1".
-std::string address_without_port(const std::string& peer) {
-  const auto colon = peer.rfind(':');
-  std::string addr = colon == std::string::npos ? peer : peer.substr(0, colon);
-  if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']')
-    addr = addr.substr(1, addr.size() - 2);
-  return addr;
-}
-
 }  // namespace
 
-HostLink::HostLink(std::size_t index, RemoteHost host, const RemoteSpawnOptions& options,
+HostLink::HostLink(std::size_t index, AgentConnector connect, const RemoteSpawnOptions& options,
                    Clock::time_point deadline, const RemoteEvents& events)
     : index_(index),
-      host_(std::move(host)),
+      connect_(std::move(connect)),
       options_(options),
       deadline_(deadline),
       events_(events),
@@ -79,36 +68,31 @@ bool HostLink::stopping() const {
 }
 
 void HostLink::run() {
-  const SshTarget target = resolve_target(host_.user, host_.name, options_.ssh);
-  std::optional<SshSession> session;
-  try {
-    session.emplace(SshSession::connect(target, options_.ssh, deadline_, &canceller_));
-  } catch (const SshError& e) {
+  AgentConnection connection;
+  const auto failed = [this](SshFailure failure, const std::string& message) {
     if (!stopping()) {
-      ssh_logger()->info("{}", e.what());  // the job reports it
-      events_.on_host_failed({index_, e.failure(), e.what()});
+      ssh_logger()->info("{}", message);  // the job reports it
+      events_.on_host_failed({index_, failure, message});
     }
-    fail_queued(e.what());
-    return;
+    fail_queued(message);
+  };
+  try {
+    connection = connect_(canceller_);
+  } catch (const SshError& e) {
+    return failed(e.failure(), e.what());
+  } catch (const Error& e) {
+    return failed(SshFailure::kUnreachable, e.what());
   }
-  ssh_logger()->info("{} as {}: {}", session->where(), target.user,
-                     describe_phases(session->phases()));
-  if (!session->host_key_note().empty()) ssh_logger()->warn("{}", session->host_key_note());
-  if (!stopping()) {
-    events_.on_host_ready({index_, session->where(), session->local_addr(),
-                           address_without_port(session->peer()), target.user, session->phases(),
-                           session->host_key_note()});
-  }
-  serve(*session);
+  connection.ready.host = index_;
+  if (!stopping()) events_.on_host_ready(connection.ready);
+  serve(*connection.transport);
 }
 
-void HostLink::serve(SshSession& session) {
-  LIBSSH2_SESSION* s = session.get();
-  libssh2_session_set_blocking(s, 0);
+void HostLink::serve(AgentTransport& transport) {
   const std::function<bool()> stopping = [this] { return this->stopping(); };
   std::string failure;
   {
-    AgentChannel loop(session, options_, events_, deadline_, stopping);
+    AgentChannel loop(transport, options_, events_, deadline_, stopping);
     for (;;) {
       std::deque<Command> commands;
       {
@@ -129,24 +113,14 @@ void HostLink::serve(SshSession& session) {
         failure = loop.failure();
         break;
       }
-      int next_keepalive = static_cast<int>(options_.ssh.keepalive.count());
-      libssh2_keepalive_send(s, &next_keepalive);
-      const int directions = libssh2_session_block_directions(s);
-      pollfd fds[2] = {
-          {session.fd(),
-           static_cast<short>(POLLIN |
-                              ((directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? POLLOUT : 0)),
-           0},
-          {wake_.get(), POLLIN, 0}};
-      const int timeout = loop.poll_timeout_ms(next_keepalive);
+      int timeout = loop.poll_timeout_ms(static_cast<int>(options_.ssh.keepalive.count()));
+      pollfd fds[2] = {transport.poll_entry(timeout), {wake_.get(), POLLIN, 0}};
       ::poll(fds, 2, paused ? std::min(timeout, kPausedPollMs) : timeout);
       std::uint64_t count;
       while (::read(wake_.get(), &count, sizeof count) > 0) {
       }
     }
-    libssh2_session_set_blocking(s, 1);
-    libssh2_session_set_timeout(s, 1000);
-  }  // channels freed here, before the session
+  }
   if (!failure.empty()) fail_queued(failure);
 }
 

@@ -1,29 +1,32 @@
-// HostLink: the thread that owns one host's SSH session. It connects (bounded by the start
-// deadline), reports ready or failed, then runs the host's workers as RemoteCommands on one
-// non-blocking event loop (socket + a wake-up eventfd), relaying their output and exits as
-// RemoteEvents. Other threads talk to it only through start_workers/terminate (queued,
-// thread-safe). Destruction closes the session (agents then kill their workers) and joins.
+// HostLink: the thread that owns one host's connection to its node agent. It connects (the
+// connector: an SSH session and channel, or the wait for the agent's own TCP connection;
+// bounded by the start deadline), reports ready or failed, then runs the host's workers through
+// its AgentChannel on one non-blocking event loop (the transport's descriptor + a wake-up
+// eventfd), relaying their output and ends as RemoteEvents. Other threads talk to it only
+// through start_workers/terminate (queued, thread-safe). Destruction closes the connection
+// (the agent then kills its workers) and joins.
 #pragma once
 
 #include <cstddef>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <variant>
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "launcher/remote/agent_transport.h"
 #include "launcher/remote/remote_spawn.h"
 #include "launcher/ssh/ssh_socket.h"
 
 namespace hvdrun::launcher::ssh {
 
-class SshSession;
-
 class HostLink {
  public:
   // `options` and `events` must outlive the link.
-  HostLink(std::size_t index, RemoteHost host, const RemoteSpawnOptions& options,
+  HostLink(std::size_t index, AgentConnector connect, const RemoteSpawnOptions& options,
            Clock::time_point deadline, const RemoteEvents& events);
   ~HostLink();
   HostLink(const HostLink&) = delete;
@@ -31,7 +34,7 @@ class HostLink {
 
   void start_workers(std::vector<RemoteWorker> workers);
   void terminate(int id, int signo);
-  // Asks the thread to close the session and end (no more events); does not wait.
+  // Asks the thread to close the connection and end (no more events); does not wait.
   void request_stop();
 
  private:
@@ -46,12 +49,12 @@ class HostLink {
 
   void push(Command command);
   void run();
-  void serve(SshSession& session);
+  void serve(AgentTransport& transport);
   void fail_queued(const std::string& message);
   bool stopping() const;
 
   const std::size_t index_;
-  const RemoteHost host_;
+  const AgentConnector connect_;
   const RemoteSpawnOptions& options_;
   const Clock::time_point deadline_;
   const RemoteEvents& events_;

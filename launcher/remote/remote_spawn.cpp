@@ -1,63 +1,99 @@
-// RemoteSpawner (remote_spawn.h): one HostLink per host, and the id -> host table that
-// routes terminate() calls. Used from one thread; the links do the blocking work.
+// HostSpawner (remote_spawn.h): one HostLink per host and the id -> host table that routes
+// terminate() calls; RemoteSpawner's links connect over SSH. Used from one thread; the links
+// do the blocking work.
 #include "launcher/remote/remote_spawn.h"
 
-#include <map>
-
 #include "launcher/remote/host_link.h"
+#include "launcher/remote/ssh_agent_transport.h"
 #include "launcher/ssh/ssh_log.h"
+#include "launcher/ssh/ssh_session.h"
 
 namespace hvdrun::launcher::ssh {
+namespace {
 
-struct RemoteSpawner::Impl {
-  RemoteSpawnOptions options;
-  RemoteEvents events;
-  std::map<int, std::size_t> worker_host;
-  std::vector<std::unique_ptr<HostLink>> links;  // last: destroyed (joined) first
-};
+// "10.213.0.11:22" -> "10.213.0.11"; "[fd00::1]:22" -> "fd00::1".
+std::string address_without_port(const std::string& peer) {
+  const auto colon = peer.rfind(':');
+  std::string addr = colon == std::string::npos ? peer : peer.substr(0, colon);
+  if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']')
+    addr = addr.substr(1, addr.size() - 2);
+  return addr;
+}
+
+// An SSH session to `host`, and on it the channel running its node agent.
+AgentConnector ssh_connector(RemoteHost host, const RemoteSpawnOptions& options,
+                             Clock::time_point deadline) {
+  return [host = std::move(host), &options, deadline](SocketCanceller& canceller) {
+    const SshTarget target = resolve_target(host.user, host.name, options.ssh);
+    SshSession session = SshSession::connect(target, options.ssh, deadline, &canceller);
+    ssh_logger()->info("{} as {}: {}", session.where(), target.user,
+                       describe_phases(session.phases()));
+    if (!session.host_key_note().empty()) ssh_logger()->warn("{}", session.host_key_note());
+    HostReady ready{
+        0,           session.where(),  session.local_addr(),   address_without_port(session.peer()),
+        target.user, session.phases(), session.host_key_note()};
+    const std::string command = remote_agent_command(
+        options.agent_path.empty() ? default_agent_path() : options.agent_path);
+    return AgentConnection{
+        std::make_unique<SshAgentTransport>(std::move(session), command, options.ssh.keepalive),
+        std::move(ready)};
+  };
+}
+
+}  // namespace
+
+HostSpawner::HostSpawner(RemoteSpawnOptions options, RemoteEvents events)
+    : options_(std::move(options)), events_(std::move(events)) {
+  ssh_logger();  // created here, before the host threads log
+  if (options_.agent_path.empty()) options_.agent_path = default_agent_path();
+}
+
+HostSpawner::~HostSpawner() {
+  close_links();
+}
+
+void HostSpawner::close_links() {
+  // Destroying a link joins its thread: stop them all first, so that they close in parallel.
+  for (auto& link : links_) link->request_stop();
+  links_.clear();
+}
+
+std::size_t HostSpawner::add_link(AgentConnector connect, Clock::time_point deadline) {
+  links_.push_back(
+      std::make_unique<HostLink>(links_.size(), std::move(connect), options_, deadline, events_));
+  return links_.size() - 1;
+}
+
+void HostSpawner::start_workers(std::size_t host, std::vector<RemoteWorker> workers) {
+  if (host >= links_.size()) return;
+  for (const auto& worker : workers) worker_host_[worker.id] = host;
+  links_[host]->start_workers(std::move(workers));
+}
+
+void HostSpawner::terminate(int id, int signo) {
+  const auto it = worker_host_.find(id);
+  if (it != worker_host_.end()) links_[it->second]->terminate(id, signo);
+}
+
+void HostSpawner::terminate_all(int signo) {
+  for (auto& link : links_) link->terminate(-1, signo);
+}
 
 RemoteSpawner::RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options,
                              RemoteEvents events)
-    : impl_(std::make_unique<Impl>()) {
-  ssh_logger();  // created here, before the host threads log
-  if (options.agent_path.empty()) options.agent_path = default_agent_path();
-  impl_->options = std::move(options);
-  impl_->events = std::move(events);
-  const auto deadline = Clock::now() + impl_->options.start_timeout;
-  impl_->links.reserve(hosts.size());
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    impl_->links.push_back(std::make_unique<HostLink>(i, std::move(hosts[i]), impl_->options,
-                                                      deadline, impl_->events));
-  }
-}
-
-std::size_t RemoteSpawner::add_host(RemoteHost host) {
-  const std::size_t index = impl_->links.size();
-  impl_->links.push_back(std::make_unique<HostLink>(index, std::move(host), impl_->options,
-                                                    Clock::now() + impl_->options.start_timeout,
-                                                    impl_->events));
-  return index;
+    : HostSpawner(std::move(options), std::move(events)) {
+  const auto deadline = Clock::now() + this->options().start_timeout;
+  for (auto& host : hosts)
+    add_link(ssh_connector(std::move(host), this->options(), deadline), deadline);
 }
 
 RemoteSpawner::~RemoteSpawner() {
-  // Destroying a link joins its thread: stop them all first, so that they close in parallel.
-  for (auto& link : impl_->links) link->request_stop();
-  impl_->links.clear();
+  close_links();
 }
 
-void RemoteSpawner::start_workers(std::size_t host, std::vector<RemoteWorker> workers) {
-  if (host >= impl_->links.size()) return;
-  for (const auto& worker : workers) impl_->worker_host[worker.id] = host;
-  impl_->links[host]->start_workers(std::move(workers));
-}
-
-void RemoteSpawner::terminate(int id, int signo) {
-  const auto it = impl_->worker_host.find(id);
-  if (it != impl_->worker_host.end()) impl_->links[it->second]->terminate(id, signo);
-}
-
-void RemoteSpawner::terminate_all(int signo) {
-  for (auto& link : impl_->links) link->terminate(-1, signo);
+std::size_t RemoteSpawner::add_host(RemoteHost host) {
+  const auto deadline = Clock::now() + options().start_timeout;
+  return add_link(ssh_connector(std::move(host), options(), deadline), deadline);
 }
 
 }  // namespace hvdrun::launcher::ssh

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,8 +28,10 @@
 
 #include "common/process_end.h"
 #include "launcher/agent/remote_exit.h"
+#include "launcher/remote/agent_transport.h"
 #include "launcher/ssh/config/ssh_options.h"
 #include "launcher/ssh/ssh_error.h"
+#include "launcher/ssh/ssh_socket.h"
 
 namespace hvdrun::launcher::ssh {
 
@@ -87,18 +90,32 @@ struct RemoteEvents {
   std::function<void(int id)> on_output_closed;
 };
 
-class RemoteSpawner {
+// What connecting to a host's agent gives: its stream and the host's description (`host` is
+// filled in by the link).
+struct AgentConnection {
+  std::unique_ptr<AgentTransport> transport;
+  HostReady ready;
+};
+// Connects, blocking until done, the deadline, or `canceller` is cancelled. Throws SshError
+// (its failure kind is reported) or another hvdrun::Error (reported as unreachable).
+using AgentConnector = std::function<AgentConnection(SocketCanceller& canceller)>;
+
+class HostLink;
+
+// Hosts each reached through a HostLink (one thread each), and the worker -> host table that
+// routes signals. The kinds of hosts differ in how a link connects: RemoteSpawner (SSH) and
+// SrunSpawner (srun_spawner.h).
+class HostSpawner {
  public:
-  RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options, RemoteEvents events);
-  ~RemoteSpawner();
-  RemoteSpawner(const RemoteSpawner&) = delete;
-  RemoteSpawner& operator=(const RemoteSpawner&) = delete;
+  virtual ~HostSpawner();
+  HostSpawner(const HostSpawner&) = delete;
+  HostSpawner& operator=(const HostSpawner&) = delete;
 
   // Connects to one more host (an elastic job's discovered host), with its own connect
   // deadline; returns its index for the events and start_workers().
-  std::size_t add_host(RemoteHost host);
-  // Starts workers on a host (after its on_host_ready; earlier calls are queued). Channels
-  // open in parallel; a worker not started by the start deadline fails to start.
+  virtual std::size_t add_host(RemoteHost host) = 0;
+  // Starts workers on a host (after its on_host_ready; earlier calls are queued). A worker not
+  // started by the start deadline fails to start.
   void start_workers(std::size_t host, std::vector<RemoteWorker> workers);
   // Delivers a signal to the worker's process group through its agent: SIGTERM, SIGKILL,
   // SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT; others are sent as SIGTERM. Unknown or
@@ -106,9 +123,28 @@ class RemoteSpawner {
   void terminate(int id, int signo);
   void terminate_all(int signo);
 
+ protected:
+  HostSpawner(RemoteSpawnOptions options, RemoteEvents events);
+  // Stops and joins every link: call first in a subclass destructor, before what its
+  // connectors use goes away.
+  void close_links();
+  // A new link, index links().size() - 1 after the call.
+  std::size_t add_link(AgentConnector connect, Clock::time_point deadline);
+  const RemoteSpawnOptions& options() const { return options_; }
+
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  RemoteSpawnOptions options_;
+  RemoteEvents events_;
+  std::map<int, std::size_t> worker_host_;
+  std::vector<std::unique_ptr<HostLink>> links_;
+};
+
+// Hosts reached over SSH: one session each, connected at once, in parallel.
+class RemoteSpawner final : public HostSpawner {
+ public:
+  RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options, RemoteEvents events);
+  ~RemoteSpawner() override;
+  std::size_t add_host(RemoteHost host) override;
 };
 
 // This launcher's own executable (/proc/self/exe), the default agent path.

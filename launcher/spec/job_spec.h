@@ -64,6 +64,10 @@ struct JobSpec {
   std::string ssh_host_key_check = "accept-new";  // --ssh-host-key-check yes|accept-new|no
   std::string rendezvous_addr;  // --rendezvous-addr; empty: per host, the route's address
   std::string remote_hvdrun;    // --remote-hvdrun; empty: this hvdrun's own path
+  // How remote hosts' node agents start (--launcher): over SSH, or through one srun step of the
+  // Slurm allocation (auto: slurm when the hosts came from the allocation).
+  enum class Launcher { kSsh, kSlurm };
+  Launcher launcher = Launcher::kSsh;
 
   // A job whose size may change: --min-np, --max-np or a discovery script.
   bool elastic_job() const noexcept {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "launcher/output/logging.h"
+#include "launcher/remote/srun_spawner.h"
 
 namespace hvdrun::launcher {
 
@@ -25,7 +26,7 @@ ssh::SshOptions job_ssh_options(const JobSpec& spec,
 RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSpec& spec,
                              const std::vector<std::pair<std::size_t, HostSpec>>& hosts,
                              const std::map<std::string, std::string>& environment,
-                             Callbacks callbacks)
+                             const Agents& agents, Callbacks callbacks)
     : io_(io),
       sink_(sink),
       spec_(spec),
@@ -44,8 +45,19 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
   options.agent_path = spec.remote_hvdrun;
   options.start_timeout = spec.start_timeout;
   options.output_paused = [&console = sink.console()] { return console.any_paused(); };
-  spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
-                                                  posting_events());
+  if (spec.launcher == JobSpec::Launcher::kSlurm) {
+    ssh::SrunOptions srun;
+    srun.secret = agents.secret;
+    srun.bind = agents.bind;
+    srun.connect_address = agents.connect_address;
+    srun.elastic = spec.elastic_job();
+    for (const auto& [name, value] : environment) srun.env.push_back(name + "=" + value);
+    spawner_ = std::make_unique<ssh::SrunSpawner>(std::move(targets), std::move(options),
+                                                  posting_events(), std::move(srun));
+  } else {
+    spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
+                                                    posting_events());
+  }
 }
 
 void RemoteWorkers::add_host(std::size_t index, const HostSpec& host) {

@@ -37,10 +37,20 @@ class RemoteWorkers final : public WorkerPool {
     std::function<void(const WorkerId& worker)> on_stream_closed;
   };
 
-  // Connects to `hosts` (each with its index in the job's hosts) at once, in parallel.
+  // What agents that connect to the launcher (--launcher slurm) need: the job's secret, the
+  // address to listen on, and the address they connect to (empty: the route to the first host).
+  struct Agents {
+    std::string secret;
+    std::string bind;
+    std::string connect_address;
+  };
+
+  // Connects to `hosts` (each with its index in the job's hosts) at once, in parallel: over
+  // SSH, or (JobSpec::launcher kSlurm) through agents that one srun step starts.
   RemoteWorkers(boost::asio::io_context& io, OutputSink& sink, const JobSpec& spec,
                 const std::vector<std::pair<std::size_t, HostSpec>>& hosts,
-                const std::map<std::string, std::string>& environment, Callbacks callbacks);
+                const std::map<std::string, std::string>& environment, const Agents& agents,
+                Callbacks callbacks);
   // Connects to one more host (found by an elastic job's discovery); its on_host_ready or
   // on_host_failed follows.
   void add_host(std::size_t index, const HostSpec& host);
@@ -97,7 +107,7 @@ class RemoteWorkers final : public WorkerPool {
   int next_number_ = 0;
   std::map<std::size_t, HostStart> starting_;  // JobSpec::hosts index -> progress
   bool closed_ = false;
-  std::unique_ptr<ssh::RemoteSpawner> spawner_;  // last: its events use the members above
+  std::unique_ptr<ssh::HostSpawner> spawner_;  // last: its events use the members above
 };
 
 // The SSH client options of a job: the environment's (HOME, USER, SSH_AUTH_SOCK) with -p, -i

@@ -43,8 +43,9 @@ RemoteWorkers::Callbacks WorkerPools::remote_callbacks() {
 void WorkerPools::connect(const std::vector<std::size_t>& remote) {
   std::vector<std::pair<std::size_t, HostSpec>> hosts;
   for (const std::size_t index : remote) hosts.emplace_back(index, hosts_[index]);
-  remote_ =
-      std::make_unique<RemoteWorkers>(io_, sink_, spec_, hosts, environment_, remote_callbacks());
+  remote_ = std::make_unique<RemoteWorkers>(
+      io_, sink_, spec_, hosts, environment_,
+      RemoteWorkers::Agents{rdzv_.secret, plan_.bind, plan_.fixed}, remote_callbacks());
 }
 
 WorkerPools::Discovered WorkerPools::add_discovered(std::size_t index, const HostSpec& host) {

@@ -33,6 +33,11 @@ int decode(int status) {
 
 HvdrunProcess::HvdrunProcess(const std::vector<std::string>& args,
                              const std::map<std::string, std::string>& extra_env,
+                             const std::string& stdin_path)
+    : HvdrunProcess(HVDRUN_BINARY, args, extra_env, stdin_path) {}
+
+HvdrunProcess::HvdrunProcess(const std::string& program, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& extra_env,
                              const std::string& stdin_path) {
   // The test's environment, minus what the tests expect hvdrun to choose itself unless they
   // pass it (a machine with OMP_NUM_THREADS set must not change what they see).
@@ -43,7 +48,7 @@ HvdrunProcess::HvdrunProcess(const std::vector<std::string>& args,
     if (!extra_env.contains(name) && name != "OMP_NUM_THREADS") env.push_back(entry);
   }
   for (const auto& [name, value] : extra_env) env.push_back(name + "=" + value);
-  std::vector<std::string> argv{HVDRUN_BINARY};
+  std::vector<std::string> argv{program};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<char*> c_argv, c_env;
   for (auto& a : argv) c_argv.push_back(a.data());

@@ -26,6 +26,9 @@ class HvdrunProcess {
   explicit HvdrunProcess(const std::vector<std::string>& args,
                          const std::map<std::string, std::string>& extra_env = {},
                          const std::string& stdin_path = "/dev/null");
+  // Another program in its place (salloc or sbatch running hvdrun): `program` a full path.
+  HvdrunProcess(const std::string& program, const std::vector<std::string>& args,
+                const std::map<std::string, std::string>& extra_env, const std::string& stdin_path);
   ~HvdrunProcess();
   HvdrunProcess(const HvdrunProcess&) = delete;
   HvdrunProcess& operator=(const HvdrunProcess&) = delete;

@@ -31,7 +31,7 @@ TEST(AgentProtocol, EveryFrameRoundTrips) {
   EXPECT_EQ(round_trip(sample()), sample());
   EXPECT_EQ(round_trip(SignalFrame{-1, SIGUSR1}), (SignalFrame{-1, SIGUSR1}));
   EXPECT_EQ(round_trip(CreditFrame{123456}), CreditFrame{123456});
-  EXPECT_EQ(round_trip(HelloFrame{1, "node-7", 4242}), (HelloFrame{1, "node-7", 4242}));
+  EXPECT_EQ(round_trip(HelloFrame{1, "node-7", 4242, "n7"}), (HelloFrame{1, "node-7", 4242, "n7"}));
   EXPECT_EQ(round_trip(StartedFrame{3, 999}), (StartedFrame{3, 999}));
   const OutputFrame output{5, ssh::OutputStream::kStderr, std::string("a\0b\n", 4)};
   EXPECT_EQ(round_trip(output), output);
@@ -160,7 +160,7 @@ TEST(AgentStream, SkipsALoginBannerBeforeThePreamble) {
   EXPECT_FALSE(reader.next().has_value());
   EXPECT_FALSE(reader.synced());
   const std::string stream =
-      std::string(kAgentPreamble) + encode(FromAgent(HelloFrame{1, "node7", 12}));
+      std::string(kAgentPreamble) + encode(FromAgent(HelloFrame{1, "node7", 12, ""}));
   reader.feed(stream.substr(0, 7));
   reader.feed(stream.substr(7));
   const auto frame = reader.next();

@@ -1,0 +1,122 @@
+// The agent connection's mutual proof of the job secret (agent_auth.h).
+#include "launcher/agent/agent_auth.h"
+
+#include <openssl/rand.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "common/unique_fd.h"
+#include "hvdrun/error.h"
+#include "rendezvous/auth.h"
+
+namespace hvdrun::launcher::agent {
+namespace {
+
+using Nonce = std::array<std::uint8_t, rdzv::kNonceSize>;
+using Mac = std::array<std::uint8_t, rdzv::kMacSize>;
+
+int ms_left(HandshakeClock::time_point deadline) {
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(deadline - HandshakeClock::now()).count();
+  return static_cast<int>(std::max<long>(0, std::min<long>(left, 60'000)));
+}
+
+void read_exact(int fd, std::uint8_t* out, std::size_t size, HandshakeClock::time_point deadline,
+                const char* what) {
+  std::size_t got = 0;
+  while (got < size) {
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, ms_left(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) throw TimeoutError(std::string("agent handshake: no ") + what + " in time");
+    const long n = read_some(fd, reinterpret_cast<char*>(out) + got, size - got);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) {
+      throw ProtocolError(std::string("agent handshake: the connection closed before the ") + what);
+    }
+    got += static_cast<std::size_t>(n);
+  }
+}
+
+void write_exact(int fd, const std::string& bytes, HandshakeClock::time_point deadline) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, ms_left(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) throw TimeoutError("agent handshake: could not write in time");
+    const ssize_t n = ::write(fd, bytes.data() + sent, bytes.size() - sent);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) throw NetworkError(std::string("agent handshake: ") + std::strerror(errno));
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+Nonce fresh_nonce() {
+  Nonce nonce{};
+  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
+    throw Error("agent handshake: the random number generator failed");
+  }
+  return nonce;
+}
+
+Mac proof(std::string_view secret, std::string_view context, const Nonce& launcher,
+          const Nonce& agent) {
+  std::array<std::uint8_t, 2 * rdzv::kNonceSize> both{};
+  std::memcpy(both.data(), launcher.data(), launcher.size());
+  std::memcpy(both.data() + launcher.size(), agent.data(), agent.size());
+  return rdzv::compute_mac(secret, context, both);
+}
+
+constexpr std::string_view kAgentContext = "hvdrun node agent";
+constexpr std::string_view kLauncherContext = "hvdrun launcher";
+
+std::string bytes_of(std::string_view magic,
+                     std::initializer_list<std::span<const std::uint8_t>> parts) {
+  std::string out(magic);
+  for (const auto part : parts) out.append(reinterpret_cast<const char*>(part.data()), part.size());
+  return out;
+}
+
+}  // namespace
+
+void launcher_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline) {
+  const Nonce mine = fresh_nonce();
+  write_exact(fd, bytes_of("HVDL", {mine}), deadline);
+  std::array<std::uint8_t, 4 + rdzv::kNonceSize + rdzv::kMacSize> reply{};
+  read_exact(fd, reply.data(), reply.size(), deadline, "answer from the agent");
+  if (std::memcmp(reply.data(), "HVDA", 4) != 0) {
+    throw ProtocolError("agent handshake: the peer is not an hvdrun node agent");
+  }
+  Nonce theirs{};
+  std::memcpy(theirs.data(), reply.data() + 4, theirs.size());
+  const Mac expected = proof(secret, kAgentContext, mine, theirs);
+  if (!rdzv::mac_equal(expected, std::span(reply).subspan(4 + rdzv::kNonceSize))) {
+    throw ProtocolError("agent handshake: the agent does not know the job's secret");
+  }
+  write_exact(fd, bytes_of("", {proof(secret, kLauncherContext, mine, theirs)}), deadline);
+}
+
+void agent_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline) {
+  std::array<std::uint8_t, 4 + rdzv::kNonceSize> challenge{};
+  read_exact(fd, challenge.data(), challenge.size(), deadline, "challenge from the launcher");
+  if (std::memcmp(challenge.data(), "HVDL", 4) != 0) {
+    throw ProtocolError("agent handshake: the peer is not an hvdrun launcher");
+  }
+  Nonce theirs{};
+  std::memcpy(theirs.data(), challenge.data() + 4, theirs.size());
+  const Nonce mine = fresh_nonce();
+  write_exact(fd, bytes_of("HVDA", {mine, proof(secret, kAgentContext, theirs, mine)}), deadline);
+  Mac answer{};
+  read_exact(fd, answer.data(), answer.size(), deadline, "proof from the launcher");
+  if (!rdzv::mac_equal(answer, proof(secret, kLauncherContext, theirs, mine))) {
+    throw ProtocolError("agent handshake: the launcher does not know the job's secret");
+  }
+}
+
+}  // namespace hvdrun::launcher::agent

@@ -1,0 +1,26 @@
+// The handshake that opens a node agent's TCP connection to the launcher (Slurm and per-node
+// starts; over SSH the channel itself is authenticated). Both sides prove they know the job's
+// secret before a frame is read, so an agent never obeys a stranger and the launcher never
+// takes a stranger for a host:
+//   launcher -> agent: "HVDL", nonce_l (32 bytes)
+//   agent -> launcher: "HVDA", nonce_a (32 bytes), HMAC-SHA256(secret, "hvdrun node agent" ||
+//                      nonce_l || nonce_a)
+//   launcher -> agent: HMAC-SHA256(secret, "hvdrun launcher" || nonce_l || nonce_a)
+// Then the agent protocol (agent_protocol.h) runs on the connection. Fixed sizes, each read
+// bounded by the deadline; a wrong proof is a ProtocolError that says so, a slow peer a
+// TimeoutError. The traffic after it is not encrypted (as the rendezvous's).
+#pragma once
+
+#include <chrono>
+#include <string_view>
+
+namespace hvdrun::launcher::agent {
+
+using HandshakeClock = std::chrono::steady_clock;
+
+// The launcher's side, on an accepted connection (blocking or not).
+void launcher_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline);
+// The agent's side, on its connection to the launcher.
+void agent_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline);
+
+}  // namespace hvdrun::launcher::agent

@@ -1,0 +1,210 @@
+// Jobs inside a real Slurm allocation (scripts/slurm-test-cluster.sh: slurmctld and 3 slurmd
+// "nodes" in network namespaces): hvdrun with no host flags trains on every node of the
+// allocation, its node agents started by one srun step; sbatch; heterogeneous task counts; a
+// node's agent killed; scancel of the job; an elastic job losing a node. Nothing may be left
+// on any node.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/integration/elastic_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const char* kSlurmConf = "/tmp/hvds-slurm/slurm.conf";
+
+bool cluster_up() {
+  return ::getuid() == 0 && std::filesystem::exists(kSlurmConf) &&
+         std::system("SLURM_CONF=/tmp/hvds-slurm/slurm.conf sinfo -h >/dev/null 2>&1") == 0;
+}
+
+#define REQUIRE_SLURM()                                                                \
+  do {                                                                                 \
+    if (::getuid() != 0) GTEST_SKIP() << "the Slurm test cluster needs root";          \
+    ASSERT_TRUE(cluster_up()) << "the Slurm test cluster is not up: "                  \
+                                 "scripts/slurm-test-cluster.sh up 3 (ctest does it)"; \
+  } while (0)
+
+std::map<std::string, std::string> slurm_env() {
+  return {{"SLURM_CONF", kSlurmConf}};
+}
+
+// Pids in node i's network namespace other than its slurmd.
+std::vector<std::string> node_leftovers(int node) {
+  std::vector<std::string> out;
+  FILE* pipe = ::popen(("ip netns pids hvds" + std::to_string(node) + " 2>/dev/null").c_str(), "r");
+  if (!pipe) return out;
+  char line[64];
+  while (std::fgets(line, sizeof line, pipe)) {
+    const std::string pid = std::string(line).substr(0, std::string(line).find('\n'));
+    std::ifstream comm("/proc/" + pid + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (!name.empty() && name != "slurmd") out.push_back(pid + " (" + name + ")");
+  }
+  ::pclose(pipe);
+  return out;
+}
+
+// Waits until no node runs anything but its slurmd; what is left at the deadline.
+std::vector<std::string> wait_nodes_idle(milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  for (;;) {
+    std::vector<std::string> left;
+    for (int node = 1; node <= 3; ++node) {
+      for (auto& p : node_leftovers(node))
+        left.push_back("hvds-n" + std::to_string(node) + ": " + p);
+    }
+    if (left.empty() || std::chrono::steady_clock::now() >= end) return left;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += i + "; ";
+  return out;
+}
+
+TEST(Slurm, SallocWithNoHostFlagsTrainsOnEveryNode) {
+  REQUIRE_SLURM();
+  auto r = HvdrunProcess(
+               "/usr/bin/salloc",
+               {"-N", "3", "-n", "6", HVDRUN_BINARY, "--verbose", TRAIN_EXAMPLE, "--epochs", "1"},
+               slurm_env(), "/dev/null")
+               .finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hosts from Slurm job")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvds-n[1-3] (3 hosts, 6 slots)")) << r.err;
+  for (int node = 1; node <= 3; ++node) {
+    EXPECT_TRUE(contains(r.err, "node agent of hvds-n" + std::to_string(node) + " (")) << r.err;
+  }
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:all 6 ranks agree")) << r.out << r.err;
+  EXPECT_TRUE(wait_nodes_idle(seconds(10)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
+// -n 3 on 2 nodes: SLURM_TASKS_PER_NODE=2,1; each rank says where it runs.
+TEST(Slurm, HeterogeneousTaskCountsGiveEachNodeItsSlots) {
+  REQUIRE_SLURM();
+  auto r = HvdrunProcess("/usr/bin/salloc",
+                         {"-N", "2", "-n", "3", HVDRUN_BINARY, "/bin/sh", "-c",
+                          "echo rank $RANK on $(hostname) local $LOCAL_RANK"},
+                         slurm_env(), "/dev/null")
+               .finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "rank 0 on hvds-n1 local 0")) << r.out;
+  EXPECT_TRUE(contains(r.out, "rank 1 on hvds-n1 local 1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "rank 2 on hvds-n2 local 0")) << r.out;
+}
+
+TEST(Slurm, SbatchOfTheSameJobTrains) {
+  REQUIRE_SLURM();
+  TempDir dir;
+  const auto out = dir.path / "job.out";
+  {
+    std::ofstream script(dir.path / "job.sh");
+    script << "#!/bin/sh\n" << HVDRUN_BINARY << " " << TRAIN_EXAMPLE << " --epochs 1\n";
+  }
+  auto r = HvdrunProcess(
+               "/usr/bin/sbatch",
+               {"--wait", "-N", "3", "-n", "3", "-o", out.string(), (dir.path / "job.sh").string()},
+               slurm_env(), "/dev/null")
+               .finish(seconds(90));
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(r.status, 0) << r.err << text;
+  EXPECT_TRUE(contains(text, "[0]<stdout>:all 3 ranks agree")) << text;
+}
+
+// The pid of the node agent on node i (its process in that node's namespace), or -1.
+pid_t agent_on(int node) {
+  for (const auto& entry : node_leftovers(node)) {
+    const std::string pid = entry.substr(0, entry.find(' '));
+    std::ifstream cmdline("/proc/" + pid + "/cmdline");
+    const std::string text((std::istreambuf_iterator<char>(cmdline)),
+                           std::istreambuf_iterator<char>());
+    if (text.find(std::string("--node-agent\0", 13)) != std::string::npos) return std::stoi(pid);
+  }
+  return -1;
+}
+
+pid_t wait_agent_on(int node, milliseconds deadline) {
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  pid_t pid = -1;
+  while ((pid = agent_on(node)) < 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return pid;
+}
+
+TEST(Slurm, AKilledNodeAgentFailsAStaticJobNamingItsNode) {
+  REQUIRE_SLURM();
+  HvdrunProcess job("/usr/bin/salloc",
+                    {"-N", "3", "-n", "3", HVDRUN_BINARY, "/bin/sh", "-c", "exec sleep 60"},
+                    slurm_env(), "/dev/null");
+  const pid_t agent = wait_agent_on(3, seconds(20));
+  ASSERT_GT(agent, 0);
+  std::this_thread::sleep_for(milliseconds(500));  // its worker runs
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  const auto r = job.finish(seconds(60));
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "the node agent on hvds-n3 (")) << r.err;
+  EXPECT_TRUE(contains(r.err, "job failed: first failure was rank 2 on hvds-n3")) << r.err;
+  EXPECT_TRUE(wait_nodes_idle(seconds(15)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
+// scancel of the allocation while its job runs: Slurm ends the step and salloc's shell, and
+// nothing is left on any node.
+TEST(Slurm, ScancelLeavesNothingOnAnyNode) {
+  REQUIRE_SLURM();
+  HvdrunProcess job("/usr/bin/salloc",
+                    {"-N", "3", "-n", "3", "-J", "hvdrun-scancel-test", HVDRUN_BINARY, "/bin/sh",
+                     "-c", "exec sleep 60"},
+                    slurm_env(), "/dev/null");
+  ASSERT_GT(wait_agent_on(3, seconds(20)), 0);
+  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_EQ(std::system("SLURM_CONF=/tmp/hvds-slurm/slurm.conf scancel -n hvdrun-scancel-test"), 0);
+  const auto r = job.finish(seconds(60));
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
+// An elastic job (srun --no-kill) loses node 3's agent: the job re-forms on the 2 other nodes
+// and finishes with every sample applied once.
+TEST(Slurm, AnElasticJobLosingANodeReFormsWithoutIt) {
+  REQUIRE_SLURM();
+  TempDir dir;
+  auto args = elastic_job(dir, {"--min-np", "2", "--blacklist-cooldown-range", "60", "600"}, 12);
+  HvdrunProcess job(
+      "/usr/bin/salloc",
+      [&] {
+        std::vector<std::string> a{"-N", "3", "-n", "3", HVDRUN_BINARY};
+        a.insert(a.end(), args.begin(), args.end());
+        return a;
+      }(),
+      slurm_env(), "/dev/null");
+  wait_for_pids(dir.path, 3, seconds(30));
+  std::this_thread::sleep_for(milliseconds(1000));  // the three train together
+  const pid_t agent = agent_on(3);
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  const auto r = job.finish(seconds(110));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "host hvds-n3 unused for 60 s; re-forming with 2 surviving workers"))
+      << r.err;
+  EXPECT_TRUE(contains(r.out, "applied 98304 samples of 98304; all ranks agree")) << r.out;
+  EXPECT_TRUE(wait_nodes_idle(seconds(15)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

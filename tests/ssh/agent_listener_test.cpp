@@ -1,0 +1,152 @@
+// The launcher's port for node agents that connect to it: a real agent process (the test
+// agent, `--node-agent --connect`) proves the secret and is handed to the wait for its node;
+// a wrong secret, an unknown node and a stranger are refused, named; the srun command line.
+#include "launcher/remote/agent_listener.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hvdrun/error.h"
+#include "launcher/remote/srun_spawner.h"
+#include "launcher/ssh/ssh_socket.h"
+
+namespace hvdrun::launcher::ssh {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kSecret(64, 'a');
+
+// The test agent connecting to 127.0.0.1:`port` as `node` with `secret`; its stderr in a pipe.
+class ConnectingAgent {
+ public:
+  ConnectingAgent(std::uint16_t port, const std::string& node, const std::string& secret) {
+    int err[2];
+    if (::pipe(err) != 0) throw std::runtime_error("pipe");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(err[1], 2);
+      ::setenv("HVDRUN_AGENT_SECRET", secret.c_str(), 1);
+      const std::string endpoint = "127.0.0.1:" + std::to_string(port);
+      ::execl(TEST_AGENT, TEST_AGENT, "--node-agent", "--connect", endpoint.c_str(), "--node",
+              node.c_str(), "--connect-timeout", "5", static_cast<char*>(nullptr));
+      ::_exit(126);
+    }
+    ::close(err[1]);
+    err_ = err[0];
+  }
+  ~ConnectingAgent() {
+    if (pid_ > 0) {  // never kill(-1): that signals every process of the user
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(err_);
+  }
+  // Its exit status and stderr, once it exits (within 10 s).
+  std::pair<int, std::string> finish() {
+    std::string text;
+    char buffer[4096];
+    long n;
+    while ((n = ::read(err_, buffer, sizeof buffer)) > 0) text.append(buffer, n);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int err_ = -1;
+};
+
+TEST(AgentListener, AnAgentWithTheSecretIsHandedToTheWaitForItsNode) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a", "node-b"});
+  ConnectingAgent agent(listener.port(), "node-b", kSecret);
+  SocketCanceller canceller;
+  AgentConnection connection = listener.wait_for("node-b", Clock::now() + 10s, canceller);
+  ASSERT_NE(connection.transport, nullptr);
+  EXPECT_EQ(connection.ready.where.rfind("node-b (127.0.0.1:", 0), 0u) << connection.ready.where;
+  EXPECT_EQ(connection.ready.local_addr, "127.0.0.1");
+  EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 200ms, canceller), TimeoutError);
+}
+
+TEST(AgentListener, AWrongSecretIsRefusedOnBothSides) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  ConnectingAgent agent(listener.port(), "node-a", std::string(64, 'b'));
+  SocketCanceller canceller;
+  EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 2s, canceller), TimeoutError);
+  const auto [status, err] = agent.finish();
+  EXPECT_EQ(status, 1) << err;
+  EXPECT_NE(err.find("hvdrun node agent: the launcher at 127.0.0.1:"), std::string::npos) << err;
+  EXPECT_NE(err.find("agent handshake: the connection closed before the proof from the launcher"),
+            std::string::npos)
+      << err;
+}
+
+TEST(AgentListener, AnAgentOfAnotherNodeIsRefused) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  ConnectingAgent stranger(listener.port(), "node-z", kSecret);
+  SocketCanceller canceller;
+  EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 1s, canceller), TimeoutError);
+  const auto [status, err] = stranger.finish();  // its connection closed: it ends
+  EXPECT_EQ(status, 0) << err;
+}
+
+TEST(AgentListener, AConnectionThatSaysNothingDoesNotBlockOthers) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(listener.port());
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::connect(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ConnectingAgent agent(listener.port(), "node-a", kSecret);
+  SocketCanceller canceller;
+  EXPECT_NE(listener.wait_for("node-a", Clock::now() + 5s, canceller).transport, nullptr);
+  ::close(silent);
+}
+
+TEST(AgentListener, FailAllEndsTheWaits) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  listener.fail_all("srun ended (exit code 1) before the node agent of this host connected");
+  SocketCanceller canceller;
+  try {
+    listener.wait_for("node-a", Clock::now() + 10s, canceller);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "srun ended (exit code 1) before the node agent of this host connected");
+  }
+}
+
+TEST(Srun, VersionsWithAndWithoutExternalLauncher) {
+  EXPECT_FALSE(srun_has_external_launcher("slurm 22.05.8\n"));
+  EXPECT_FALSE(srun_has_external_launcher("slurm 23.02.7\n"));
+  EXPECT_TRUE(srun_has_external_launcher("slurm 23.11.1\n"));
+  EXPECT_TRUE(srun_has_external_launcher("slurm-wlm 24.05.0\n"));
+  EXPECT_FALSE(srun_has_external_launcher("something else"));
+}
+
+TEST(Srun, OneAgentPerNodeStaticAndElastic) {
+  SrunOptions srun;
+  const auto stat =
+      srun_agent_command(srun, false, {"n1", "n2"}, "/opt/hvdrun", "10.0.0.1:4000", 30s);
+  EXPECT_EQ(stat, (std::vector<std::string>{
+                      "srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--nodelist=n1,n2",
+                      "--mpi=none", "--cpu-bind=none", "--job-name=hvdrun-agents", "--overlap",
+                      "--kill-on-bad-exit=1", "/opt/hvdrun", "--node-agent", "--connect",
+                      "10.0.0.1:4000", "--connect-timeout", "30.0"}));
+  srun.elastic = true;
+  const auto elastic = srun_agent_command(srun, true, {"n1"}, "/opt/hvdrun", "10.0.0.1:4000", 30s);
+  EXPECT_NE(std::find(elastic.begin(), elastic.end(), "--external-launcher"), elastic.end());
+  EXPECT_NE(std::find(elastic.begin(), elastic.end(), "--no-kill"), elastic.end());
+  EXPECT_NE(std::find(elastic.begin(), elastic.end(), "--kill-on-bad-exit=0"), elastic.end());
+  for (const auto& word : elastic) EXPECT_EQ(word.find(std::string(64, 'a')), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher::ssh
