@@ -16,6 +16,7 @@
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_connect.h"
 #include "launcher/cli/cli.h"
+#include "launcher/cli/per_node.h"
 #include "launcher/job/run_job.h"
 #include "launcher/process/interrupted.h"
 #include "launcher/process/process.h"
@@ -71,6 +72,19 @@ int main(int argc, char** argv) {
         return fail(("cannot write to stdout: " + std::string(std::strerror(errno))).c_str(), 1);
       }
       return 0;
+    }
+    const auto& per_node = parsed.spec.per_node;
+    if (per_node.nnodes > 1 && per_node.node_rank > 0) {  // this node runs node 0's workers
+      ::setenv(hvdrun::launcher::agent::kAgentSecretVariable, per_node.secret.c_str(), 1);
+      const std::string host =
+          per_node.host.find(':') != std::string::npos ? "[" + per_node.host + "]" : per_node.host;
+      std::fprintf(stderr, "hvdrun: node %d of %d: running the workers node 0 (%s) gives it\n",
+                   per_node.node_rank, per_node.nnodes, per_node.host.c_str());
+      return hvdrun::launcher::agent::node_agent_main(
+          {"--connect", host + ":" + std::to_string(per_node.port), "--node",
+           hvdrun::launcher::per_node_host_name(per_node.node_rank), "--connect-timeout",
+           // Node 0's pod may be scheduled minutes after this one.
+           std::to_string(std::max<long long>(300, parsed.spec.start_timeout.count()))});
     }
     return hvdrun::launcher::run_job(parsed.spec, environment);
   } catch (const hvdrun::UsageError& e) {

@@ -17,6 +17,7 @@
 #include "launcher/cli/cli_values.h"
 #include "launcher/cli/config_file.h"
 #include "launcher/cli/horovod_tuning.h"
+#include "launcher/cli/per_node.h"
 #include "launcher/plan/placement.h"
 #include "launcher/spec/hosts.h"
 #include "launcher/spec/slurm_allocation.h"
@@ -232,7 +233,12 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
   if (hosts_flag) spec.hosts = parse_hosts_flag(*hosts_flag);
   if (hostfile) spec.hosts = parse_hostfile(*hostfile, notes);
   bool from_slurm = false;
-  if (!hosts_flag && !hostfile && !parsed.value("host-discovery-script")) {
+  const bool per_node = apply_per_node(
+      spec,
+      {parsed.value("nnodes"), parsed.value("node-rank"), parsed.value("nproc-per-node"),
+       parsed.value("rdzv-endpoint"), parsed.value("rdzv-secret-file")},
+      environment, hosts_flag || hostfile || parsed.value("host-discovery-script"));
+  if (!per_node && !hosts_flag && !hostfile && !parsed.value("host-discovery-script")) {
     if (auto allocation = slurm_allocation(environment)) {
       spec.hosts = std::move(allocation->hosts);
       from_slurm = true;
@@ -266,14 +272,21 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
     throw UsageError(parsed.spelled("launcher") + " '" + launcher +
                      "': expected ssh, slurm or auto");
   }
+  if (per_node && launcher != "auto") {
+    throw UsageError(parsed.spelled("launcher") + " " + launcher +
+                     " and --nnodes cannot be used together: with --nnodes every node starts its "
+                     "own agent");
+  }
   if (launcher == "slurm" && !from_slurm) {
     throw UsageError(parsed.spelled("launcher") +
                      " slurm: the hosts must come from a Slurm allocation (SLURM_JOB_ID set, no "
                      "-H, --hostfile or discovery script)");
   }
-  spec.launcher = launcher == "slurm" || (launcher == "auto" && from_slurm)
-                      ? JobSpec::Launcher::kSlurm
-                      : JobSpec::Launcher::kSsh;
+  if (!per_node) {
+    spec.launcher = launcher == "slurm" || (launcher == "auto" && from_slurm)
+                        ? JobSpec::Launcher::kSlurm
+                        : JobSpec::Launcher::kSsh;
+  }
   check_elastic(spec, parsed);
   if (!spec.elastic.discovery_script.empty()) return;  // the script gives the hosts
   if (spec.hosts.empty()) spec.hosts.push_back(HostSpec{"", "localhost", spec.num_proc, "default"});

@@ -53,13 +53,14 @@ std::pair<std::string, agent::HelloFrame> read_hello(int fd, Clock::time_point d
 }  // namespace
 
 AgentListener::AgentListener(const std::string& bind, std::string secret,
-                             const std::vector<std::string>& nodes)
+                             const std::vector<std::string>& nodes, std::uint16_t port)
     : secret_(std::move(secret)),
       nodes_(nodes.begin(), nodes.end()),
       listen_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
       stop_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
   if (::inet_pton(AF_INET, bind.c_str(), &addr.sin_addr) != 1) {
     throw UsageError("the node agents' port: '" + bind + "' is not an IPv4 address");
   }
@@ -67,7 +68,8 @@ AgentListener::AgentListener(const std::string& bind, std::string secret,
   ::setsockopt(listen_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(listen_.get(), 1024) != 0) {
-    throw Error("cannot listen for node agents on " + bind + ": " + std::strerror(errno));
+    throw Error("cannot listen for node agents on " + bind + ":" + std::to_string(port) + ": " +
+                std::strerror(errno));
   }
   socklen_t size = sizeof addr;
   ::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&addr), &size);

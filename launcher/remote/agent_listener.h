@@ -27,9 +27,10 @@ class AgentListener {
  public:
   static constexpr std::size_t kMaxHandshakes = 64;
 
-  // Listens on `bind` (an IPv4 address; "0.0.0.0": every interface), an ephemeral port.
-  // Throws hvdrun::Error naming the address if it cannot.
-  AgentListener(const std::string& bind, std::string secret, const std::vector<std::string>& nodes);
+  // Listens on `bind` (an IPv4 address; "0.0.0.0": every interface), `port` (0: any free
+  // one). Throws hvdrun::Error naming the address if it cannot.
+  AgentListener(const std::string& bind, std::string secret, const std::vector<std::string>& nodes,
+                std::uint16_t port = 0);
   ~AgentListener();  // closes every connection not handed over, joins every thread
   AgentListener(const AgentListener&) = delete;
   AgentListener& operator=(const AgentListener&) = delete;

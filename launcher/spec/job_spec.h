@@ -64,10 +64,22 @@ struct JobSpec {
   std::string ssh_host_key_check = "accept-new";  // --ssh-host-key-check yes|accept-new|no
   std::string rendezvous_addr;  // --rendezvous-addr; empty: per host, the route's address
   std::string remote_hvdrun;    // --remote-hvdrun; empty: this hvdrun's own path
-  // How remote hosts' node agents start (--launcher): over SSH, or through one srun step of the
-  // Slurm allocation (auto: slurm when the hosts came from the allocation).
-  enum class Launcher { kSsh, kSlurm };
+  // How remote hosts' node agents start (--launcher): over SSH, through one srun step of the
+  // Slurm allocation (auto: slurm when the hosts came from the allocation), or by each node
+  // itself (--nnodes: they connect to the --rdzv-endpoint port).
+  enum class Launcher { kSsh, kSlurm, kNodes };
   Launcher launcher = Launcher::kSsh;
+  // A per-node start (--nnodes, --node-rank, --nproc-per-node, --rdzv-endpoint, or their PET_*
+  // variables): node 0 runs the job, with hosts "localhost" and node-1 .. node-(N-1); the
+  // others run a node agent that connects to host:port.
+  struct PerNode {
+    int nnodes = 0;  // 0: not a per-node start
+    int node_rank = 0;
+    std::string host;        // the endpoint's host: node 0's
+    std::uint16_t port = 0;  // the endpoint's port: node 0's agent port
+    std::string secret;      // from --rdzv-secret-file or HVDRUN_RDZV_SECRET
+  };
+  PerNode per_node;
 
   // A job whose size may change: --min-np, --max-np or a discovery script.
   bool elastic_job() const noexcept {

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "launcher/output/logging.h"
-#include "launcher/remote/srun_spawner.h"
+#include "launcher/remote/agent_port_spawner.h"
 
 namespace hvdrun::launcher {
 
@@ -45,15 +45,23 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
   options.agent_path = spec.remote_hvdrun;
   options.start_timeout = spec.start_timeout;
   options.output_paused = [&console = sink.console()] { return console.any_paused(); };
-  if (spec.launcher == JobSpec::Launcher::kSlurm) {
-    ssh::SrunOptions srun;
-    srun.secret = agents.secret;
-    srun.bind = agents.bind;
-    srun.connect_address = agents.connect_address;
-    srun.elastic = spec.elastic_job();
-    for (const auto& [name, value] : environment) srun.env.push_back(name + "=" + value);
-    spawner_ = std::make_unique<ssh::SrunSpawner>(std::move(targets), std::move(options),
-                                                  posting_events(), std::move(srun));
+  if (spec.launcher != JobSpec::Launcher::kSsh) {
+    ssh::AgentPortOptions port;
+    port.secret = agents.secret;
+    port.bind = agents.bind;
+    port.connect_address = agents.connect_address;
+    std::optional<ssh::SrunOptions> srun;
+    if (spec.launcher == JobSpec::Launcher::kSlurm) {
+      srun.emplace();
+      srun->elastic = spec.elastic_job();
+      for (const auto& [name, value] : environment) srun->env.push_back(name + "=" + value);
+    } else {  // --nnodes: every node's agent comes to the endpoint's port by itself
+      port.secret = spec.per_node.secret;
+      port.port = spec.per_node.port;
+      port.bind = "0.0.0.0";
+    }
+    spawner_ = std::make_unique<ssh::AgentPortSpawner>(
+        std::move(targets), std::move(options), posting_events(), std::move(port), std::move(srun));
   } else {
     spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
                                                     posting_events());

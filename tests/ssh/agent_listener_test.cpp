@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "hvdrun/error.h"
-#include "launcher/remote/srun_spawner.h"
+#include "launcher/remote/srun_step.h"
 #include "launcher/ssh/ssh_socket.h"
 
 namespace hvdrun::launcher::ssh {
@@ -133,6 +133,7 @@ TEST(Srun, VersionsWithAndWithoutExternalLauncher) {
 
 TEST(Srun, OneAgentPerNodeStaticAndElastic) {
   SrunOptions srun;
+  srun.srun = "srun";
   const auto stat =
       srun_agent_command(srun, false, {"n1", "n2"}, "/opt/hvdrun", "10.0.0.1:4000", 30s);
   EXPECT_EQ(stat, (std::vector<std::string>{

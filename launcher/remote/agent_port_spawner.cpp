@@ -1,0 +1,83 @@
+// AgentPortSpawner (agent_port_spawner.h): the agent port, the srun step if any, and a link per
+// node waiting for its agent.
+#include "launcher/remote/agent_port_spawner.h"
+
+#include <netdb.h>
+
+#include "common/interfaces.h"
+#include "hvdrun/error.h"
+
+namespace hvdrun::launcher::ssh {
+namespace {
+
+// The first IPv4 address of `name`, or empty.
+std::string ipv4_of(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return {};
+  char text[64] = {};
+  ::getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST);
+  ::freeaddrinfo(found);
+  return text;
+}
+
+}  // namespace
+
+AgentPortSpawner::AgentPortSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options,
+                                   RemoteEvents events, AgentPortOptions port,
+                                   std::optional<SrunOptions> srun)
+    : HostSpawner(std::move(options), std::move(events)) {
+  std::vector<std::string> nodes = port.nodes;
+  if (nodes.empty()) {
+    for (const auto& host : hosts) nodes.push_back(host.name);
+  }
+  if (nodes.empty() || nodes.size() != hosts.size()) {
+    throw Error("agent port: " + std::to_string(nodes.size()) + " node names for " +
+                std::to_string(hosts.size()) + " hosts");
+  }
+  listener_ = std::make_unique<AgentListener>(port.bind, port.secret, nodes, port.port);
+  if (srun) {
+    std::string address = port.connect_address;
+    if (address.empty()) {
+      const std::string first = ipv4_of(hosts.front().name);
+      address = first.empty() ? std::string() : route_source_address(first);
+      if (address.empty()) {
+        throw Error("--launcher slurm: no route from this machine to node '" + hosts.front().name +
+                    "' (cannot resolve it, or no IPv4 route): give --rendezvous-addr");
+      }
+    }
+    step_ = std::make_unique<SrunStep>(
+        *srun, nodes, this->options().agent_path, address + ":" + std::to_string(listener_->port()),
+        port.secret, this->options().start_timeout, [this](const std::string& how) {
+          listener_->fail_all(how + " before the node agent of this host connected");
+        });
+  }
+  const auto deadline = Clock::now() + this->options().start_timeout;
+  for (const auto& node : nodes) {
+    add_link(
+        [this, node, deadline](SocketCanceller& canceller) {
+          return listener_->wait_for(node, deadline, canceller);
+        },
+        deadline);
+  }
+}
+
+AgentPortSpawner::~AgentPortSpawner() {
+  close_links();  // the agents see their connections close and end (and srun's step with them)
+  step_.reset();
+  listener_.reset();
+}
+
+std::size_t AgentPortSpawner::add_host(RemoteHost host) {
+  return add_link(
+      [name = host.name](SocketCanceller&) -> AgentConnection {
+        throw Error("host '" + name +
+                    "' came from the discovery script: only the hosts whose node agents connect "
+                    "to hvdrun (a Slurm allocation's nodes, --nnodes) can run workers here");
+      },
+      Clock::now());
+}
+
+}  // namespace hvdrun::launcher::ssh

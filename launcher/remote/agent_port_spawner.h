@@ -1,0 +1,46 @@
+// AgentPortSpawner: hosts whose node agents connect to hvdrun's agent port (agent_listener.h)
+// instead of hvdrun connecting to them: the nodes of a Slurm allocation, their agents started
+// by one srun step (srun_step.h), or the nodes of a per-node start (`--nnodes`, each node
+// running hvdrun itself: Kubernetes), whose agents come by themselves. Each host's link waits
+// for its node's agent until the start deadline; a host found later by a discovery script
+// has no agent and fails, saying so.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/remote/agent_listener.h"
+#include "launcher/remote/remote_spawn.h"
+#include "launcher/remote/srun_step.h"
+
+namespace hvdrun::launcher::ssh {
+
+struct AgentPortOptions {
+  std::string secret;            // what the agents prove
+  std::string bind = "0.0.0.0";  // the agent port's address
+  std::uint16_t port = 0;        // 0: any free port
+  // Where srun's agents connect: this machine's address on the route to the nodes (empty: the
+  // route to the first host).
+  std::string connect_address;
+  // The name each host's agent gives in its Hello (empty: the hosts' names).
+  std::vector<std::string> nodes;
+};
+
+class AgentPortSpawner final : public HostSpawner {
+ public:
+  // Opens the agent port and, with `srun`, starts the step at once. Throws hvdrun::Error when
+  // the port cannot be opened or srun cannot be run.
+  AgentPortSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options, RemoteEvents events,
+                   AgentPortOptions port, std::optional<SrunOptions> srun);
+  ~AgentPortSpawner() override;
+  std::size_t add_host(RemoteHost host) override;
+
+ private:
+  std::unique_ptr<AgentListener> listener_;
+  std::unique_ptr<SrunStep> step_;
+};
+
+}  // namespace hvdrun::launcher::ssh

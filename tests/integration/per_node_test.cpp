@@ -1,0 +1,141 @@
+// Per-node starts (Kubernetes' model): every "pod" (here a plain process on this machine)
+// runs the same hvdrun command with its own node rank; node 0 runs the job, the others run
+// node agents that connect to its endpoint, waiting for it when it comes late; the PyTorchJob
+// variables alone; a wrong secret refused, named.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// A TCP port free on loopback now (bound, read, closed).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t size = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<std::string> node_command(int nnodes, int rank, int port,
+                                      const std::string& secret_file) {
+  return {"--nnodes",
+          std::to_string(nnodes),
+          "--node-rank",
+          std::to_string(rank),
+          "--nproc-per-node",
+          "2",
+          "--rdzv-endpoint",
+          "127.0.0.1:" + std::to_string(port),
+          "--rdzv-secret-file",
+          secret_file,
+          TRAIN_EXAMPLE,
+          "--epochs",
+          "1"};
+}
+
+struct SecretFile {
+  explicit SecretFile(const std::string& secret) {
+    std::ofstream(dir.path / "secret") << secret << "\n";
+  }
+  std::string path() const { return (dir.path / "secret").string(); }
+  TempDir dir;
+};
+
+// Node 2 first, node 1 next, node 0 (the job) 2 s late: the agents wait for it.
+TEST(PerNode, ThreeNodesStartedInAnyOrderTrainTogether) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  const int port = free_port();
+  HvdrunProcess node2(node_command(3, 2, port, secret.path()));
+  HvdrunProcess node1(node_command(3, 1, port, secret.path()));
+  std::this_thread::sleep_for(seconds(2));
+  auto job = run_hvdrun(node_command(3, 0, port, secret.path()), {}, seconds(90));
+  EXPECT_EQ(job.status, 0) << job.err;
+  EXPECT_TRUE(contains(job.out, "[0]<stdout>:all 6 ranks agree")) << job.out << job.err;
+  for (HvdrunProcess* node : {&node1, &node2}) {
+    const auto r = node->finish(seconds(30));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, "waiting for the launcher at 127.0.0.1:")) << r.err;
+  }
+}
+
+// What a PyTorchJob's operator sets, and nothing else on the command line.
+TEST(PerNode, ThePyTorchJobVariablesAlone) {
+  const int port = free_port();
+  const auto env = [port](int rank) {
+    return std::map<std::string, std::string>{{"PET_NNODES", "2"},
+                                              {"PET_NODE_RANK", std::to_string(rank)},
+                                              {"PET_NPROC_PER_NODE", "2"},
+                                              {"PET_MASTER_ADDR", "127.0.0.1"},
+                                              {"PET_MASTER_PORT", std::to_string(port)},
+                                              {"HVDRUN_RDZV_SECRET", "from-a-kubernetes-secret"}};
+  };
+  HvdrunProcess node1({TRAIN_EXAMPLE, "--epochs", "1"}, env(1));
+  auto job = run_hvdrun({TRAIN_EXAMPLE, "--epochs", "1"}, env(0), seconds(90));
+  EXPECT_EQ(job.status, 0) << job.err;
+  EXPECT_TRUE(contains(job.out, "[0]<stdout>:all 4 ranks agree")) << job.out << job.err;
+  EXPECT_EQ(node1.finish(seconds(30)).status, 0);
+}
+
+// Node 1 has another secret: node 0 refuses it, says so, and fails at its start timeout naming
+// the node; node 1 says the launcher would not have it.
+TEST(PerNode, AWrongSecretIsRefusedAndNamed) {
+  const SecretFile right("the-right-secret"), wrong("a-wrong-secret");
+  const int port = free_port();
+  HvdrunProcess node1(node_command(2, 1, port, wrong.path()));
+  auto cmd = node_command(2, 0, port, right.path());
+  cmd.insert(cmd.begin(), {"--start-timeout", "4"});
+  auto job = run_hvdrun(cmd, {}, seconds(60));
+  EXPECT_NE(job.status, 0) << job.err;
+  EXPECT_TRUE(contains(job.err, "agent handshake: the agent does not know the job's secret"))
+      << job.err;
+  EXPECT_TRUE(
+      contains(job.err, "the node agent of node-1 did not connect within the start timeout"))
+      << job.err;
+  const auto r = node1.finish(seconds(30));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "agent handshake: the connection closed before the proof from the launcher"))
+      << r.err;
+}
+
+TEST(PerNode, BadFlagsAreNamed) {
+  auto r = run_hvdrun({"--nnodes", "2", "--node-rank", "2", "true"}, {}, seconds(10));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "--node-rank")) << r.err;
+  r = run_hvdrun({"--nnodes", "2", "true"}, {}, seconds(10));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "needs node 0's address: --rdzv-endpoint HOST:PORT")) << r.err;
+  r = run_hvdrun({"--nnodes", "2", "--rdzv-endpoint", "h:1", "true"}, {}, seconds(10));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err,
+                       "needs the nodes' shared secret: --rdzv-secret-file FILE or "
+                       "HVDRUN_RDZV_SECRET"))
+      << r.err;
+  r = run_hvdrun({"--nnodes", "2", "-H", "a:1", "true"}, {}, seconds(10));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err,
+                       "--nnodes and -H, --hostfile or a discovery script cannot be used "
+                       "together"))
+      << r.err;
+  r = run_hvdrun({"true"}, {{"PET_NNODES", "1:4"}}, seconds(10));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "PET_NNODES=1:4: a range of node counts is not supported")) << r.err;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
