@@ -2,6 +2,8 @@
 #include "launcher/agent/agent_connect.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -111,6 +113,8 @@ UniqueFd connect_once(const Options& o, std::string& error) {
     UniqueFd s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
     if (!s.valid()) continue;
     if (::connect(s.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
+      const int one = 1;  // frames are small and answered: no wait for more to send
+      ::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       fd = std::move(s);
       break;
     }

@@ -51,11 +51,14 @@ std::vector<std::string> with_host_interfaces(std::vector<std::string> env) {
   return env;
 }
 
-AgentWorker start_agent_worker(const WorkerSpec& spec, const std::vector<std::string>& env,
-                               const sigset_t& child_mask) {
+Spawned begin_agent_worker(const WorkerSpec& spec, const std::vector<std::string>& env,
+                           const sigset_t& child_mask) {
   SpawnOptions options;
   options.child_mask = &child_mask;
-  Spawned spawned = spawn(spec.argv, env, options);
+  return spawn(spec.argv, env, options);
+}
+
+AgentWorker finish_agent_worker(Spawned& spawned) {
   AgentWorker worker;
   worker.exec_errno = exec_error(spawned);
   worker.out = std::move(spawned.out);

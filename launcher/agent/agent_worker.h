@@ -10,6 +10,7 @@
 
 #include "common/unique_fd.h"
 #include "launcher/agent/agent_protocol.h"
+#include "launcher/process/process.h"
 
 namespace hvdrun::launcher::agent {
 
@@ -31,11 +32,13 @@ std::vector<std::string> overlay_environment(const std::vector<std::string>& bas
 // user's -x) stay; nothing is added without a rendezvous address or a route.
 std::vector<std::string> with_host_interfaces(std::vector<std::string> env);
 
-// Forks and execs spec.argv with `env`; the child gets `child_mask` as its signal mask and
-// default dispositions. Waits (bounded, see exec_error in process.h) until the exec succeeded
-// or failed.
+// Forks and execs spec.argv with `env` in the current directory; the child gets `child_mask`
+// as its signal mask and default dispositions. Does not wait for the exec, so that a host's
+// workers fork back to back: finish_agent_worker() then waits (bounded, see exec_error in
+// process.h) until it succeeded or failed.
 // Throws hvdrun::Error naming the syscall if fork or a pipe fails.
-AgentWorker start_agent_worker(const WorkerSpec& spec, const std::vector<std::string>& env,
-                               const sigset_t& child_mask);
+Spawned begin_agent_worker(const WorkerSpec& spec, const std::vector<std::string>& env,
+                           const sigset_t& child_mask);
+AgentWorker finish_agent_worker(Spawned& spawned);
 
 }  // namespace hvdrun::launcher::agent

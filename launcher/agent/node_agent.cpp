@@ -240,58 +240,78 @@ class NodeAgent {
     frames_.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
     try {
       while (auto frame = frames_.next()) {
+        // Other frames may name a worker being forked: its start is settled first.
+        if (!std::holds_alternative<SpawnFrame>(*frame)) finish_spawns();
         std::visit([this](auto& f) { handle(f); }, *frame);
       }
+      finish_spawns();
     } catch (const ProtocolError& e) {
       note(std::string("bad frame from the launcher: ") + e.what());
       exit_status_ = kBadLauncher;
+      finish_spawns();  // those forked already are taken down with the others
       begin_shutdown();
     }
   }
 
+  // A worker that never ran: its message on its stderr, then its end (exit `code`).
+  void never_ran(std::uint32_t id, const std::string& message, int code) {
+    outbox_.output(id, ssh::OutputStream::kStderr, message + "\n");
+    outbox_.flush();  // the message first, its end after it where the stream takes both
+    Worker w;         // no process (pid -1): nothing is ever signaled
+    w.id = id;
+    w.status = code << 8;  // as waitpid reports exit(code)
+    w.drain_deadline = Clock::now();
+    workers_.emplace(id, std::move(w));
+  }
+
+  // Forks the worker now; its exec is checked in finish_spawns(), once the frames at hand are.
   void handle(SpawnFrame& f) {
     if (shutting_down_) return;
-    if (workers_.contains(f.id)) {
+    if (workers_.contains(f.id) || forking_.contains(f.id)) {
       note("worker " + std::to_string(f.id) + " was already started; spawn ignored");
       return;
     }
-    const auto fail = [&](const std::string& message, int code) {
-      outbox_.output(f.id, ssh::OutputStream::kStderr, message + "\n");
-      outbox_.flush();  // the message first, its end after it where the stream takes both
-      Worker w;         // no process (pid -1): nothing is ever signaled
-      w.id = f.id;
-      w.status = code << 8;  // as waitpid reports exit(code)
-      w.drain_deadline = Clock::now();
-      workers_.emplace(f.id, std::move(w));
-    };
     if (::chdir(f.spec.cwd.c_str()) != 0) {
-      return fail("hvdrun node agent on " + host_ + ": cannot change to working directory '" +
-                      f.spec.cwd + "': " + std::strerror(errno),
-                  2);
+      return never_ran(f.id,
+                       "hvdrun node agent on " + host_ + ": cannot change to working directory '" +
+                           f.spec.cwd + "': " + std::strerror(errno),
+                       2);
     }
-    AgentWorker started;
     try {
-      started = start_agent_worker(
-          f.spec, overlay_environment(base_env_, with_host_interfaces(f.spec.env)), child_mask_);
+      forking_.emplace(
+          f.id, Forked{f.spec.argv[0],
+                       begin_agent_worker(
+                           f.spec, overlay_environment(base_env_, with_host_interfaces(f.spec.env)),
+                           child_mask_)});
     } catch (const Error& e) {
-      return fail(std::string("hvdrun node agent on ") + host_ + ": " + e.what(), 2);
+      never_ran(f.id, std::string("hvdrun node agent on ") + host_ + ": " + e.what(), 2);
     }
-    if (started.exec_errno != 0) {
-      int ignored = 0;
-      while (::waitpid(started.pid, &ignored, 0) < 0 && errno == EINTR) {
+  }
+
+  // The workers forked from the frames at hand: each exec'd (Started) or not (127).
+  void finish_spawns() {
+    for (auto& [id, forked] : forking_) {
+      AgentWorker started = finish_agent_worker(forked.spawned);
+      if (started.exec_errno != 0) {
+        int ignored = 0;
+        while (::waitpid(started.pid, &ignored, 0) < 0 && errno == EINTR) {
+        }
+        never_ran(id, "cannot run '" + forked.program + "': " + std::strerror(started.exec_errno),
+                  127);
+        continue;
       }
-      return fail("cannot run '" + f.spec.argv[0] + "': " + std::strerror(started.exec_errno), 127);
+      set_nonblocking(started.out.get());
+      set_nonblocking(started.err.get());
+      Worker w;
+      w.id = id;
+      w.pid = started.pid;
+      w.out = std::move(started.out);
+      w.err = std::move(started.err);
+      by_pid_[w.pid] = id;
+      outbox_.control(StartedFrame{id, static_cast<std::int32_t>(w.pid)});
+      workers_.emplace(id, std::move(w));
     }
-    set_nonblocking(started.out.get());
-    set_nonblocking(started.err.get());
-    Worker w;
-    w.id = f.id;
-    w.pid = started.pid;
-    w.out = std::move(started.out);
-    w.err = std::move(started.err);
-    by_pid_[w.pid] = f.id;
-    outbox_.control(StartedFrame{f.id, static_cast<std::int32_t>(w.pid)});
-    workers_.emplace(f.id, std::move(w));
+    forking_.clear();
   }
 
   void handle(SignalFrame& f) {
@@ -339,6 +359,11 @@ class NodeAgent {
   FrameReader<ToAgent> frames_;
   std::map<std::uint32_t, Worker> workers_;
   std::map<pid_t, std::uint32_t> by_pid_;
+  struct Forked {
+    std::string program;  // argv[0], for the message if its exec fails
+    Spawned spawned;
+  };
+  std::map<std::uint32_t, Forked> forking_;  // forked from the frames at hand, exec unchecked
   std::size_t credit_ = kInitialCredit;
   bool in_open_ = true;
   bool shutting_down_ = false;

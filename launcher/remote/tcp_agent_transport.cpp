@@ -2,6 +2,8 @@
 #include "launcher/remote/tcp_agent_transport.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@ namespace hvdrun::launcher::ssh {
 TcpAgentTransport::TcpAgentTransport(UniqueFd fd, std::string where, std::string already_read)
     : fd_(std::move(fd)), where_(std::move(where)), already_read_(std::move(already_read)) {
   ::fcntl(fd_.get(), F_SETFL, ::fcntl(fd_.get(), F_GETFL) | O_NONBLOCK);
+  const int one = 1;  // frames are small and answered: no wait for more to send
+  ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 bool TcpAgentTransport::step(const Sink& sink) {
