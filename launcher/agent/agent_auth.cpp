@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "common/unique_fd.h"
 #include "hvdrun/error.h"
@@ -36,6 +37,12 @@ void read_exact(int fd, std::uint8_t* out, std::size_t size, HandshakeClock::tim
     if (ready == 0) throw TimeoutError(std::string("agent handshake: no ") + what + " in time");
     const long n = read_some(fd, reinterpret_cast<char*>(out) + got, size - got);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0 && got == 0 && std::string_view(what).starts_with("challenge")) {
+      // Closed before the launcher said anything: it was busy (too many handshakes at once) or
+      // going away; worth another try.
+      throw NetworkError(
+          "agent handshake: the launcher closed the connection before its challenge");
+    }
     if (n <= 0) {
       throw ProtocolError(std::string("agent handshake: the connection closed before the ") + what);
     }

@@ -8,7 +8,8 @@
 //   launcher -> agent: HMAC-SHA256(secret, "hvdrun launcher" || nonce_l || nonce_a)
 // Then the agent protocol (agent_protocol.h) runs on the connection. Fixed sizes, each read
 // bounded by the deadline; a wrong proof is a ProtocolError that says so, a slow peer a
-// TimeoutError. The traffic after it is not encrypted (as the rendezvous's).
+// TimeoutError, a launcher that closed before its challenge (busy) a NetworkError: the agent
+// connects again. The traffic after it is not encrypted (as the rendezvous's).
 #pragma once
 
 #include <chrono>

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -143,6 +144,8 @@ int node_agent_main(const std::vector<std::string>& args) {
   const auto deadline = Clock::now() + o.timeout;
   const std::string where = o.host + ":" + o.port;
   bool said = false;
+  std::minstd_rand random(static_cast<unsigned>(::getpid()));
+  std::uniform_int_distribution<int> jitter(0, 250);
   for (;;) {
     std::string error;
     UniqueFd fd = connect_once(o, error);
@@ -150,11 +153,13 @@ int node_agent_main(const std::vector<std::string>& args) {
       try {
         agent_handshake(fd.get(), secret,
                         std::min(deadline, Clock::now() + std::chrono::seconds(10)));
+        return run_node_agent(fd.get(), fd.get(), 2, o.node);
+      } catch (const NetworkError& e) {  // the launcher was busy: again, after a while
+        error = e.what();
       } catch (const Error& e) {
         write_all(2, "hvdrun node agent: the launcher at " + where + ": " + e.what() + "\n");
         return 1;
       }
-      return run_node_agent(fd.get(), fd.get(), 2, o.node);
     }
     if (Clock::now() >= deadline) {
       write_all(2, "hvdrun node agent: no launcher at " + where + " within " +
@@ -166,7 +171,8 @@ int node_agent_main(const std::vector<std::string>& args) {
                 "hvdrun node agent: waiting for the launcher at " + where + " (" + error + ")\n");
       said = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    // 250 ms, and up to 250 ms more: agents refused at once do not come back at once.
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 + jitter(random)));
   }
 }
 

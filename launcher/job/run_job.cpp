@@ -80,7 +80,8 @@ JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts,
 JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
   const auto start = Clock::now();
   std::vector<Slot> slots = place(spec.hosts, spec.num_proc);
-  auto remote = remote_hosts(spec, slots);
+  auto remote = remote_hosts(spec, slots,
+                             [&](const std::string& name) { return local_hosts.contains(name); });
   const auto plan = plan_addresses(spec, !remote.empty());
   if (spec.verbose) {
     note("placement: " + plural(slots.size(), "rank") + " on " + plural(spec.hosts.size(), "host") +
@@ -121,6 +122,11 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   if (given.command.empty()) throw UsageError("no program to run was given");
   Watchdog watchdog = Watchdog::start();  // before anything could start a thread
   LocalHosts local_hosts;                 // names of this machine, looked up once for the job
+  if (given.launcher == JobSpec::Launcher::kNodes) {  // node-1 ...: names for agents, not hosts
+    for (std::size_t i = 1; i < given.hosts.size(); ++i) {
+      local_hosts.add_remote(given.hosts[i].name);
+    }
+  }
   std::string alias_note;
   JobSpec spec = given.elastic.discovery_script.empty()
                      ? given

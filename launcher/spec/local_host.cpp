@@ -123,6 +123,10 @@ bool LocalHosts::contains(std::string_view name_as_written) {
   return local;
 }
 
+void LocalHosts::add_remote(std::string_view name) {
+  answers_.insert_or_assign(lowercase(name), false);
+}
+
 bool LocalHosts::look_up(const std::string& name) const {
   if (name.empty() || name.find('\0') != std::string::npos) return false;
   if (name == "localhost" || name == "localhost.localdomain") return true;

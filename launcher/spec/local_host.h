@@ -21,6 +21,8 @@ class LocalHosts {
   LocalHosts(const LocalHosts&) = delete;
   LocalHosts& operator=(const LocalHosts&) = delete;
   bool contains(std::string_view name);
+  // `name` is known not to be this machine (a per-node start's node-1): never looked up.
+  void add_remote(std::string_view name);
 
  private:
   struct Machine;

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "hvdrun/error.h"
 #include "launcher/remote/srun_step.h"
 #include "launcher/ssh/ssh_socket.h"
@@ -109,6 +111,28 @@ TEST(AgentListener, AConnectionThatSaysNothingDoesNotBlockOthers) {
   SocketCanceller canceller;
   EXPECT_NE(listener.wait_for("node-a", Clock::now() + 5s, canceller).transport, nullptr);
   ::close(silent);
+}
+
+// 64 connections that say nothing fill every handshake slot: an agent that comes then is
+// closed before any challenge, and connects again until it gets through.
+TEST(AgentListener, AnAgentTurnedAwayWhileTheLauncherIsBusyComesBack) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  std::vector<int> silent;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(listener.port());
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  for (std::size_t i = 0; i < AgentListener::kMaxHandshakes; ++i) {
+    // Close-on-exec: the agent started below must not hold them open.
+    silent.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(silent.back(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  }
+  std::this_thread::sleep_for(200ms);  // all of them in their handshakes
+  ConnectingAgent agent(listener.port(), "node-a", kSecret);
+  std::this_thread::sleep_for(500ms);  // turned away at least once
+  for (const int fd : silent) ::close(fd);
+  SocketCanceller canceller;
+  EXPECT_NE(listener.wait_for("node-a", Clock::now() + 10s, canceller).transport, nullptr);
 }
 
 TEST(AgentListener, FailAllEndsTheWaits) {
