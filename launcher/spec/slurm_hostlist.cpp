@@ -2,6 +2,7 @@
 #include "launcher/spec/slurm_hostlist.h"
 
 #include <charconv>
+#include <functional>
 
 #include "hvdrun/error.h"
 
@@ -36,15 +37,21 @@ std::string padded(unsigned long value, std::size_t width) {
   return text;
 }
 
+// Calls `f` with each comma-separated item of `text`, empty ones too ("a,,b": 3 items).
+void for_each_item(std::string_view text, const std::function<void(std::string_view)>& f) {
+  for (std::size_t start = 0; start <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    f(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
 // The names of one bracket group's body ("01-03,7"), in order.
 std::vector<std::string> group_values(std::string_view list, std::string_view body,
                                       std::size_t max_hosts) {
   if (body.empty()) bad(list, "an empty bracket group []");
   std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= body.size()) {
-    const std::size_t comma = std::min(body.find(',', start), body.size());
-    const std::string_view item = body.substr(start, comma - start);
+  for_each_item(body, [&](std::string_view item) {
     const std::size_t dash = item.find('-');
     const std::string_view lo = item.substr(0, dash);
     const std::string_view hi = dash == std::string_view::npos ? lo : item.substr(dash + 1);
@@ -58,8 +65,7 @@ std::vector<std::string> group_values(std::string_view list, std::string_view bo
     }
     for (unsigned long v = from; v <= to && v <= kMaxNumber; ++v)
       out.push_back(padded(v, lo.size()));
-    start = comma + 1;
-  }
+  });
   return out;
 }
 
@@ -120,32 +126,28 @@ std::vector<std::string> expand_slurm_hostlist(std::string_view list, std::size_
 }
 
 std::vector<int> expand_slurm_tasks_per_node(std::string_view value, std::size_t max_nodes) {
-  const auto fail = [&](const std::string& what) -> std::vector<int> {
+  const auto fail = [&](const std::string& what) {
     throw UsageError("bad Slurm task counts '" + std::string(value.substr(0, 200)) + "': " + what);
   };
   std::vector<int> out;
-  std::size_t start = 0;
-  while (start <= value.size()) {
-    const std::size_t comma = std::min(value.find(',', start), value.size());
-    const std::string_view item = value.substr(start, comma - start);
+  for_each_item(value, [&](std::string_view item) {
     const std::size_t paren = item.find('(');
     const std::string_view count = item.substr(0, paren);
     std::string_view repeat = "1";
     if (paren != std::string_view::npos) {
       if (item.size() < paren + 4 || item.substr(paren, 2) != "(x" || item.back() != ')') {
-        return fail("'" + std::string(item) + "' is not N or N(xK)");
+        fail("'" + std::string(item) + "' is not N or N(xK)");
       }
       repeat = item.substr(paren + 2, item.size() - paren - 3);
     }
     if (!all_digits(count) || !all_digits(repeat) || number(count) == 0 || number(repeat) == 0) {
-      return fail("'" + std::string(item) + "' is not N or N(xK) with N, K > 0");
+      fail("'" + std::string(item) + "' is not N or N(xK) with N, K > 0");
     }
     if (out.size() + number(repeat) > max_nodes) {
-      return fail("more than " + std::to_string(max_nodes) + " nodes");
+      fail("more than " + std::to_string(max_nodes) + " nodes");
     }
     out.insert(out.end(), number(repeat), static_cast<int>(number(count)));
-    start = comma + 1;
-  }
+  });
   return out;
 }
 

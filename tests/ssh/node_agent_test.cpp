@@ -62,6 +62,13 @@ std::map<std::uint32_t, Result> collect(AgentProcess& agent, std::set<std::uint3
   return results;
 }
 
+// Starts worker `id` as a shell that prints its pid and sleeps; its pid once printed, else -1.
+pid_t start_sleeper(AgentProcess& agent, std::uint32_t id) {
+  agent.send(spawn(id, {"/bin/sh", "-c", "echo $$; exec sleep 60"}));
+  auto first = collect(agent, {id}, 2s);
+  return first[id].out.empty() ? -1 : std::stoi(first[id].out);
+}
+
 TEST(NodeAgent, SaysHelloFirst) {
   AgentProcess agent;
   const auto frame = agent.next_frame(10s);
@@ -201,10 +208,8 @@ TEST(NodeAgent, MissingProgramExits127) {
 
 TEST(NodeAgent, ABadFrameEndsTheAgentWith2AndTakesItsWorkersDown) {
   AgentProcess agent;
-  agent.send(spawn(0, {"/bin/sh", "-c", "echo $$; exec sleep 60"}));
-  auto first = collect(agent, {0}, 1s);
-  ASSERT_FALSE(first[0].out.empty());
-  const pid_t worker = std::stoi(first[0].out);
+  const pid_t worker = start_sleeper(agent, 0);
+  ASSERT_GT(worker, 0);
   agent.write(std::string("\x05\x00\x00\x00\x63GARBAGE", 12));
   const auto status = agent.finish(10s);
   ASSERT_TRUE(status.has_value());
@@ -267,10 +272,8 @@ TEST(NodeAgent, EofKillsEveryWorkerAndItsChildren) {
 
 TEST(NodeAgent, SigtermToTheAgentTakesItsWorkersDown) {
   AgentProcess agent;
-  agent.send(spawn(0, {"/bin/sh", "-c", "echo $$; exec sleep 60"}));
-  auto first = collect(agent, {0}, 2s);
-  ASSERT_FALSE(first[0].out.empty());
-  const pid_t worker = std::stoi(first[0].out);
+  const pid_t worker = start_sleeper(agent, 0);
+  ASSERT_GT(worker, 0);
   ::kill(agent.pid(), SIGTERM);
   const auto status = agent.finish(10s);
   ASSERT_TRUE(status.has_value());
@@ -281,10 +284,8 @@ TEST(NodeAgent, SigtermToTheAgentTakesItsWorkersDown) {
 // The agent is SIGKILLed: its workers die with it (their parent-death signal).
 TEST(NodeAgent, SigkillOfTheAgentKillsItsWorkers) {
   AgentProcess agent;
-  agent.send(spawn(0, {"/bin/sh", "-c", "echo $$; exec sleep 60"}));
-  auto first = collect(agent, {0}, 2s);
-  ASSERT_FALSE(first[0].out.empty());
-  const pid_t worker = std::stoi(first[0].out);
+  const pid_t worker = start_sleeper(agent, 0);
+  ASSERT_GT(worker, 0);
   ::kill(agent.pid(), SIGKILL);
   ASSERT_TRUE(agent.wait_exit(5s).has_value());
   EXPECT_TRUE(ssh::test::wait_gone(worker, 5s));

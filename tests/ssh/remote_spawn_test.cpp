@@ -324,26 +324,38 @@ TEST(TestHostsSpawn, LostConnectionIsReportedPerRank) {
       << exit.message;
 }
 
+// One test host's spawner whose console is paused until `paused` is cleared.
+struct PausedHost {
+  explicit PausedHost(const std::string& host)
+      : spawner({{"", host}}, options(), recorder.events()) {}
+  RemoteSpawnOptions options() {
+    RemoteSpawnOptions o = spawn_options(home.path());
+    o.output_paused = [this] { return paused.load(); };
+    return o;
+  }
+  TempDir home;
+  Recorder recorder;
+  std::atomic<bool> paused{true};
+  RemoteSpawner spawner;  // last: its events use the members above
+};
+
 // While output is paused (the console is blocked), the launcher takes at most the agent's
 // credit: a worker writing more waits on its host (back-pressure); once output flows again,
 // every byte arrives, then its end.
 TEST(TestHostsSpawn, OutputBeyondTheCreditWaitsOnTheHostWhilePaused) {
   REQUIRE_TEST_HOSTS();
-  TempDir home;
-  Recorder recorder;
-  std::atomic<bool> paused{true};
-  RemoteSpawnOptions options = spawn_options(home.path());
-  options.output_paused = [&paused] { return paused.load(); };
-  RemoteSpawner spawner({{"", "hvdt-h1"}}, std::move(options), recorder.events());
+  PausedHost host("hvdt-h1");
+  Recorder& recorder = host.recorder;
   ASSERT_TRUE(recorder.wait_ready(1));
-  spawner.start_workers(0, {shell_worker(0, "head -c 3000000 /dev/zero | tr '\\0' x; exit 5")});
+  host.spawner.start_workers(0,
+                             {shell_worker(0, "head -c 3000000 /dev/zero | tr '\\0' x; exit 5")});
   EXPECT_FALSE(
       recorder.wait([](Recorder& r) { return r.exits_.contains(0) || r.early_.contains(0); }, 2s));
   {
     std::lock_guard lock(recorder.mutex());
     EXPECT_LE(recorder.out_[0].size(), agent::kInitialCredit);
   }
-  paused = false;
+  host.paused = false;
   ASSERT_TRUE(recorder.wait_exits(1));
   EXPECT_EQ(recorder.out_[0], std::string(3000000, 'x'));
   EXPECT_EQ(recorder.exits_.at(0).describe(), "exit code 5");
@@ -354,14 +366,10 @@ TEST(TestHostsSpawn, OutputBeyondTheCreditWaitsOnTheHostWhilePaused) {
 // complete.
 TEST(TestHostsSpawn, AFailureWhileOutputIsPausedIsReported) {
   REQUIRE_TEST_HOSTS();
-  TempDir home;
-  Recorder recorder;
-  std::atomic<bool> paused{true};
-  RemoteSpawnOptions options = spawn_options(home.path());
-  options.output_paused = [&paused] { return paused.load(); };
-  RemoteSpawner spawner({{"", "hvdt-h1"}}, std::move(options), recorder.events());
+  PausedHost host("hvdt-h1");
+  Recorder& recorder = host.recorder;
   ASSERT_TRUE(recorder.wait_ready(1));
-  spawner.start_workers(0, {shell_worker(0, "head -c 200000 /dev/zero | tr '\\0' x; exit 5")});
+  host.spawner.start_workers(0, {shell_worker(0, "head -c 200000 /dev/zero | tr '\\0' x; exit 5")});
   ASSERT_TRUE(recorder.wait([](Recorder& r) { return r.exits_.contains(0); }))
       << "the end waited for the console";
   std::lock_guard lock(recorder.mutex());
