@@ -20,6 +20,7 @@
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_outbox.h"
 #include "launcher/agent/agent_worker.h"
+#include "launcher/process/process.h"
 
 extern char** environ;
 
@@ -66,9 +67,10 @@ struct Worker {
   bool early_end = false;  // its Exit went out with output still to come
 };
 
-// Signals a worker's process group; never anything else (a worker that never ran has none).
+// Signals a worker's process group, or the worker alone for a forwarded warning
+// (signals_group()); never anything else (a worker that never ran has none).
 void signal_group(const Worker& w, int signo) {
-  if (w.pid > 0) ::kill(-w.pid, signo);
+  if (w.pid > 0) ::kill(signals_group(signo) ? -w.pid : w.pid, signo);
 }
 
 class NodeAgent {
@@ -330,6 +332,11 @@ class NodeAgent {
     while (::read(sig_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       if (info.ssi_signo == SIGCHLD) {
         child = true;
+      } else if (info.ssi_signo == SIGUSR1 || info.ssi_signo == SIGUSR2) {
+        // A scheduler's warning sent to the agent's step (Slurm's --signal): to every worker.
+        for (auto& [key, w] : workers_) {
+          if (!w.status) signal_group(w, static_cast<int>(info.ssi_signo));
+        }
       } else {
         note("ending on " + signal_name(static_cast<int>(info.ssi_signo)) +
              ": taking its workers down");
@@ -379,7 +386,9 @@ int run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node) {
   ::signal(SIGPIPE, SIG_IGN);
   sigset_t handled, old_mask;
   sigemptyset(&handled);
-  for (const int signo : {SIGCHLD, SIGTERM, SIGHUP, SIGINT}) sigaddset(&handled, signo);
+  for (const int signo : {SIGCHLD, SIGTERM, SIGHUP, SIGINT, SIGUSR1, SIGUSR2}) {
+    sigaddset(&handled, signo);
+  }
   ::sigprocmask(SIG_BLOCK, &handled, &old_mask);
   UniqueFd sig_fd(::signalfd(-1, &handled, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!sig_fd.valid()) {
@@ -387,7 +396,9 @@ int run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node) {
               std::string("hvdrun node agent: signalfd failed: ") + std::strerror(errno) + "\n");
     return kBadLauncher;
   }
-  for (const int signo : {SIGCHLD, SIGTERM, SIGHUP, SIGINT}) sigdelset(&old_mask, signo);
+  for (const int signo : {SIGCHLD, SIGTERM, SIGHUP, SIGINT, SIGUSR1, SIGUSR2}) {
+    sigdelset(&old_mask, signo);
+  }
   NodeAgent agent(in_fd, out_fd, err_fd, sig_fd.get(), old_mask, node);
   return agent.run();
 }

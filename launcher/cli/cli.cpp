@@ -134,6 +134,9 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
   if (const auto v = parsed.value("grace-period")) {
     spec.grace_period = parse_grace(parsed.spelled("grace-period"), *v);
   }
+  if (const auto v = parsed.value("forward-signals")) {
+    spec.forward_signals = parse_forwarded_signals(parsed.spelled("forward-signals"), *v);
+  }
   if (const auto v = parsed.value("max-restarts")) {
     spec.max_restarts =
         parse_count(parsed.spelled("max-restarts"), *v, kMaxRestarts, "the number of restarts", 0);

@@ -5,6 +5,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <csignal>
+#include <utility>
 
 #include "hvdrun/error.h"
 #include "launcher/spec/hosts.h"
@@ -43,6 +45,38 @@ std::chrono::milliseconds parse_grace(std::string_view what, std::string_view te
                      std::to_string(static_cast<int>(kMaxGracePeriod)) + " seconds");
   }
   return std::chrono::milliseconds(std::llround(seconds * 1000));
+}
+
+std::vector<int> parse_forwarded_signals(std::string_view what, std::string_view text) {
+  static constexpr std::pair<std::string_view, int> kForwardable[] = {
+      {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}};
+  std::string upper(text);
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  std::vector<int> out;
+  if (upper == "NONE") return out;
+  std::size_t start = 0;  // the same offsets in `text` and `upper`
+  while (true) {
+    const auto comma = upper.find(',', start);
+    const auto length = comma == std::string::npos ? std::string::npos : comma - start;
+    std::string_view name = std::string_view(upper).substr(start, length);
+    if (name.starts_with("SIG")) name.remove_prefix(3);
+    const auto* found = std::find_if(std::begin(kForwardable), std::end(kForwardable),
+                                     [&](const auto& entry) { return entry.first == name; });
+    const std::string item(text.substr(start, length));
+    if (found == std::end(kForwardable)) {
+      throw UsageError(std::string(what) + " " + quoted(text) + ": " + quoted(item) +
+                       " is not one of HUP, INT, QUIT, USR1, USR2 (or none)");
+    }
+    if (std::find(out.begin(), out.end(), found->second) != out.end()) {
+      throw UsageError(std::string(what) + " " + quoted(text) + ": " + quoted(item) +
+                       " given twice");
+    }
+    out.push_back(found->second);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
 }
 
 // HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.

@@ -24,6 +24,10 @@ int parse_count(std::string_view what, std::string_view text, int max, std::stri
 // Seconds with decimals in [0, kMaxGracePeriod] -> milliseconds.
 std::chrono::milliseconds parse_grace(std::string_view what, std::string_view text);
 
+// --forward-signals: "none", or names from HUP, INT, QUIT, USR1, USR2 (any case, "SIG" prefix
+// allowed), comma-separated; no duplicates.
+std::vector<int> parse_forwarded_signals(std::string_view what, std::string_view text);
+
 // HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.
 std::string parse_log_level(std::string_view what, std::string_view text);
 

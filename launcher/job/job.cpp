@@ -33,7 +33,8 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       policy_(make_policy(spec_)),
       generations_(Clock::now(), start.slots.size()),
       remote_(std::move(start.remote)),
-      signals_(io, SIGCHLD, SIGINT, SIGTERM),
+      children_(io, SIGCHLD),
+      signals_(io, {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}),
       grace_timer_(io),
       drain_timer_(io),
       announce_timer_(io),
@@ -61,9 +62,6 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
                             [](const std::string& line) { note(line); });
     }
   }
-  boost::system::error_code ignored;
-  signals_.add(SIGHUP, ignored);  // a closed terminal or session: as SIGTERM
-  signals_.add(SIGQUIT, ignored);
   RendezvousInfo rdzv;
   rdzv.addr = start.plan.fixed;
   rdzv.port = faces_.port();
@@ -80,7 +78,8 @@ void Job::launch() {
   warn_if_stdin_not_read();
   launched_ = Clock::now();
   generations_.current().started = launched_;
-  wait_signal();
+  wait_child();
+  signals_.start([this](const SignalEvent& signal) { on_signal(signal); });
   if (remote_.empty()) {
     start_workers();
     return;

@@ -26,6 +26,7 @@
 #include "launcher/job/worker_table.h"
 #include "launcher/plan/elastic_membership.h"
 #include "launcher/policy/policy.h"
+#include "launcher/process/signal_watch.h"
 #include "launcher/servers/rendezvous_faces.h"
 #include "launcher/spec/local_host.h"
 #include "launcher/workers/worker_pools.h"
@@ -102,8 +103,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void enter(JobState next);
   void terminate();
   // job_teardown.cpp: signals, stopping the workers, drain, the end.
-  void wait_signal();
-  void on_signal(int signo);
+  void wait_child();
+  void on_signal(const SignalEvent& signal);
+  void forward_signal(const SignalEvent& signal);
+  bool repeated(const SignalEvent& signal) const;
   void stop_workers();
   void kill_all(int signo);
   void arm_drain_timer();
@@ -143,9 +146,11 @@ class Job final : private RendezvousEvents, private PoolEvents {
   bool sigkill_sent_ = false;
   bool interrupted_ = false;
   std::optional<Clock::time_point> interrupted_at_;
+  std::optional<SignalEvent> stop_signal_;  // the first signal that ends the job
   bool announce_pending_ = false;          // the first failure's note waits for that rank's pipes
   Clock::duration remote_drain_waited_{};  // unpaused, in kDraining
-  boost::asio::signal_set signals_;
+  boost::asio::signal_set children_;  // SIGCHLD
+  SignalWatch signals_;               // the signals sent to hvdrun, with their senders
   boost::asio::steady_timer grace_timer_;
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output

@@ -15,10 +15,11 @@ Outcome Outcome::worker_failed(const WorkerId& worker, const Slot& slot, Process
   return outcome;
 }
 
-Outcome Outcome::interrupted(int signo) {
+Outcome Outcome::interrupted(int signo, std::string sent_by) {
   Outcome outcome;
   outcome.kind = Kind::kInterrupted;
   outcome.signo = signo;
+  outcome.message = std::move(sent_by);
   return outcome;
 }
 
@@ -45,7 +46,15 @@ int outcome_exit_status(const std::optional<Outcome>& outcome) {
 }
 
 void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSink& sink) {
-  if (!outcome || outcome->kind == Outcome::Kind::kInterrupted) return;
+  if (!outcome) return;
+  if (outcome->kind == Outcome::Kind::kInterrupted) {
+    const std::size_t killed = outcome->killed_after_grace;
+    note("job stopped by " + outcome->message + ", not by a failed rank" +
+         (killed == 0 ? ""
+                      : "; " + std::to_string(killed) + " rank" + (killed == 1 ? "" : "s") +
+                            " killed with SIGKILL when the grace period was over"));
+    return;
+  }
   if (outcome->kind != Outcome::Kind::kWorkerFailed) {
     note("job failed: " + outcome->message);
     return;

@@ -28,11 +28,12 @@ struct Outcome {
   // failures (then this one is its last, not its first).
   std::string exhausted;
   bool after_others = false;
-  int signo = 0;        // kInterrupted
-  std::string message;  // kJobError, kHostFailed
+  int signo = 0;                      // kInterrupted
+  std::size_t killed_after_grace = 0;  // kInterrupted: ranks SIGKILLed when the grace was over
+  std::string message;  // kJobError, kHostFailed; kInterrupted: the signal and its sender
 
   static Outcome worker_failed(const WorkerId& worker, const Slot& slot, ProcessEnd end);
-  static Outcome interrupted(int signo);
+  static Outcome interrupted(int signo, std::string sent_by);
   static Outcome failed(Kind kind, std::string message);  // kJobError or kHostFailed
 };
 
@@ -40,8 +41,9 @@ struct Outcome {
 // 255 for a host that could not be reached or started.
 int outcome_exit_status(const std::optional<Outcome>& outcome);
 
-// The "job failed: ..." lines (nothing for success or an interrupt): "first failure was" the
-// rank, or "last failure was" it after others, with the limit it exhausted if any.
+// The "job failed: ..." lines (nothing for success): "first failure was" the rank, or "last
+// failure was" it after others, with the limit it exhausted if any; for a signal, "job stopped
+// by" it and its sender, no rank blamed.
 void print_outcome_summary(const std::optional<Outcome>& outcome, const OutputSink& sink);
 
 }  // namespace hvdrun::launcher

@@ -2,7 +2,10 @@
 // SIGKILL), the drain of their last output, and what is left when the job is finished.
 #include <signal.h>
 
+#include <algorithm>
+
 #include "launcher/job/job.h"
+#include "common/duration_text.h"
 #include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {
@@ -11,45 +14,85 @@ namespace {
 constexpr auto kDrainTimeout = std::chrono::seconds(1);
 // How long remote ranks' output may still take once every worker ended, while it flows.
 constexpr auto kRemoteDrainTimeout = std::chrono::seconds(30);
+// A signal that ends the job, sent again by a process within this time, is the same signal
+// (GNU timeout's two SIGTERMs come microseconds apart).
+constexpr auto kRepeatWindow = std::chrono::milliseconds(100);
 
 }  // namespace
 
-void Job::wait_signal() {
-  signals_.async_wait([this](const boost::system::error_code& ec, int signo) {
+void Job::wait_child() {
+  children_.async_wait([this](const boost::system::error_code& ec, int) {
     if (ec || state_.is(JobState::kFinished)) return;
-    on_signal(signo);
-    if (!state_.is(JobState::kFinished)) wait_signal();
+    pools_.reap();
+    if (!state_.is(JobState::kFinished)) wait_child();
   });
 }
 
-void Job::on_signal(int signo) {
-  if (signo == SIGCHLD) return pools_.reap();
+// A second signal that ends the job means "now" (SIGKILL to every rank) only when it comes
+// from the terminal or kRepeatWindow after the first: `timeout` and schedulers that signal
+// both hvdrun and its process group deliver one SIGTERM twice at once.
+bool Job::repeated(const SignalEvent& signal) const {
+  return stop_signal_ && !signal.from_kernel() && signal.at - stop_signal_->at < kRepeatWindow;
+}
+
+void Job::on_signal(const SignalEvent& signal) {
+  if (state_.is(JobState::kFinished)) return;
+  const int signo = signal.signo;
+  const auto& forwarded = spec_.forward_signals;
+  if (std::find(forwarded.begin(), forwarded.end(), signo) != forwarded.end()) {
+    return forward_signal(signal);
+  }
+  if (signo == SIGUSR1 || signo == SIGUSR2) {
+    note(signal.describe() + " ignored: not in --forward-signals");
+    return;
+  }
+  if (repeated(signal)) {
+    if (spec_.verbose) note(signal.describe() + " again at once: counted once");
+    return;
+  }
   interrupted_ = true;
   if (!interrupted_at_) interrupted_at_ = Clock::now();
+  if (!stop_signal_) stop_signal_ = signal;
   if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
-    if (!outcome_) outcome_ = Outcome::interrupted(signo);
+    if (!outcome_) outcome_ = Outcome::interrupted(signo, signal.describe());
     kill_all(SIGKILL);
     pools_.close_streams();  // take what they hold now, whatever the console does
     return;
   }
   if (state_.is(JobState::kTerminating)) {
-    if (!sigkill_sent_) note("second " + signal_name(signo) + ": killing every rank now");
+    if (!sigkill_sent_) note("second " + signal.describe() + ": killing every rank now");
     kill_all(SIGKILL);
     return;
   }
-  if (!outcome_) outcome_ = Outcome::interrupted(signo);
+  if (!outcome_) outcome_ = Outcome::interrupted(signo, signal.describe());
   generations_.end_reason_if_none("interrupted (" + signal_name(signo) + ")");
   if (state_.is(JobState::kConnecting)) {
-    note("interrupted (" + signal_name(signo) + ") while connecting to the hosts");
+    note("interrupted (" + signal_name(signo) + ") while connecting to the hosts" +
+         (signal.sender_text().empty() ? "" : "; sent by " + signal.sender_text()));
     enter(JobState::kFinished);
     return;
   }
   if (state_.is(JobState::kRestarting)) {
     generations_.current().end_reason += "; then " + signal_name(signo);
   }
-  note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank"));
+  std::string details;
+  if (running() > 0) details = ", grace period " + describe_duration(spec_.grace_period);
+  if (const auto from = signal.sender_text(); !from.empty()) details += "; sent by " + from;
+  note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank") +
+       details);
   terminate();
   maybe_finish();
+}
+
+// A signal in --forward-signals goes to every running worker, on every host; the job goes on.
+void Job::forward_signal(const SignalEvent& signal) {
+  const std::size_t ranks = running();
+  if (ranks == 0 || state_.is(JobState::kTerminating) || state_.is(JobState::kDraining)) {
+    note(signal.describe() + " not forwarded: no rank runs");
+    return;
+  }
+  pools_.signal_all(signal.signo);
+  note("forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }
 
 // SIGTERM to every worker, SIGKILL to those left when the grace period ends.
@@ -60,8 +103,9 @@ void Job::stop_workers() {
   grace_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
     if (ec || state_.is(JobState::kFinished) || generation != generations_.count()) return;
     if (const std::size_t left = running()) {
-      note("grace period of " + std::to_string(spec_.grace_period.count()) + " ms over: killing " +
+      note("grace period of " + describe_duration(spec_.grace_period) + " over: killing " +
            plural(left, "rank") + " with SIGKILL");
+      if (outcome_) outcome_->killed_after_grace = left;
     }
     kill_all(SIGKILL);
   });
@@ -102,8 +146,9 @@ void Job::finish() {
   cooldown_timer_.cancel();
   if (discovery_) discovery_->cancel();
   boost::system::error_code ignored;
-  signals_.clear(ignored);  // restores the default dispositions
-  signals_.cancel(ignored);
+  children_.clear(ignored);  // restores the default dispositions
+  children_.cancel(ignored);
+  signals_.close();
   pools_.close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   faces_.close();

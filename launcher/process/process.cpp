@@ -228,6 +228,15 @@ int Child::signal_group(int signo) const noexcept {
   return ::kill(-pid_, signo) == 0 ? 0 : errno;
 }
 
+int Child::signal_process(int signo) const noexcept {
+  if (pid_ <= 0 || reaped_) return ESRCH;
+  return ::kill(pid_, signo) == 0 ? 0 : errno;
+}
+
+bool signals_group(int signo) noexcept {
+  return signo == SIGTERM || signo == SIGKILL || signo == SIGCONT || signo == 0;
+}
+
 pid_t Child::release() noexcept {
   return std::exchange(pid_, -1);
 }

@@ -17,6 +17,11 @@ namespace hvdrun::launcher {
 
 // A child process that leads its own process group (pgid == pid). If destroyed before it
 // was reaped, SIGKILLs its whole group and reaps it. Move-only; used on one thread.
+// Whether a signal sent to a worker goes to its whole process group: the ones that end it
+// (SIGTERM, SIGKILL) and SIGCONT do; a forwarded warning (SIGUSR1, SIGHUP, ...) goes to the
+// program alone, so that helpers it started (a DataLoader's workers) do not die of it.
+bool signals_group(int signo) noexcept;
+
 class Child {
  public:
   Child() = default;
@@ -36,6 +41,8 @@ class Child {
   ProcessEnd wait();
   // kill(-pgid, signo). Returns 0 or the errno (ESRCH: the group is empty).
   int signal_group(int signo) const noexcept;
+  // kill(pid, signo): the program alone, not its children (nothing once it is reaped).
+  int signal_process(int signo) const noexcept;
   // Gives up ownership: returns the pid, which the caller now reaps (and kills) itself.
   pid_t release() noexcept;
 

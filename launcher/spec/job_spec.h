@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <csignal>
 #include <map>
 #include <optional>
 #include <string>
@@ -49,6 +50,8 @@ struct JobSpec {
   std::vector<std::string> command;              // program and its arguments
   std::chrono::seconds start_timeout{30};        // --start-timeout / HOROVOD_START_TIMEOUT
   std::chrono::milliseconds grace_period{5000};  // --grace-period (seconds on the CLI)
+  // --forward-signals: signals to hvdrun passed on to every worker; the job goes on.
+  std::vector<int> forward_signals{SIGHUP, SIGUSR1, SIGUSR2};
   int max_restarts = 0;                          // --max-restarts: whole-job restarts
   ElasticSpec elastic;
   std::optional<std::string> output_dir;        // --output-filename

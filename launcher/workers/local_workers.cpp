@@ -292,9 +292,13 @@ void LocalWorkers::report_exit(Worker& w, ProcessEnd status) {
 }
 
 void LocalWorkers::signal_all(int signo) {
-  if (signo != 0) signalled_ = true;
+  if (signo == SIGTERM || signo == SIGKILL) signalled_ = true;  // not a forwarded one
   for (auto& [id, w] : workers_) {
     if (w->group_empty) continue;
+    if (!signals_group(signo)) {
+      if (!w->exited) w->child.signal_process(signo);
+      continue;
+    }
     if (w->child.signal_group(signo) == ESRCH && w->exited) {
       w->group_empty = true;
       watchdog_.forget(w->child.pgid());

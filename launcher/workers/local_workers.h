@@ -107,7 +107,7 @@ class LocalWorkers final : public WorkerPool {
   std::string program_;
   std::size_t open_streams_ = 0;
   bool closing_streams_ = false;
-  bool signalled_ = false;         // signal_all() sent a signal
+  bool signalled_ = false;         // signal_all() sent SIGTERM or SIGKILL
   std::array<bool, 2> dropped_{};  // stdout, stderr: the console reader is gone
 };
 

@@ -198,6 +198,27 @@ TEST(TestHostsJob, CtrlCStopsEveryHost) {
   EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
 }
 
+// A scheduler's warning to hvdrun reaches the ranks on every host through their node agents,
+// and the job goes on (each worker exits 0 once it has its SIGUSR1).
+TEST(TestHostsJob, Usr1ReachesTheRanksOnEveryHost) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir pids;
+  HvdrunProcess hvdrun({"-np", "3", "-H", "localhost:1,hvdt-h1:2", worker(), "await-usr1",
+                        pids.path.string()},
+                       home.env());
+  ASSERT_EQ(wait_for_pids(pids.path, 3, seconds(30)).size(), 3u);
+  hvdrun.signal(SIGUSR1);
+  auto r = hvdrun.finish(seconds(30));
+  EXPECT_EQ(r.status, 0) << r.err;
+  for (const char* rank : {"0", "1", "2"}) {
+    EXPECT_TRUE(contains(r.out, std::string("[") + rank + "]<stdout>:rank " + rank +
+                                    " got SIGUSR1\n"))
+        << r.out;
+  }
+  EXPECT_TRUE(wait_hosts_idle({1}, seconds(5)).empty());
+}
+
 // hvdrun dies without a chance to clean up: the SSH sessions close, the remote agents kill
 // their workers and the workers' children; nothing is left on either host after 5 s.
 TEST(TestHostsJob, SigkillOfHvdrunLeavesNoProcessOnAnyHost) {

@@ -132,7 +132,7 @@ TEST(Restart, OneCtrlCDuringARestartKeepsItsGracePeriod) {
   auto r = hvdrun.finish(seconds(30));
   const std::chrono::duration<double> after = std::chrono::steady_clock::now() - interrupted;
   EXPECT_EQ(r.status, 130) << r.err;
-  EXPECT_TRUE(contains(r.err, "grace period of 6000 ms over")) << r.err;
+  EXPECT_TRUE(contains(r.err, "grace period of 6 s over")) << r.err;
   EXPECT_LT(after.count(), 5.5) << "the grace period started again at the Ctrl-C\n" << r.err;
   EXPECT_TRUE(wait_until_gone(workers, milliseconds(1000)).empty());
 }

@@ -126,6 +126,41 @@ TEST(Slurm, SbatchOfTheSameJobTrains) {
   EXPECT_TRUE(contains(text, "[0]<stdout>:all 3 ranks agree")) << text;
 }
 
+// The recipe of docs/running-jobs.md: a batch script that `exec`s hvdrun gets the scheduler's
+// warning (sbatch --signal=B:USR1@90, here sent at once by scancel -b), and hvdrun forwards it
+// to every rank on every node; each worker exits 0 once it has it.
+TEST(Slurm, Usr1ToTheBatchScriptReachesEveryRankOnEveryNode) {
+  REQUIRE_SLURM();
+  TempDir dir;
+  const auto pids = dir.path / "pids";
+  std::filesystem::create_directory(pids);
+  const auto out = dir.path / "job.out";
+  {
+    std::ofstream script(dir.path / "job.sh");
+    script << "#!/bin/sh\nexec " << HVDRUN_BINARY << " " << worker() << " await-usr1 "
+           << pids.string() << "\n";
+  }
+  HvdrunProcess job("/usr/bin/sbatch",
+                    {"--wait", "-N", "3", "-n", "3", "-J", "hvdrun-usr1-test", "-o", out.string(),
+                     (dir.path / "job.sh").string()},
+                    slurm_env(), "/dev/null");
+  ASSERT_EQ(wait_for_pids(pids, 3, seconds(30)).size(), 3u);
+  ASSERT_EQ(std::system("SLURM_CONF=/tmp/hvds-slurm/slurm.conf scancel -b -s USR1 "
+                        "-n hvdrun-usr1-test"),
+            0);
+  const auto r = job.finish(seconds(60));
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(r.status, 0) << r.err << text;
+  for (const char* rank : {"0", "1", "2"}) {
+    EXPECT_TRUE(contains(text, std::string("[") + rank + "]<stdout>:rank " + rank +
+                                   " got SIGUSR1\n"))
+        << text;
+  }
+  EXPECT_TRUE(contains(text, "hvdrun: forwarded SIGUSR1")) << text;
+  EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
 // The pid of the node agent on node i (its process in that node's namespace), or -1.
 pid_t agent_on(int node) {
   for (const auto& entry : node_leftovers(node)) {

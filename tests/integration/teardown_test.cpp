@@ -104,9 +104,11 @@ TEST(Teardown, ChildHoldingAPipeAfterItsWorkerExitedDoesNotHangTheLauncher) {
 namespace hvdrun::itest {
 namespace {
 
-TEST(Teardown, SighupToHvdrunIsHandledLikeSigterm) {
+// Without HUP in --forward-signals (by default it is forwarded, signals_test.cpp).
+TEST(Teardown, SighupNotForwardedIsHandledLikeSigterm) {
   TempDir pids;
-  HvdrunProcess hvdrun({"-np", "2", worker(), "sleep", pids.path.string()});
+  HvdrunProcess hvdrun(
+      {"--forward-signals", "USR1,USR2", "-np", "2", worker(), "sleep", pids.path.string()});
   auto workers = wait_for_pids(pids.path, 2, std::chrono::seconds(20));
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGHUP);

@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -51,6 +52,7 @@ TEST(Cli, MinimalJobHasDefaults) {
   EXPECT_EQ(spec.hosts[0], (HostSpec{"", "localhost", 2, "default"}));
   EXPECT_EQ(spec.start_timeout, std::chrono::seconds(30));
   EXPECT_EQ(spec.grace_period, std::chrono::milliseconds(5000));
+  EXPECT_THAT(spec.forward_signals, ElementsAre(SIGHUP, SIGUSR1, SIGUSR2));
   EXPECT_EQ(spec.log_level, "warn");
   EXPECT_FALSE(spec.output_dir.has_value());
   EXPECT_FALSE(spec.prefix_timestamp);
@@ -59,6 +61,21 @@ TEST(Cli, MinimalJobHasDefaults) {
   EXPECT_TRUE(spec.env_forward.empty());
   EXPECT_EQ(spec.ssh_port, 0);
   EXPECT_EQ(spec.ssh_identity_file, "");
+}
+
+TEST(Cli, ForwardSignals) {
+  EXPECT_THAT(spec_of({"--forward-signals", "usr1,SIGUSR2", "-np", "1", "p"}).forward_signals,
+              ElementsAre(SIGUSR1, SIGUSR2));
+  EXPECT_THAT(spec_of({"--forward-signals", "QUIT,INT", "-np", "1", "p"}).forward_signals,
+              ElementsAre(SIGQUIT, SIGINT));
+  EXPECT_TRUE(spec_of({"--forward-signals", "none", "-np", "1", "p"}).forward_signals.empty());
+  EXPECT_EQ(error_of({"--forward-signals", "USR1,TERM", "-np", "1", "p"}),
+            "--forward-signals 'USR1,TERM': 'TERM' is not one of HUP, INT, QUIT, USR1, USR2 "
+            "(or none)");
+  EXPECT_THAT(error_of({"--forward-signals", "USR1,usr1", "-np", "1", "p"}),
+              HasSubstr("'usr1' given twice"));
+  EXPECT_THAT(error_of({"--forward-signals", "USR1,", "-np", "1", "p"}),
+              HasSubstr("'' is not one of"));
 }
 
 TEST(Cli, NumProcSpellings) {

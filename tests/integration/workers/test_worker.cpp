@@ -8,6 +8,9 @@
 //   ignore-term DIR RANK     ignores SIGTERM and waits; rank RANK exits 1 after 300 ms
 //   close-pipes RANK         closes stdout/stderr and waits; rank RANK exits 1 after 300 ms
 //   orphan-pipe              leaves a child holding stdout, then exits 0
+//   await-usr1 DIR           records its pid in DIR, waits for SIGUSR1, says so and exits 0
+//   checkpoint DIR MS        records its pid in DIR and waits; on SIGTERM it "checkpoints" for
+//                            MS ms, says "checkpoint done" and exits 0
 //   flood DIR RANK CODE      records its pid in DIR; rank RANK exits CODE 300 ms after every
 //                            rank recorded its pid (at most 20 s),
 //                            the others write numbered lines "R:I:" padded with x to 1000 bytes on
@@ -55,6 +58,26 @@ void record_pid(const std::string& dir, const std::string& name) {
     out << ::getpid() << "\n";
   }
   std::rename((path + ".tmp").c_str(), path.c_str());
+}
+
+volatile sig_atomic_t caught = 0;
+extern "C" void on_caught(int signo) { caught = signo; }
+
+// Records its pid, then waits (at most 30 s) for `signo`; exits 0 once it came.
+int await_signal(const std::string& dir, int signo, int after_ms) {
+  struct sigaction action {};
+  action.sa_handler = on_caught;
+  ::sigaction(signo, &action, nullptr);
+  record_pid(dir, std::to_string(rank()));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!caught && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!caught) return 4;
+  std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
+  write_all(1, "rank " + std::to_string(rank()) + (signo == SIGTERM ? " checkpoint done\n"
+                                                                     : " got SIGUSR1\n"));
+  return 0;
 }
 
 int chatty(int lines, std::size_t bytes, std::size_t big) {
@@ -207,6 +230,8 @@ int main(int argc, char** argv) {
     write_all(1, "parent leaving\n");
     return 0;
   }
+  if (mode == "await-usr1") return await_signal(arg(2), SIGUSR1, 0);
+  if (mode == "checkpoint") return await_signal(arg(2), SIGTERM, std::stoi(arg(3)));
   std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
   return 64;
 }

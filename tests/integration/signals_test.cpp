@@ -1,0 +1,107 @@
+// Integration: the signals a scheduler or a person sends to hvdrun. The warnings (SIGUSR1,
+// SIGUSR2, SIGHUP by default) reach every worker and the job goes on; SIGTERM ends the job
+// with its grace period, also when `timeout` delivers it twice at once; the summary names the
+// signal and its sender instead of a rank.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <string>
+#include <thread>
+
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(Signals, Usr1ReachesEveryRankAndTheJobGoesOn) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"-np", "3", worker(), "await-usr1", pids.path.string()});
+  ASSERT_EQ(wait_for_pids(pids.path, 3, seconds(20)).size(), 3u);
+  hvdrun.signal(SIGUSR1);
+  auto r = hvdrun.finish(seconds(30));
+  EXPECT_EQ(r.status, 0) << r.err;  // every worker exits 0 once it has its SIGUSR1
+  for (const char* rank : {"0", "1", "2"}) {
+    EXPECT_TRUE(contains(r.out, std::string("[") + rank + "]<stdout>:rank " + rank +
+                                    " got SIGUSR1\n"))
+        << r.out;
+  }
+  EXPECT_TRUE(contains(r.err, "hvdrun: forwarded SIGUSR1 from pid ")) << r.err;
+  EXPECT_TRUE(contains(r.err, " to 3 ranks\n")) << r.err;
+  EXPECT_FALSE(contains(r.err, "interrupted")) << r.err;
+}
+
+TEST(Signals, ASignalLeftOutOfForwardSignalsDoesNotReachTheWorkers) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"--forward-signals", "none", "-np", "2", worker(), "sleep",
+                        pids.path.string()});
+  const auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  hvdrun.signal(SIGUSR1);
+  std::this_thread::sleep_for(milliseconds(300));
+  for (const pid_t pid : workers) EXPECT_TRUE(alive(pid)) << "a worker died of SIGUSR1";
+  hvdrun.signal(SIGTERM);
+  auto r = hvdrun.finish(seconds(20));
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_TRUE(contains(r.err, "ignored: not in --forward-signals")) << r.err;
+}
+
+// GNU timeout sends SIGTERM to hvdrun and then to its own process group, which holds hvdrun:
+// two SIGTERMs microseconds apart are one signal, and the workers keep their grace period.
+TEST(Signals, SigtermFromTimeoutKeepsTheGracePeriodForACheckpoint) {
+  TempDir pids;
+  HvdrunProcess hvdrun("/usr/bin/timeout",
+                       {"-s", "TERM", "2", HVDRUN_BINARY, "--grace-period", "20", "-np", "2",
+                        worker(), "checkpoint", pids.path.string(), "1000"},
+                       {}, "/dev/null");
+  auto r = hvdrun.finish(seconds(40));
+  EXPECT_EQ(r.status, 124) << r.err;  // timeout's own status once it had to signal
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:rank 0 checkpoint done\n")) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "[1]<stdout>:rank 1 checkpoint done\n")) << r.out << r.err;
+  EXPECT_FALSE(contains(r.err, "killing every rank now")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: interrupted (SIGTERM), terminating 2 ranks, grace period "
+                              "20 s; sent by pid "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: job stopped by SIGTERM from pid ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "(timeout), not by a failed rank\n")) << r.err;
+  EXPECT_FALSE(contains(r.err, "job failed")) << r.err;
+}
+
+// A grace period too short for the checkpoint: the summary says how many were killed.
+TEST(Signals, TheSummarySaysWhichRanksTheGracePeriodCutShort) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"--grace-period", "0.3", "-np", "2", worker(), "checkpoint",
+                        pids.path.string(), "5000"});
+  const auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  hvdrun.signal(SIGTERM);
+  auto r = hvdrun.finish(seconds(30));
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_FALSE(contains(r.out, "checkpoint done")) << r.out;
+  EXPECT_TRUE(contains(r.err, "not by a failed rank; 2 ranks killed with SIGKILL when the grace "
+                              "period was over\n"))
+      << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
+}
+
+// A second SIGTERM clearly later than the first still means "now".
+TEST(Signals, ASecondSigtermASecondLaterKillsEveryRankNow) {
+  TempDir pids;
+  HvdrunProcess hvdrun({"--grace-period", "30", "-np", "2", worker(), "ignore-term",
+                        pids.path.string(), "99"});
+  const auto workers = wait_for_pids(pids.path, 2, seconds(20));
+  ASSERT_EQ(workers.size(), 2u);
+  hvdrun.signal(SIGTERM);
+  std::this_thread::sleep_for(milliseconds(1300));
+  hvdrun.signal(SIGTERM);
+  auto r = hvdrun.finish(seconds(20));
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_TRUE(contains(r.err, "second SIGTERM from pid ")) << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
