@@ -170,6 +170,18 @@ class Client::Impl {
     std::lock_guard lock(mutex_);
     on_end_ = std::move(callback);
   }
+  void set_progress_source(std::function<std::optional<ProgressReport>()> source) {
+    std::lock_guard lock(mutex_);
+    progress_ = std::move(source);
+  }
+  std::optional<ProgressReport> progress() const {
+    std::function<std::optional<ProgressReport>()> source;
+    {
+      std::lock_guard lock(mutex_);
+      source = progress_;
+    }
+    return source ? source() : std::nullopt;
+  }
 
   std::string local_address() const {
     if (!fd_) throw NetworkError(where_ + ": connection closed after an earlier error");
@@ -420,7 +432,8 @@ class Client::Impl {
       if (!send_failed && Clock::now() >= next_heartbeat) {
         next_heartbeat = Clock::now() + heartbeat_;
         try {
-          send(Message{0, Heartbeat{}}, Clock::now() + kHeartbeatSend, "Heartbeat", kHeartbeatSend);
+          send(Message{0, Heartbeat{progress()}}, Clock::now() + kHeartbeatSend, "Heartbeat",
+               kHeartbeatSend);
         } catch (const Error& e) {
           send_failed = e.what();
         }
@@ -470,6 +483,7 @@ class Client::Impl {
   std::deque<Message> replies_;
   std::optional<GenerationEndEvent> end_;
   std::function<void(const GenerationEndEvent&)> on_end_;
+  std::function<std::optional<ProgressReport>()> progress_;  // for each heartbeat
   std::optional<std::string> terminal_;
   std::thread reader_;  // last: started when the rest is ready
 };
@@ -512,6 +526,9 @@ std::optional<GenerationEndEvent> Client::generation_end() const {
 }
 void Client::on_generation_end(std::function<void(const GenerationEndEvent&)> callback) {
   live(impl_).on_generation_end(std::move(callback));
+}
+void Client::set_progress_source(std::function<std::optional<ProgressReport>()> source) {
+  live(impl_).set_progress_source(std::move(source));
 }
 
 std::uint32_t Client::generation() const noexcept {

@@ -70,6 +70,9 @@ class Client {
   std::optional<GenerationEndEvent> generation_end() const;
   // Called on the reader thread for each generation end pushed; set it before join().
   void on_generation_end(std::function<void(const GenerationEndEvent&)> callback);
+  // Called on the reader thread for each heartbeat: what it tells of the worker's collectives.
+  // It must be quick and must not call into this client.
+  void set_progress_source(std::function<std::optional<ProgressReport>()> source);
   // Key-value store, scoped by the generation of the last ASSIGN (0 before).
   void set(std::string_view key, std::string_view value, std::chrono::milliseconds timeout);
   std::string get(std::string_view key, std::chrono::milliseconds timeout);

@@ -155,6 +155,11 @@ std::vector<std::shared_ptr<Session>> Generation::sessions() const {
   return out;
 }
 
+std::shared_ptr<Session> Generation::session_at(std::size_t position) const {
+  const Entry& e = entries_.at(position);
+  return e.present ? e.session.lock() : nullptr;
+}
+
 std::string Generation::join_status() const {
   std::vector<bool> present(entries_.size());
   for (std::size_t i = 0; i < entries_.size(); ++i) present[i] = entries_[i].present;

@@ -51,6 +51,8 @@ class Generation {
   std::vector<std::shared_ptr<Session>> fail(std::string text);
   // The sessions of the members that joined.
   std::vector<std::shared_ptr<Session>> sessions() const;
+  // The session of the member at `position` while it is joined and connected, else null.
+  std::shared_ptr<Session> session_at(std::size_t position) const;
   // "3/4 ranks joined; missing: rank 2 (host localhost)"
   std::string join_status() const;
   bool has_member(std::uint32_t key) const;

@@ -53,6 +53,13 @@ void encode_body(wire::Writer& w, const Body& body) {
         } else if constexpr (std::is_same_v<T, BarrierDone>) {
           w.str("name", m.name, kMaxString);
         } else if constexpr (std::is_same_v<T, Heartbeat>) {
+          if (m.progress) {
+            w.u8(1);
+            for (auto v : {m.progress->entered, m.progress->finished, m.progress->in_ms,
+                           m.progress->finished_ago_ms})
+              w.u32(v);
+            w.str("progress", m.progress->what, kMaxProgressText);
+          }
         } else if constexpr (std::is_same_v<T, GenerationEnd>) {
           w.u32(m.next);
           w.u8(static_cast<std::uint8_t>(m.kind));
@@ -140,8 +147,22 @@ Body read_body(wire::Reader& r, MsgType type) {
       read_error(r, e);
       return e;
     }
-    case MsgType::kHeartbeat:
-      return Heartbeat{};
+    case MsgType::kHeartbeat: {
+      Heartbeat h;
+      if (r.remaining() == 0) return h;
+      std::uint8_t present = 0;
+      if (!r.u8("progress flag", present)) return h;
+      if (present != 1) {
+        r.fail("progress flag " + std::to_string(present) + " (expected 1)");
+        return h;
+      }
+      ProgressReport p;
+      r.u32("entered", p.entered) && r.u32("finished", p.finished) && r.u32("in_ms", p.in_ms) &&
+          r.u32("finished_ago_ms", p.finished_ago_ms) &&
+          r.str("progress", p.what, kMaxProgressText);
+      h.progress = std::move(p);
+      return h;
+    }
     case MsgType::kGenerationEnd: {
       GenerationEnd g;
       std::uint8_t kind = 0;

@@ -12,10 +12,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "rendezvous/progress.h"
 
 namespace hvdrun::rdzv {
 
@@ -95,7 +98,11 @@ struct Barrier {
 struct BarrierDone {
   std::string name;
 };
-struct Heartbeat {};
+// Client -> server: the worker's collectives (absent before its first generation formed, and
+// from the server).
+struct Heartbeat {
+  std::optional<ProgressReport> progress;
+};
 // Why a generation ends while its members live on: kBroken (a member failed: abort what runs,
 // restore, re-join) or kHostsUpdated (workers were added or removed: re-join at the next
 // commit, without restoring). The members re-join generation `next` on the same connection.

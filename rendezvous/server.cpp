@@ -66,6 +66,10 @@ std::uint32_t Server::generation() const noexcept {
   return impl_->generation();
 }
 
+std::vector<MemberProgress> Server::progress() const {
+  return impl_->progress();
+}
+
 void Server::close() {
   impl_->close();
 }

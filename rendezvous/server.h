@@ -103,6 +103,16 @@ struct ServerCallbacks {
   std::function<void(std::uint32_t worker, const std::string& why)> on_worker_lost;
 };
 
+// A member of the current generation and what its last heartbeat said of its collectives.
+struct MemberProgress {
+  std::uint32_t worker = 0;  // its key
+  int rank = 0;
+  std::string host;
+  std::uint32_t pid = 0;
+  std::optional<ProgressReport> report;  // none: no heartbeat with one yet
+  std::chrono::milliseconds age{0};      // since that heartbeat came
+};
+
 class Server {
  public:
   // Binds and starts accepting immediately; throws NetworkError naming address:port.
@@ -123,6 +133,9 @@ class Server {
   // pushed (kBroken, kHostsUpdated) or the refusal (kRestart). Returns the new number.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   std::uint32_t generation() const noexcept;
+  // The current generation's members, by rank, with their last progress reports; empty while
+  // it forms (a member that has not joined has nothing to say).
+  std::vector<MemberProgress> progress() const;
   // Stop accepting and close every session (pending waits get kError kJobFailed first).
   void close();
 

@@ -78,6 +78,29 @@ void ServerCore::start() {
   }
 }
 
+std::vector<MemberProgress> ServerCore::progress() const {
+  std::vector<MemberProgress> out;
+  if (generation_.phase() != Generation::Phase::kActive) return out;
+  const auto now = std::chrono::steady_clock::now();
+  const auto& slots = generation_.slots();
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    MemberProgress m;
+    m.rank = slots[i].rank;
+    m.host = slots[i].host;
+    if (const auto session = generation_.session_at(i)) {
+      m.worker = session->slot.value_or(0);
+      m.pid = session->pid;
+      if (session->progress && session->joined_generation == generation_.number()) {
+        m.report = session->progress;
+        m.age = std::chrono::duration_cast<std::chrono::milliseconds>(now - session->progress_at);
+      }
+    }
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  return out;
+}
+
 std::uint32_t ServerCore::start_generation(std::vector<Member> members, Handover how,
                                            std::string reason) {
   Generation next(std::move(members), generation_.number() + 1);
@@ -215,8 +238,12 @@ void ServerCore::on_message(const std::shared_ptr<Session>& session, Message mes
       return on_kv_get(session, message.generation, std::get<KvGet>(message.body));
     case MsgType::kBarrier:
       return on_barrier(session, message.generation, std::get<Barrier>(message.body));
-    case MsgType::kHeartbeat:
-      return;  // the read loop noted the time
+    case MsgType::kHeartbeat:  // the read loop noted the time
+      if (auto& progress = std::get<Heartbeat>(message.body).progress) {
+        session->progress = std::move(progress);
+        session->progress_at = std::chrono::steady_clock::now();
+      }
+      return;
     case MsgType::kError: {
       const auto& e = std::get<ErrorMsg>(message.body);
       log_->warn("{} reports error {}: {}", session->peer(), static_cast<int>(e.code), e.text);

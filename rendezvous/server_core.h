@@ -48,6 +48,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::uint16_t port() const noexcept { return port_; }
   std::size_t joined() const noexcept { return generation_.joined(); }
   std::uint32_t generation() const noexcept { return generation_.number(); }
+  // See Server::progress.
+  std::vector<MemberProgress> progress() const;
   // See Server::start_generation.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   const ServerOptions& options() const noexcept { return options_; }

@@ -142,6 +142,7 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
                                              options.secret, options.start_timeout);
     client_->on_generation_end(
         [this](const rdzv::GenerationEndEvent& event) { on_generation_end(event); });
+    client_->set_progress_source([this] { return progress_.report(); });
   }
   // Without an interface setting, the data socket listens only on the address it advertises
   // (the route to the launcher: loopback for a local job), not on every address.
@@ -153,6 +154,7 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   request.host = options.hostname;
   request.data_addr = advertise;
   request.data_port = listener.port();
+  progress_.reset();  // the next generation numbers its collectives from 1
   rdzv::Assignment assignment =
       rejoin ? client_->rejoin(request, rejoin_wait(options), rejoin_wait(options))
              : client_->join(request, options.start_timeout);

@@ -17,6 +17,7 @@
 #include "rendezvous/client.h"
 #include "worker-runtime/backend_setup.h"
 #include "worker-runtime/communicator.h"
+#include "worker-runtime/collective_progress.h"
 #include "worker-runtime/options.h"
 
 namespace hvdrun {
@@ -33,6 +34,8 @@ class Runtime {
   Communicator& communicator() const noexcept { return *communicator_; }
   // The rendezvous connection (key-value store, barriers); null in a world of one.
   rdzv::Client* client() const noexcept { return client_.get(); }
+  // What the collectives of this generation are doing, for the heartbeats.
+  CollectiveProgress& progress() noexcept { return progress_; }
   // Ends every blocking wait of the current generation with AbortedError naming `reason`.
   void abort(const std::string& reason) noexcept { communicator_->abort(reason); }
 
@@ -58,6 +61,7 @@ class Runtime {
   std::unique_ptr<Communicator> form_world_of_one();
 
   Options options_;
+  CollectiveProgress progress_;           // read by client_'s heartbeats: declared before it
   std::unique_ptr<rdzv::Client> client_;  // declared first: outlives the communicator
   std::unique_ptr<Communicator> communicator_;
   std::uint32_t generation_ = 0;           // communicator_'s

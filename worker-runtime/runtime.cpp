@@ -25,6 +25,13 @@ Communicator& communicator(const char* function) {
   return active_runtime(function).communicator();
 }
 
+// Marks the collective entered for the heartbeats until it returns or throws.
+ProgressScope progress_of(const char* function, tcp::CollectiveKind kind, DataType dtype,
+                          std::size_t count) {
+  return ProgressScope(active_runtime(function).progress(), kind, dtype,
+                       count * element_size(dtype));
+}
+
 // The device backend for a call of `function` described by the rest (compared across the
 // ranks first when HVDRUN_CHECK_COLLECTIVES is on).
 DeviceCollectives& device_call(const char* function, tcp::CollectiveKind kind, DataType dtype,
@@ -85,19 +92,23 @@ int cross_size() {
 }
 
 void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op) {
+  const auto scope = progress_of("allreduce", tcp::CollectiveKind::kAllreduce, dtype, count);
   communicator("allreduce").allreduce(send, recv, count, dtype, op);
 }
 
 void broadcast(void* buffer, std::size_t count, DataType dtype, int root) {
+  const auto scope = progress_of("broadcast", tcp::CollectiveKind::kBroadcast, dtype, count);
   communicator("broadcast").broadcast(buffer, count, dtype, root);
 }
 
 std::vector<std::size_t> allgather(const void* send, std::size_t count, DataType dtype,
                                    std::vector<std::byte>& out) {
+  const auto scope = progress_of("allgather", tcp::CollectiveKind::kAllgather, dtype, count);
   return communicator("allgather").allgather(send, count, dtype, out);
 }
 
 void barrier() {
+  const auto scope = progress_of("barrier", tcp::CollectiveKind::kBarrier, DataType::kUInt8, 0);
   communicator("barrier").barrier();
 }
 
@@ -116,33 +127,43 @@ ncclComm* nccl_communicator() {
 
 void allreduce(const void* send, void* recv, std::size_t count, DataType dtype, ReduceOp op,
                CUstream_st* stream) {
+  const auto scope = progress_of("allreduce", tcp::CollectiveKind::kAllreduce, dtype, count);
   device_call("allreduce", tcp::CollectiveKind::kAllreduce, dtype, op, count)
       .allreduce(send, recv, count, dtype, op, stream);
 }
 
 void broadcast(void* buffer, std::size_t count, DataType dtype, int root, CUstream_st* stream) {
+  const auto scope = progress_of("broadcast", tcp::CollectiveKind::kBroadcast, dtype, count);
   device_call("broadcast", tcp::CollectiveKind::kBroadcast, dtype, ReduceOp::kSum, count, root)
       .broadcast(buffer, count, dtype, root, stream);
 }
 
 void allgather(const void* send, void* recv, std::size_t count, DataType dtype,
                CUstream_st* stream) {
+  const auto scope = progress_of("allgather", tcp::CollectiveKind::kAllgather, dtype, count);
   device_call("allgather", tcp::CollectiveKind::kAllgather, dtype, ReduceOp::kSum, count)
       .allgather(send, recv, count, dtype, stream);
 }
 
 void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType dtype,
                     ReduceOp op, CUstream_st* stream) {
+  const auto scope =
+      progress_of("reduce_scatter", tcp::CollectiveKind::kReduceScatter, dtype, recv_count);
   device_call("reduce_scatter", tcp::CollectiveKind::kReduceScatter, dtype, op, recv_count)
       .reduce_scatter(send, recv, recv_count, dtype, op, stream);
 }
 
 void barrier(CUstream_st* stream) {
+  const auto scope = progress_of("barrier", tcp::CollectiveKind::kBarrier, DataType::kUInt8, 0);
   device_call("barrier", tcp::CollectiveKind::kBarrier, DataType::kUInt8, ReduceOp::kSum, 0)
       .barrier(stream);
 }
 
 void allreduce_many(std::span<const DeviceTensor> tensors, ReduceOp op, CUstream_st* stream) {
+  std::size_t bytes = 0;
+  for (const auto& t : tensors) bytes += t.count * element_size(t.dtype);
+  const auto scope = ProgressScope(active_runtime("allreduce_many").progress(),
+                                   tcp::CollectiveKind::kAllreduceMany, DataType::kUInt8, bytes);
   device_call("allreduce_many", tcp::CollectiveKind::kAllreduceMany, DataType::kUInt8, op,
               tensors.size())
       .allreduce_many(tensors, op, stream);

@@ -134,6 +134,15 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
   if (const auto v = parsed.value("grace-period")) {
     spec.grace_period = parse_grace(parsed.spelled("grace-period"), *v);
   }
+  if (const auto v = parsed.value("stall-timeout")) {
+    spec.stall_timeout = parse_grace(parsed.spelled("stall-timeout"), *v);
+  }
+  if (const auto v = parsed.value("stall-shutdown")) {
+    spec.stall_shutdown = parse_grace(parsed.spelled("stall-shutdown"), *v);
+    if (*spec.stall_shutdown < std::chrono::seconds(1)) {
+      throw UsageError(parsed.spelled("stall-shutdown") + " " + *v + ": must be at least 1 second");
+    }
+  }
   if (const auto v = parsed.value("forward-signals")) {
     spec.forward_signals = parse_forwarded_signals(parsed.spelled("forward-signals"), *v);
   }

@@ -40,6 +40,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       announce_timer_(io),
       elastic_timer_(io),
       cooldown_timer_(io),
+      stall_timer_(io),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank);
@@ -80,6 +81,7 @@ void Job::launch() {
   generations_.current().started = launched_;
   wait_child();
   signals_.start([this](const SignalEvent& signal) { on_signal(signal); });
+  watch_stalls();
   if (remote_.empty()) {
     start_workers();
     return;

@@ -123,6 +123,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void take_ranks(const std::vector<rdzv::Member>& members);
   std::map<std::string, Slot> named_survivors(const std::vector<rdzv::Member>& members);
   std::uint16_t start_generation(GenerationStart start);
+  // job_stalls.cpp: collectives that wait too long.
+  void watch_stalls();
+  void check_stalls();
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
@@ -156,6 +159,8 @@ class Job final : private RendezvousEvents, private PoolEvents {
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
   boost::asio::steady_timer elastic_timer_;   // --elastic-timeout while below --min-np
   boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
+  boost::asio::steady_timer stall_timer_;     // every second: the members' collectives
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only
   WorkerPools pools_;                         // last: its events use the members above
 };

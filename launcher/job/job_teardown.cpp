@@ -144,6 +144,7 @@ void Job::finish() {
   announce_timer_.cancel();
   elastic_timer_.cancel();
   cooldown_timer_.cancel();
+  stall_timer_.cancel();
   if (discovery_) discovery_->cancel();
   boost::system::error_code ignored;
   children_.clear(ignored);  // restores the default dispositions

@@ -67,6 +67,9 @@ class RendezvousFaces {
                   RendezvousEvents& events);
 
   std::uint16_t port() const noexcept { return server_.port(); }
+  // What the current generation's members last said of their collectives (stall_check.h).
+  std::vector<rdzv::MemberProgress> progress() const { return server_.progress(); }
+  std::uint32_t generation() const noexcept { return server_.generation(); }
   std::uint16_t horovod_port() const noexcept { return horovod_.port(); }
   const std::string& secret() const noexcept { return secret_; }
   std::uint16_t master_port() const noexcept { return master_port_->port(); }

@@ -52,6 +52,10 @@ struct JobSpec {
   std::chrono::milliseconds grace_period{5000};  // --grace-period (seconds on the CLI)
   // --forward-signals: signals to hvdrun passed on to every worker; the job goes on.
   std::vector<int> forward_signals{SIGHUP, SIGUSR1, SIGUSR2};
+  // --stall-timeout: a collective of libhvdrun workers waiting this long is reported (0: never).
+  std::chrono::milliseconds stall_timeout{60000};
+  // --stall-shutdown: a stall this long ends the job (none: never).
+  std::optional<std::chrono::milliseconds> stall_shutdown;
   int max_restarts = 0;                          // --max-restarts: whole-job restarts
   ElasticSpec elastic;
   std::optional<std::string> output_dir;        // --output-filename

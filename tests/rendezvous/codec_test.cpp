@@ -127,6 +127,24 @@ TEST(Codec, TrailingBytes) {
             "2 trailing bytes in BarrierDone body");
 }
 
+// A worker's heartbeat carries what its collectives do; one without it (the server's, and a
+// worker's before its first collective) is an empty body.
+TEST(Codec, HeartbeatWithAndWithoutProgress) {
+  const ProgressReport report{1234, 1233, 60'000, 61'000, "allreduce (float32, 4.0 MiB)"};
+  const auto back = std::get<Heartbeat>(decode_ok(encode(Message{3, Heartbeat{report}})).body);
+  ASSERT_TRUE(back.progress.has_value());
+  EXPECT_EQ(*back.progress, report);
+  EXPECT_TRUE(back.progress->waiting());
+  EXPECT_FALSE(std::get<Heartbeat>(decode_ok(encode(Message{3, Heartbeat{}})).body).progress);
+  EXPECT_EQ(decode_error(frame_of(MsgType::kHeartbeat, {2})), "Heartbeat: progress flag 2 (expected 1)");
+  EXPECT_NE(decode_error(frame_of(MsgType::kHeartbeat, {1, 0, 0})), "<decoded>");
+  std::vector<std::uint8_t> long_text{1};
+  long_text.resize(1 + 16, 0);
+  for (std::uint8_t b : {200, 0, 0, 0}) long_text.push_back(b);  // 200 > kMaxProgressText
+  long_text.resize(long_text.size() + 200, 'x');
+  EXPECT_NE(decode_error(frame_of(MsgType::kHeartbeat, long_text)), "<decoded>");
+}
+
 TEST(Codec, BadMagicVersionTypeReserved) {
   auto frame = encode(Message{0, Heartbeat{}});
   auto bad = frame;

@@ -1,0 +1,40 @@
+// Worker for the stall tests: `stall_worker N R K S` runs N allreduces of 1024 floats; rank R
+// sleeps S seconds before its K-th (a rank stuck in its own code while the others wait in the
+// collective), then goes on. Exits 0 once all N agree.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "hvdrun/hvdrun.h"
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: stall_worker N RANK K SECONDS\n");
+    return 64;
+  }
+  const int count = std::atoi(argv[1]);
+  const int slow_rank = std::atoi(argv[2]);
+  const int slow_at = std::atoi(argv[3]);
+  const double seconds = std::atof(argv[4]);
+  try {
+    hvdrun::init();
+    std::vector<float> data(1024);
+    for (int i = 1; i <= count; ++i) {
+      if (i == slow_at && hvdrun::rank() == slow_rank) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      }
+      for (auto& v : data) v = 1.0f;
+      hvdrun::allreduce(data.data(), data.data(), data.size(), hvdrun::DataType::kFloat32,
+                        hvdrun::ReduceOp::kSum);
+      if (data[0] != static_cast<float>(hvdrun::size())) return 3;
+    }
+    std::printf("rank %d done\n", hvdrun::rank());
+    hvdrun::shutdown();
+    return 0;
+  } catch (const hvdrun::Error& e) {
+    std::fprintf(stderr, "stall_worker: %s\n", e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,78 @@
+// CollectiveProgress (collective_progress.h).
+#include "worker-runtime/collective_progress.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace hvdrun {
+namespace {
+
+std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint32_t ms_between(std::int64_t from_ns, std::int64_t to_ns) {
+  const auto ms = (to_ns - from_ns) / 1'000'000;
+  if (ms <= 0) return 0;
+  return ms > 0xFFFF'FFFFLL ? 0xFFFF'FFFFu : static_cast<std::uint32_t>(ms);
+}
+
+}  // namespace
+
+void CollectiveProgress::enter(tcp::CollectiveKind kind, DataType dtype,
+                               std::size_t bytes) noexcept {
+  constexpr std::uint64_t kMaxBytes = (std::uint64_t{1} << 48) - 1;
+  const std::uint64_t size = bytes > kMaxBytes ? kMaxBytes : bytes;
+  what_.store(static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(dtype) << 8 |
+                  size << 16,
+              std::memory_order_relaxed);
+  entered_ns_.store(now_ns(), std::memory_order_relaxed);
+  entered_.fetch_add(1, std::memory_order_release);
+}
+
+void CollectiveProgress::leave() noexcept {
+  finished_ns_.store(now_ns(), std::memory_order_relaxed);
+  finished_.store(entered_.load(std::memory_order_relaxed), std::memory_order_release);
+}
+
+void CollectiveProgress::reset() noexcept {
+  entered_.store(0, std::memory_order_relaxed);
+  finished_.store(0, std::memory_order_relaxed);
+}
+
+std::optional<rdzv::ProgressReport> CollectiveProgress::report() const {
+  rdzv::ProgressReport r;
+  r.entered = entered_.load(std::memory_order_acquire);
+  if (r.entered == 0) return std::nullopt;
+  r.finished = finished_.load(std::memory_order_acquire);
+  const std::uint64_t what = what_.load(std::memory_order_relaxed);
+  const auto now = now_ns();
+  r.in_ms = ms_between(entered_ns_.load(std::memory_order_relaxed), now);
+  r.finished_ago_ms = ms_between(finished_ns_.load(std::memory_order_relaxed), now);
+  const auto kind = static_cast<tcp::CollectiveKind>(what & 0xFF);
+  r.what = std::string(tcp::kind_name(kind));
+  if (kind != tcp::CollectiveKind::kBarrier) {
+    r.what += " (" + std::string(to_string(static_cast<DataType>((what >> 8) & 0xFF))) + ", " +
+              describe_bytes(what >> 16) + ")";
+  }
+  if (r.what.size() > rdzv::kMaxProgressText) r.what.resize(rdzv::kMaxProgressText);
+  return r;
+}
+
+std::string describe_bytes(std::uint64_t bytes) {
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  std::size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+}  // namespace hvdrun

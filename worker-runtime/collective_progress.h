@@ -1,0 +1,57 @@
+// CollectiveProgress: the few words each collective writes on entry and exit (its sequence
+// number in the generation, kind, type and size, the time), read by the rendezvous client's
+// heartbeat thread into a ProgressReport, so that the launcher can name the rank a stalled
+// collective waits for. The hot path is relaxed atomic stores and two clock reads; no lock.
+// Device collectives are counted when enqueued on their stream.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "hvdrun/types.h"
+#include "rendezvous/progress.h"
+#include "worker-runtime/tcp/collective_check.h"
+
+namespace hvdrun {
+
+class CollectiveProgress {
+ public:
+  // The collective's thread, around each collective.
+  void enter(tcp::CollectiveKind kind, DataType dtype, std::size_t bytes) noexcept;
+  void leave() noexcept;
+  // A new generation: numbering starts again at 1.
+  void reset() noexcept;
+  // Any thread (the heartbeat's): nullopt before the first collective of the generation.
+  std::optional<rdzv::ProgressReport> report() const;
+
+ private:
+  std::atomic<std::uint32_t> entered_{0};
+  std::atomic<std::uint32_t> finished_{0};
+  std::atomic<std::uint64_t> what_{0};  // kind | dtype << 8 | bytes << 16
+  std::atomic<std::int64_t> entered_ns_{0};
+  std::atomic<std::int64_t> finished_ns_{0};
+};
+
+// Enters on construction, leaves on destruction (also when the collective throws).
+class ProgressScope {
+ public:
+  ProgressScope(CollectiveProgress& progress, tcp::CollectiveKind kind, DataType dtype,
+                std::size_t bytes) noexcept
+      : progress_(progress) {
+    progress_.enter(kind, dtype, bytes);
+  }
+  ~ProgressScope() { progress_.leave(); }
+  ProgressScope(const ProgressScope&) = delete;
+  ProgressScope& operator=(const ProgressScope&) = delete;
+
+ private:
+  CollectiveProgress& progress_;
+};
+
+// "4.0 MiB", "512 B": a size for the launcher's messages.
+std::string describe_bytes(std::uint64_t bytes);
+
+}  // namespace hvdrun
