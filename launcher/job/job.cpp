@@ -17,6 +17,14 @@ constexpr auto kDrainTimeout = std::chrono::seconds(1);
 constexpr auto kNotificationTimeout = std::chrono::seconds(5);
 constexpr auto kNotificationResend = std::chrono::seconds(1);
 
+// Where the ranks' stack files go: beside their output (--output-filename), else a directory
+// of the job's own under $TMPDIR (kept after the job: the files are what is left of a hang).
+std::filesystem::path stacks_dir(const JobSpec& spec, const std::string& run_id) {
+  if (spec.output_dir) return std::filesystem::path(*spec.output_dir) / "stacks";
+  std::error_code ec;
+  return std::filesystem::temp_directory_path(ec) / (run_id + "-stacks");
+}
+
 horovod::HostUpdate host_update(SlotsChange change) {
   return change == SlotsChange::kAdded ? horovod::HostUpdate::kAdded
                                        : horovod::HostUpdate::kRemoved;
@@ -41,6 +49,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       elastic_timer_(io),
       cooldown_timer_(io),
       stall_timer_(io),
+      stacks_(io, hook_dir_.path(), stacks_dir(spec_, start.run_id)),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank);
@@ -72,6 +81,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   rdzv.horovod_port = faces_.horovod_port();
   rdzv.run_id = std::move(start.run_id);
   rdzv.size = static_cast<int>(start.slots.size());
+  rdzv.stacks_dir = hook_dir_.path().string();
   pools_.set_addresses(start.plan, rdzv);
 }
 
@@ -304,6 +314,15 @@ void Job::rendezvous_failed(const rdzv::JobError& error) {
     generations_.end_reason_if_none(text);
     outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
     note("rendezvous failed; terminating " + plural(running(), "rank"));
+    if (error.code == rdzv::ErrorCode::kTimeout && state_.is(JobState::kRunning)) {
+      // Where the ranks that did not join are: before they are gone.
+      dump_stacks("start timeout", {}, [this] {
+        if (!state_.is(JobState::kRunning)) return;
+        terminate();
+        maybe_finish();
+      });
+      return;
+    }
   }
   terminate();
   maybe_finish();

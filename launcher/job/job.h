@@ -23,11 +23,14 @@
 #include "launcher/job/generation_log.h"
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
+#include "launcher/job/stall_check.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/plan/elastic_membership.h"
 #include "launcher/policy/policy.h"
 #include "launcher/process/signal_watch.h"
 #include "launcher/servers/rendezvous_faces.h"
+#include "launcher/stacks/python_hook.h"
+#include "launcher/stacks/stack_collector.h"
 #include "launcher/spec/local_host.h"
 #include "launcher/workers/worker_pools.h"
 
@@ -123,9 +126,17 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void take_ranks(const std::vector<rdzv::Member>& members);
   std::map<std::string, Slot> named_survivors(const std::vector<rdzv::Member>& members);
   std::uint16_t start_generation(GenerationStart start);
-  // job_stalls.cpp: collectives that wait too long.
+  // job_stalls.cpp: collectives that wait too long, and the ranks' stacks.
   void watch_stalls();
   void check_stalls();
+  // Collects the stacks of this machine's running ranks into one file per rank, prints the top
+  // frames of `culprits` (every rank if none, a few at most), then calls `then` (at once when
+  // a collection already runs or no rank runs here).
+  void dump_stacks(const std::string& why, const std::vector<int>& culprits,
+                   std::function<void()> then);
+  // `why`: "SIGQUIT from pid 12) collected in 180 ms", the note's parenthesis left open.
+  void print_stacks(const std::string& why, const std::vector<RankStacks>& stacks,
+                    const std::vector<int>& culprits) const;
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
@@ -161,6 +172,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
   boost::asio::steady_timer stall_timer_;     // every second: the members' collectives
   std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
+  std::optional<Stall> stall_;      // the one the last check found, if any
+  bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
+  PythonHookDir hook_dir_;          // before stacks_, which reads it
+  StackCollector stacks_;
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only
   WorkerPools pools_;                         // last: its events use the members above
 };

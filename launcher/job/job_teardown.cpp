@@ -46,6 +46,14 @@ void Job::on_signal(const SignalEvent& signal) {
     note(signal.describe() + " ignored: not in --forward-signals");
     return;
   }
+  if (signo == SIGQUIT) {  // Ctrl-\: every rank's stack, and the job goes on
+    if (!state_.is(JobState::kRunning)) {
+      note(signal.describe() + ": no stacks now, no generation runs");
+      return;
+    }
+    dump_stacks(signal.describe(), stall_ ? stall_->culprits() : std::vector<int>{}, nullptr);
+    return;
+  }
   if (repeated(signal)) {
     if (spec_.verbose) note(signal.describe() + " again at once: counted once");
     return;
@@ -80,6 +88,14 @@ void Job::on_signal(const SignalEvent& signal) {
   if (const auto from = signal.sender_text(); !from.empty()) details += "; sent by " + from;
   note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank") +
        details);
+  if (stall_ && state_.is(JobState::kRunning)) {  // what the stall looks like, before it goes
+    dump_stacks("interrupted during a stall", stall_->culprits(), [this] {
+      if (!state_.is(JobState::kRunning)) return;  // a second signal meanwhile
+      terminate();
+      maybe_finish();
+    });
+    return;
+  }
   terminate();
   maybe_finish();
 }

@@ -306,6 +306,14 @@ void LocalWorkers::signal_all(int signo) {
   }
 }
 
+std::vector<std::pair<WorkerId, pid_t>> LocalWorkers::running_pids() const {
+  std::vector<std::pair<WorkerId, pid_t>> out;
+  for (const auto& [id, w] : workers_) {
+    if (!w->exited && w->child.pid() > 0) out.emplace_back(id, w->child.pid());
+  }
+  return out;
+}
+
 void LocalWorkers::signal(const WorkerId& worker, int signo) {
   const auto it = workers_.find(worker);
   if (it == workers_.end() || it->second->group_empty) return;

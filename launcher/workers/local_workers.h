@@ -58,6 +58,8 @@ class LocalWorkers final : public WorkerPool {
   // Signals every worker's process group that may still hold a process.
   void signal_all(int signo) override;
   void signal(const WorkerId& worker, int signo) override;
+  // The workers that have not ended, with their pids.
+  std::vector<std::pair<WorkerId, pid_t>> running_pids() const;
   // SIGKILL to every group that may still hold a process (a worker's leftovers).
   void close() override { signal_all(SIGKILL); }
   std::size_t open_streams() const noexcept override { return open_streams_; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "launcher/output/logging.h"
+#include "launcher/stacks/python_hook.h"
 #include "rendezvous/env_names.h"
 
 namespace hvdrun::launcher {
@@ -69,7 +70,8 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
 bool launcher_owned(const std::string& name) {
   for (const char* owned :
        {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname, env::kStartTimeout,
-        env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout}) {
+        env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout,
+        kStacksDirEnv, kStacksSignalEnv}) {
     if (name == owned) return true;
   }
   return false;
@@ -120,6 +122,12 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
   }
   set_slot_values(env, spec, slot, rendezvous,
                   worker_key.value_or(static_cast<std::uint32_t>(slot.rank)));
+  if (!rendezvous.stacks_dir.empty()) {  // the Python hook first on the path (python_hook.h)
+    auto& path = env["PYTHONPATH"];
+    path = rendezvous.stacks_dir + (path.empty() ? "" : ":" + path);
+    env[kStacksDirEnv] = rendezvous.stacks_dir;
+    env[kStacksSignalEnv] = std::to_string(kStacksSignal);
+  }
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [name, value] : env) out.push_back(name + "=" + value);

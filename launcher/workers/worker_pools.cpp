@@ -81,6 +81,7 @@ RendezvousInfo WorkerPools::rendezvous_for(std::size_t host, std::size_t rank0_h
   info.addr = route(host);
   // A remote host's agent picks its own interface (ssh/agent_worker.h).
   info.iface_by_agent = ready_.contains(host);
+  if (info.iface_by_agent) info.stacks_dir.clear();  // this machine's directory
   if (!info.iface_by_agent) info.gloo_iface = interface_with_address(info.addr, interfaces_);
   const auto rank0_remote = ready_.find(rank0_host);
   info.master_addr = rank0_remote != ready_.end() ? rank0_remote->second.remote_addr : info.addr;

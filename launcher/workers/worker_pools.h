@@ -95,6 +95,8 @@ class WorkerPools {
   void close();
   // Local SIGCHLD: collect the exits.
   void reap() { local_.reap(); }
+  // This machine's workers that have not ended, with their pids.
+  std::vector<std::pair<WorkerId, pid_t>> local_pids() const { return local_.running_pids(); }
   const RankZeroStdin& rank_zero_stdin() const noexcept { return rank_zero_stdin_; }
 
  private:

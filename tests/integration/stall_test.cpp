@@ -2,8 +2,11 @@
 // the others wait in it is named, with its last collective, within the stall timeout plus a
 // heartbeat and the check's second; --stall-shutdown ends the job naming it.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "tests/integration/hvdrun_runner.h"
 
@@ -37,6 +40,37 @@ TEST(Stall, StallShutdownEndsTheJobNamingTheRank) {
   EXPECT_TRUE(contains(r.err, " on 1 of 2 ranks; rank 0 (host localhost, pid ")) << r.err;
   EXPECT_TRUE(contains(r.err, "(--stall-shutdown 2 s)")) << r.err;
   EXPECT_LT(r.seconds, 20.0) << r.err;
+  // Before it ends, the stack of the rank it waits for: asleep in its own main().
+  EXPECT_TRUE(contains(r.err, "hvdrun: stacks of 2 ranks (stall) collected in ")) << r.err;
+  const auto top = r.err.find("hvdrun: rank 0 (host localhost, pid ");
+  ASSERT_NE(top, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("top of its stack:", top), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" main\n", top), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("hvdrun: rank 1 (host localhost, pid "), std::string::npos)
+      << "only the culprit's frames are shown\n"
+      << r.err;
+}
+
+// Ctrl-\ (SIGQUIT) writes every rank's stacks to a file per rank beside the output, and the
+// job goes on to its end.
+TEST(Stall, SigquitWritesEveryRanksStacksAndTheJobGoesOn) {
+  TempDir output;
+  HvdrunProcess hvdrun({"--output-filename", output.path.string(), "-np", "2", STALL_WORKER,
+                        "4", "1", "2", "4"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // rank 1 asleep, rank 0 waits
+  hvdrun.signal(SIGQUIT);
+  const auto r = hvdrun.finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[1]<stdout>:rank 1 done")) << r.out;
+  EXPECT_TRUE(contains(r.err, "hvdrun: stacks of 2 ranks (SIGQUIT from pid ")) << r.err;
+  for (const char* rank : {"0", "1"}) {
+    std::ifstream in(output.path / "stacks" / (std::string("rank.") + rank + ".txt"));
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(contains(text, std::string("==== rank ") + rank + " (host localhost, pid "))
+        << text;
+    EXPECT_TRUE(contains(text, "---- native, every thread (eu-stack) ----")) << text;
+    EXPECT_TRUE(contains(text, " main\n")) << text;
+  }
 }
 
 // A pause shorter than the timeout is no stall.

@@ -1,0 +1,105 @@
+// The Python hook (python_hook.h).
+#include "launcher/stacks/python_hook.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <stdlib.h>
+
+#include "hvdrun/error.h"
+#include "launcher/output/logging.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+constexpr const char* kHook = R"(# Written by hvdrun: on hvdrun's signal, faulthandler writes every thread's Python stack
+# to $HVDRUN_STACKS_DIR/<pid>.py.txt (hang forensics); then the sitecustomize this one hides,
+# if any, runs as it would have.
+import os as _hvd_os
+import sys as _hvd_sys
+
+
+def _hvdrun_register():
+    folder = _hvd_os.environ.get("HVDRUN_STACKS_DIR")
+    signo = _hvd_os.environ.get("HVDRUN_STACKS_SIGNAL")
+    if not folder or not signo:
+        return None
+    try:
+        import faulthandler
+        out = open(_hvd_os.path.join(folder, "%d.py.txt" % _hvd_os.getpid()), "a")
+        faulthandler.register(int(signo), file=out, all_threads=True, chain=False)
+        return out
+    except Exception:
+        return None
+
+
+_hvdrun_stacks_file = _hvdrun_register()
+
+
+def _hvdrun_next_sitecustomize():
+    here = _hvd_os.path.dirname(_hvd_os.path.abspath(__file__))
+    saved = list(_hvd_sys.path)
+    mine = _hvd_sys.modules.pop("sitecustomize", None)
+    _hvd_sys.path[:] = [p for p in saved if _hvd_os.path.abspath(p or ".") != here]
+    try:
+        import sitecustomize  # noqa: F401
+    except ImportError:
+        if mine is not None:
+            _hvd_sys.modules["sitecustomize"] = mine
+    finally:
+        _hvd_sys.path[:] = saved
+
+
+_hvdrun_next_sitecustomize()
+)";
+
+}  // namespace
+
+void write_python_hook(const std::filesystem::path& dir) {
+  const auto path = dir / "sitecustomize.py";
+  std::ofstream out(path);
+  out << kHook;
+  out.close();
+  if (!out) throw Error("cannot write " + path.string());
+}
+
+PythonHookDir::PythonHookDir() {
+  std::error_code ec;
+  std::string pattern = (std::filesystem::temp_directory_path(ec) / "hvdrun-XXXXXX").string();
+  if (ec || ::mkdtemp(pattern.data()) == nullptr) {
+    launcher_log()->warn("no Python stacks for this job: cannot make a directory in {}",
+                         std::filesystem::temp_directory_path(ec).string());
+    return;
+  }
+  try {
+    write_python_hook(pattern);
+    path_ = pattern;
+  } catch (const Error& e) {
+    launcher_log()->warn("no Python stacks for this job: {}", e.what());
+    std::filesystem::remove_all(pattern, ec);
+  }
+}
+
+PythonHookDir::~PythonHookDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+bool python_hook_armed(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (!line.starts_with("SigCgt:")) continue;
+    unsigned long long mask = 0;
+    std::istringstream(line.substr(7)) >> std::hex >> mask;
+    return (mask >> (kStacksSignal - 1)) & 1;
+  }
+  return false;
+}
+
+std::filesystem::path python_stacks_file(const std::filesystem::path& dir, pid_t pid) {
+  return dir / (std::to_string(pid) + ".py.txt");
+}
+
+}  // namespace hvdrun::launcher
