@@ -1,16 +1,18 @@
 // CollectiveProgress (collective_progress.h).
 #include "worker-runtime/collective_progress.h"
 
-#include <chrono>
+#include <time.h>
+
 #include <cstdio>
 
 namespace hvdrun {
 namespace {
 
+// The coarse monotonic clock (a few ms of resolution, a few ns to read): stalls are seconds.
 std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return now.tv_sec * 1'000'000'000LL + now.tv_nsec;
 }
 
 std::uint32_t ms_between(std::int64_t from_ns, std::int64_t to_ns) {

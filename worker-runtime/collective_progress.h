@@ -1,7 +1,8 @@
 // CollectiveProgress: the few words each collective writes on entry and exit (its sequence
 // number in the generation, kind, type and size, the time), read by the rendezvous client's
 // heartbeat thread into a ProgressReport, so that the launcher can name the rank a stalled
-// collective waits for. The hot path is relaxed atomic stores and two clock reads; no lock.
+// collective waits for. The hot path is relaxed atomic stores and two reads of the coarse
+// clock; no lock.
 // Device collectives are counted when enqueued on their stream.
 #pragma once
 
