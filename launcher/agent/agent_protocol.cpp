@@ -16,13 +16,22 @@ enum Type : std::uint8_t {
   kSpawn = 1,
   kSignal = 2,
   kCredit = 3,
+  kStacksRequest = 4,
   kHello = 16,
   kStarted = 17,
   kOutput = 18,
   kExit = 19,
   kOutputClosed = 20,
   kHeartbeat = 21,
+  kStacks = 22,
 };
+
+// NUL bytes cannot travel in a string field: a dump that holds one has them replaced.
+std::string stack_text(std::string text) {
+  if (text.size() > kMaxStackText) text.resize(kMaxStackText);
+  std::replace(text.begin(), text.end(), '\0', '?');
+  return text;
+}
 
 enum EndKind : std::uint8_t { kEndExited = 0, kEndSignaled = 1, kEndFailedToStart = 2 };
 
@@ -114,6 +123,15 @@ struct Encoder {
     w.u32(f.id);
   }
   void operator()(const HeartbeatFrame&) const { w.u8(kHeartbeat); }
+  void operator()(const StacksRequestFrame&) const { w.u8(kStacksRequest); }
+  void operator()(const StacksFrame& f) const {
+    w.u8(kStacks);
+    w.u32(f.id);
+    w.i32(f.pid);
+    w.string(stack_text(f.python), "python stacks");
+    w.string(stack_text(f.native), "native stacks");
+    w.string(stack_text(f.note.substr(0, kMaxMessage)), "stacks note");
+  }
 };
 
 ToAgent decode_to_agent(std::string_view body) {
@@ -148,6 +166,9 @@ ToAgent decode_to_agent(std::string_view body) {
       r.finish("credit");
       return f;
     }
+    case kStacksRequest:
+      r.finish("stacks request");
+      return StacksRequestFrame{};
     default:
       throw ProtocolError("agent protocol: unknown frame type " +
                           std::to_string(static_cast<unsigned char>(body[0])) +
@@ -222,6 +243,16 @@ FromAgent decode_from_agent(std::string_view body) {
     case kHeartbeat:
       r.finish("heartbeat");
       return HeartbeatFrame{};
+    case kStacks: {
+      StacksFrame f;
+      f.id = r.u32("worker id");
+      f.pid = r.i32("pid");
+      f.python = r.string("python stacks", kMaxStackText);
+      f.native = r.string("native stacks", kMaxStackText);
+      f.note = r.string("stacks note", kMaxMessage);
+      r.finish("stacks");
+      return f;
+    }
     default:
       throw ProtocolError("agent protocol: unknown frame type " +
                           std::to_string(static_cast<unsigned char>(body[0])) + " from the agent");

@@ -9,7 +9,8 @@
 //   fields: u32/i32 little-endian; strings a u32 length and bytes; lists a u32 count first.
 //
 // Launcher -> agent: Spawn (a worker: id, cwd, environment, argv), Signal (one worker's process
-// group, or every worker's), Credit (output bytes the launcher takes: the agent sends Output
+// group, or every worker's), StacksRequest (every worker's stacks, answered by one Stacks frame
+// per worker), Credit (output bytes the launcher takes: the agent sends Output
 // only within the credit it holds, kInitialCredit at first, so output waits on the host, not
 // in the launcher, when the launcher's console is slow: back-pressure). EOF: the agent takes
 // every worker down (SIGTERM, kKillGrace, SIGKILL) and exits.
@@ -98,10 +99,24 @@ struct OutputClosedFrame {
 struct HeartbeatFrame {
   bool operator==(const HeartbeatFrame&) const = default;
 };
+// Launcher -> agent: collect the stacks of every running worker (hang forensics); the agent
+// answers with one StacksFrame per worker, in the background while its workers go on.
+struct StacksRequestFrame {
+  bool operator==(const StacksRequestFrame&) const = default;
+};
+inline constexpr std::size_t kMaxStackText = 1u << 20;  // of each kind, per worker
+struct StacksFrame {
+  std::uint32_t id = 0;
+  std::int32_t pid = 0;
+  std::string python;  // faulthandler's dump (empty: not a hooked Python program)
+  std::string native;  // eu-stack's output (empty: see note)
+  std::string note;    // why native frames are missing
+  bool operator==(const StacksFrame&) const = default;
+};
 
-using ToAgent = std::variant<SpawnFrame, SignalFrame, CreditFrame>;
+using ToAgent = std::variant<SpawnFrame, SignalFrame, CreditFrame, StacksRequestFrame>;
 using FromAgent = std::variant<HelloFrame, StartedFrame, OutputFrame, ExitFrame, OutputClosedFrame,
-                               HeartbeatFrame>;
+                               HeartbeatFrame, StacksFrame>;
 
 // Whether the agent delivers `signo` to workers: TERM, KILL, INT, HUP, QUIT, USR1, USR2, CONT.
 bool agent_signal_allowed(int signo) noexcept;

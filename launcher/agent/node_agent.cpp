@@ -19,8 +19,10 @@
 #include "common/unique_fd.h"
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_outbox.h"
+#include "launcher/agent/agent_stacks.h"
 #include "launcher/agent/agent_worker.h"
 #include "launcher/process/process.h"
+#include "launcher/stacks/python_hook.h"
 
 extern char** environ;
 
@@ -146,6 +148,7 @@ class NodeAgent {
     fds.push_back({in_open_ ? in_fd_ : -1, POLLIN, 0});
     fds.push_back({sig_fd_, POLLIN, 0});
     fds.push_back({outbox_.wants_write() ? outbox_.fd() : -1, POLLOUT, 0});
+    fds.push_back({stacks_.fd(), POLLIN, 0});
     auto deadline = next_heartbeat_;
     for (auto& [id, w] : workers_) {
       if (w.status && (w.out.valid() || w.err.valid())) {
@@ -164,8 +167,9 @@ class NodeAgent {
     if (::poll(fds.data(), fds.size(), ms_until(deadline)) < 0) return;  // EINTR: loop again
     if (fds[0].revents != 0) on_launcher_input();
     if (fds[1].revents != 0) on_signal();
+    if (fds[3].revents != 0) send_stacks();
     for (std::size_t i = 0; i < pipes.size(); ++i) {
-      if (fds[3 + i].revents != 0) relay(*pipes[i].first, pipes[i].second, kReadChunk);
+      if (fds[4 + i].revents != 0) relay(*pipes[i].first, pipes[i].second, kReadChunk);
     }
   }
 
@@ -283,11 +287,51 @@ class NodeAgent {
       forking_.emplace(
           f.id, Forked{f.spec.argv[0],
                        begin_agent_worker(
-                           f.spec, overlay_environment(base_env_, with_host_interfaces(f.spec.env)),
+                           f.spec,
+                           overlay_environment(base_env_,
+                                               with_python_hook(with_host_interfaces(f.spec.env))),
                            child_mask_)});
     } catch (const Error& e) {
       never_ran(f.id, std::string("hvdrun node agent on ") + host_ + ": " + e.what(), 2);
     }
+  }
+
+  // The hook that lets the agent collect a Python worker's stacks (python_hook.h), first on its
+  // PYTHONPATH: the one the launcher sent, else the agent's own.
+  std::vector<std::string> with_python_hook(std::vector<std::string> env) const {
+    if (hook_dir_.path().empty()) return env;
+    const auto value_in = [](const std::vector<std::string>& list,
+                             const std::string& name) -> std::optional<std::string> {
+      for (const auto& entry : list) {
+        if (entry.starts_with(name + "=")) return entry.substr(name.size() + 1);
+      }
+      return std::nullopt;
+    };
+    auto path = value_in(env, "PYTHONPATH");
+    if (!path) path = value_in(base_env_, "PYTHONPATH");
+    std::erase_if(env, [](const std::string& e) { return e.starts_with("PYTHONPATH="); });
+    env.push_back("PYTHONPATH=" + hooked_pythonpath(hook_dir_.path(), path.value_or("")));
+    env.push_back(std::string(kStacksDirEnv) + "=" + hook_dir_.path().string());
+    env.push_back(std::string(kStacksSignalEnv) + "=" + std::to_string(kStacksSignal));
+    return env;
+  }
+
+  // Every running worker's stacks, collected in the background (agent_stacks.h); a request
+  // while one is under way is answered at once with a note per worker.
+  void handle(StacksRequestFrame&) {
+    std::vector<std::pair<std::uint32_t, pid_t>> running;
+    for (const auto& [id, w] : workers_) {
+      if (!w.status && w.pid > 0) running.emplace_back(id, w.pid);
+    }
+    if (running.empty() || stacks_.start(running)) return;
+    for (const auto& [id, pid] : running) {
+      outbox_.control(StacksFrame{id, static_cast<std::int32_t>(pid), "", "",
+                                  "no stacks: a collection is under way on this host"});
+    }
+  }
+
+  void send_stacks() {
+    for (auto& frame : stacks_.take()) outbox_.control(std::move(frame));
   }
 
   // The workers forked from the frames at hand: each exec'd (Started) or not (127).
@@ -313,6 +357,7 @@ class NodeAgent {
       outbox_.control(StartedFrame{id, static_cast<std::int32_t>(w.pid)});
       workers_.emplace(id, std::move(w));
     }
+    if (!forking_.empty()) reap_workers();  // one that ended before it was known
     forking_.clear();
   }
 
@@ -343,15 +388,20 @@ class NodeAgent {
         begin_shutdown();
       }
     }
-    if (!child) return;
-    for (;;) {
+    if (child) reap_workers();
+  }
+
+  // The workers only: the tools that collect stacks are children too, and reaped by their own
+  // runs (run_captured).
+  void reap_workers() {
+    for (auto found = by_pid_.begin(); found != by_pid_.end();) {
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) break;
-      const auto found = by_pid_.find(pid);
-      if (found == by_pid_.end()) continue;
+      if (::waitpid(found->first, &status, WNOHANG) != found->first) {
+        ++found;
+        continue;
+      }
       const auto it = workers_.find(found->second);
-      by_pid_.erase(found);
+      found = by_pid_.erase(found);
       if (it == workers_.end()) continue;
       it->second.status = status;
       it->second.drain_deadline = Clock::now() + kDrainAfterExit;
@@ -363,6 +413,8 @@ class NodeAgent {
   Outbox outbox_;
   const std::string host_;
   const std::vector<std::string> base_env_;
+  PythonHookDir hook_dir_;  // before stacks_, which reads it
+  AgentStacks stacks_{hook_dir_.path()};
   FrameReader<ToAgent> frames_;
   std::map<std::uint32_t, Worker> workers_;
   std::map<pid_t, std::uint32_t> by_pid_;

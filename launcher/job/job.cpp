@@ -49,6 +49,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       elastic_timer_(io),
       cooldown_timer_(io),
       stall_timer_(io),
+      dump_timer_(io),
       stacks_(io, hook_dir_.path(), stacks_dir(spec_, start.run_id)),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
@@ -82,6 +83,9 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   rdzv.run_id = std::move(start.run_id);
   rdzv.size = static_cast<int>(start.slots.size());
   rdzv.stacks_dir = hook_dir_.path().string();
+  if (!hook_dir_.error().empty()) {
+    launcher_log()->warn("no Python stacks for this job: {}", hook_dir_.error());
+  }
   pools_.set_addresses(start.plan, rdzv);
 }
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   // `why`: "SIGQUIT from pid 12) collected in 180 ms", the note's parenthesis left open.
   void print_stacks(const std::string& why, const std::vector<RankStacks>& stacks,
                     const std::vector<int>& culprits) const;
+  void finish_dump_if_complete();
+  void finish_dump();
+  void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
@@ -174,6 +178,19 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
   std::optional<Stall> stall_;      // the one the last check found, if any
   bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
+  // A collection of the ranks' stacks under way: this machine's (stacks_) and each remote
+  // worker's (from its agent), until all came or dump_timer_ ends the wait.
+  struct StackDump {
+    std::string why;
+    std::vector<int> culprits;
+    std::function<void()> then;
+    Clock::time_point start;
+    bool local_pending = false;
+    std::set<WorkerId> remote_pending;
+    std::vector<RankStacks> stacks;
+  };
+  std::optional<StackDump> dump_;
+  boost::asio::steady_timer dump_timer_;
   PythonHookDir hook_dir_;          // before stacks_, which reads it
   StackCollector stacks_;
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only

@@ -13,6 +13,8 @@ namespace {
 constexpr auto kStallCheckInterval = std::chrono::seconds(1);
 constexpr std::size_t kShownRanks = 8;   // ranks whose top frames are printed
 constexpr std::size_t kShownFrames = 8;  // per rank (Python: per thread, 2 threads at most)
+// How long the stacks may take to come, from this machine's tools and the remote agents.
+constexpr std::chrono::milliseconds kStacksWait{15000};
 
 }  // namespace
 
@@ -52,26 +54,77 @@ void Job::check_stalls() {
 
 void Job::dump_stacks(const std::string& why, const std::vector<int>& culprits,
                       std::function<void()> then) {
+  if (dump_) {
+    note("no stacks (" + why + "): a collection is under way");
+    if (then) then();
+    return;
+  }
   std::vector<StackTarget> targets;
   for (const auto& [id, pid] : pools_.local_pids()) {
     const WorkerRecord* record = workers_.find(id);
     if (!record || record->end()) continue;
     targets.push_back({record->slot().rank, record->slot().host, pid});
   }
-  std::sort(targets.begin(), targets.end(),
-            [](const auto& a, const auto& b) { return a.rank < b.rank; });
-  const std::size_t count = targets.size();
-  const auto start = Clock::now();
-  const bool started =
-      count > 0 &&
-      stacks_.collect(std::move(targets), [this, why, culprits, then, start](auto stacks) {
-        print_stacks(why + ") collected in " + millis_since(start), stacks, culprits);
-        if (then) then();
-      });
-  if (started) return;
-  note(count == 0 ? "no stacks (" + why + "): no rank runs on this machine"
-                  : "no stacks (" + why + "): a collection is under way");
-  if (then) then();
+  StackDump dump{why, culprits, std::move(then), Clock::now(), !targets.empty(), {}, {}};
+  for (const auto& id : pools_.request_remote_stacks()) dump.remote_pending.insert(id);
+  if (!dump.local_pending && dump.remote_pending.empty()) {
+    note("no stacks (" + why + "): no rank runs");
+    if (dump.then) dump.then();
+    return;
+  }
+  dump_ = std::move(dump);
+  if (dump_->local_pending) {
+    dump_->local_pending =
+        stacks_.collect(std::move(targets), [this](std::vector<RankStacks> stacks) {
+          if (!dump_) return;  // the wait ended first: their files are written all the same
+          dump_->local_pending = false;
+          for (auto& s : stacks) dump_->stacks.push_back(std::move(s));
+          finish_dump_if_complete();
+        });
+  }
+  dump_timer_.expires_after(kStacksWait);
+  dump_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && dump_) finish_dump();
+  });
+}
+
+// A remote worker's stacks, from its host's agent: its rank's file, and the dump goes on.
+void Job::remote_stacks(const WorkerId& id, agent::StacksFrame frame) {
+  if (!dump_ || !dump_->remote_pending.erase(id)) return;  // late, or not asked for
+  const WorkerRecord* record = workers_.find(id);
+  RankStacks r;
+  r.target = {record ? record->slot().rank : -1, pools_.host_name(id.host), frame.pid};
+  r.python = std::move(frame.python);
+  r.native = std::move(frame.native);
+  r.note = std::move(frame.note);
+  append_stacks_file(r, stacks_.out_dir());
+  dump_->stacks.push_back(std::move(r));
+  finish_dump_if_complete();
+}
+
+void Job::finish_dump_if_complete() {
+  if (dump_ && !dump_->local_pending && dump_->remote_pending.empty()) finish_dump();
+}
+
+void Job::finish_dump() {
+  dump_timer_.cancel();
+  StackDump dump = std::move(*dump_);
+  dump_.reset();
+  std::sort(dump.stacks.begin(), dump.stacks.end(),
+            [](const auto& a, const auto& b) { return a.target.rank < b.target.rank; });
+  print_stacks(dump.why + ") collected in " + millis_since(dump.start), dump.stacks,
+               dump.culprits);
+  if (!dump.remote_pending.empty()) {
+    std::string missing;
+    for (const auto& id : dump.remote_pending) {
+      const WorkerRecord* record = workers_.find(id);
+      if (!missing.empty()) missing += ", ";
+      missing += (record ? "rank " + std::to_string(record->slot().rank) : std::string("a rank")) +
+                 " (host " + pools_.host_name(id.host) + ")";
+    }
+    note("no stacks came within " + describe_duration(kStacksWait) + " from " + missing);
+  }
+  if (dump.then) dump.then();
 }
 
 void Job::print_stacks(const std::string& why, const std::vector<RankStacks>& stacks,

@@ -161,6 +161,7 @@ void Job::finish() {
   elastic_timer_.cancel();
   cooldown_timer_.cancel();
   stall_timer_.cancel();
+  dump_timer_.cancel();
   if (discovery_) discovery_->cancel();
   boost::system::error_code ignored;
   children_.clear(ignored);  // restores the default dispositions

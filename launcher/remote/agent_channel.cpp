@@ -69,6 +69,10 @@ void AgentChannel::signal(int id, int signo) {
   transport_.write(agent::encode(agent::SignalFrame{id, signo}));
 }
 
+void AgentChannel::request_stacks() {
+  transport_.write(agent::encode(agent::StacksRequestFrame{}));
+}
+
 bool AgentChannel::advance(bool paused) {
   bool progress = true;
   while (progress) {
@@ -181,6 +185,8 @@ void AgentChannel::on_frame(agent::FromAgent& frame) {
     } else {
       entries_.erase(it);
     }
+  } else if (auto* stacks = std::get_if<agent::StacksFrame>(&frame)) {
+    if (alive() && events_.on_stacks) events_.on_stacks(id, std::move(*stacks));
   } else if (std::holds_alternative<agent::OutputClosedFrame>(frame)) {
     if (!entry.reported_end) throw ProtocolError("output closed before the end of a worker");
     if (alive()) events_.on_output_closed(id);

@@ -34,6 +34,8 @@ class AgentChannel {
   void add(std::vector<RemoteWorker> workers);
   // `id` -1: every worker. Signals the agent does not deliver are sent as SIGTERM.
   void signal(int id, int signo);
+  // Asks the agent for every running worker's stacks (on_stacks, one per worker).
+  void request_stacks();
   // Steps until a pass changes nothing. Returns false once the host is lost (every worker then
   // has its end reported; failure() says why).
   bool advance(bool paused);

@@ -62,6 +62,10 @@ void HostLink::terminate(int id, int signo) {
   push(Signal{id, signo});
 }
 
+void HostLink::request_stacks() {
+  push(Stacks{});
+}
+
 bool HostLink::stopping() const {
   std::lock_guard lock(mutex_);
   return stop_;
@@ -103,9 +107,10 @@ void HostLink::serve(AgentTransport& transport) {
       for (auto& command : commands) {
         if (auto* start = std::get_if<Start>(&command)) {
           loop.add(std::move(start->workers));
+        } else if (const auto* sig = std::get_if<Signal>(&command)) {
+          loop.signal(sig->id, sig->signo);
         } else {
-          const auto& sig = std::get<Signal>(command);
-          loop.signal(sig.id, sig.signo);
+          loop.request_stacks();
         }
       }
       const bool paused = options_.output_paused && options_.output_paused();

@@ -34,6 +34,7 @@ class HostLink {
 
   void start_workers(std::vector<RemoteWorker> workers);
   void terminate(int id, int signo);
+  void request_stacks();
   // Asks the thread to close the connection and end (no more events); does not wait.
   void request_stop();
 
@@ -45,7 +46,8 @@ class HostLink {
     int id;  // -1: every worker of the host
     int signo;
   };
-  using Command = std::variant<Start, Signal>;
+  struct Stacks {};
+  using Command = std::variant<Start, Signal, Stacks>;
 
   void push(Command command);
   void run();

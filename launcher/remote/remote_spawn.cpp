@@ -79,6 +79,10 @@ void HostSpawner::terminate_all(int signo) {
   for (auto& link : links_) link->terminate(-1, signo);
 }
 
+void HostSpawner::request_stacks() {
+  for (auto& link : links_) link->request_stacks();
+}
+
 RemoteSpawner::RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options,
                              RemoteEvents events)
     : HostSpawner(std::move(options), std::move(events)) {

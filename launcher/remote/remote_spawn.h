@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/process_end.h"
+#include "launcher/agent/agent_protocol.h"
 #include "launcher/agent/remote_exit.h"
 #include "launcher/remote/agent_transport.h"
 #include "launcher/ssh/config/ssh_options.h"
@@ -88,6 +89,8 @@ struct RemoteEvents {
   std::function<void(int id, OutputStream stream, std::string bytes)> on_output;
   std::function<void(int id, ProcessEnd exit, bool output_open)> on_exit;
   std::function<void(int id)> on_output_closed;
+  // A worker's stacks, as its host's agent collected them (request_stacks()).
+  std::function<void(int id, agent::StacksFrame stacks)> on_stacks;
 };
 
 // What connecting to a host's agent gives: its stream and the host's description (`host` is
@@ -122,6 +125,8 @@ class HostSpawner {
   // finished workers are ignored.
   void terminate(int id, int signo);
   void terminate_all(int signo);
+  // Every host's agent collects its running workers' stacks (RemoteEvents::on_stacks).
+  void request_stacks();
 
  protected:
   HostSpawner(RemoteSpawnOptions options, RemoteEvents events);

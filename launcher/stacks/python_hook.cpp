@@ -7,7 +7,6 @@
 #include <stdlib.h>
 
 #include "hvdrun/error.h"
-#include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -67,17 +66,20 @@ PythonHookDir::PythonHookDir() {
   std::error_code ec;
   std::string pattern = (std::filesystem::temp_directory_path(ec) / "hvdrun-XXXXXX").string();
   if (ec || ::mkdtemp(pattern.data()) == nullptr) {
-    launcher_log()->warn("no Python stacks for this job: cannot make a directory in {}",
-                         std::filesystem::temp_directory_path(ec).string());
+    error_ = "cannot make a directory like " + pattern;
     return;
   }
   try {
     write_python_hook(pattern);
     path_ = pattern;
   } catch (const Error& e) {
-    launcher_log()->warn("no Python stacks for this job: {}", e.what());
+    error_ = e.what();
     std::filesystem::remove_all(pattern, ec);
   }
+}
+
+std::string hooked_pythonpath(const std::filesystem::path& dir, const std::string& current) {
+  return dir.string() + (current.empty() ? "" : ":" + current);
 }
 
 PythonHookDir::~PythonHookDir() {

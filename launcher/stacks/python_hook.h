@@ -24,7 +24,7 @@ void write_python_hook(const std::filesystem::path& dir);
 
 // A private directory ($TMPDIR/hvdrun-XXXXXX, mode 0700) holding the hook, where the hooked
 // workers write their stacks; removed with its contents on destruction. path() is empty when
-// it could not be made (the job then runs without Python stacks; the reason is logged).
+// it could not be made (the workers then run without Python stacks; error() says why).
 class PythonHookDir {
  public:
   PythonHookDir();
@@ -32,10 +32,15 @@ class PythonHookDir {
   PythonHookDir(const PythonHookDir&) = delete;
   PythonHookDir& operator=(const PythonHookDir&) = delete;
   const std::filesystem::path& path() const noexcept { return path_; }
+  const std::string& error() const noexcept { return error_; }
 
  private:
   std::filesystem::path path_;
+  std::string error_;
 };
+
+// The worker's PYTHONPATH with the hook's directory first (`current` may be empty).
+std::string hooked_pythonpath(const std::filesystem::path& dir, const std::string& current);
 
 // Whether `pid` has a handler for kStacksSignal (/proc/PID/status, SigCgt).
 bool python_hook_armed(pid_t pid);

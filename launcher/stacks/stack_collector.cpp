@@ -67,7 +67,9 @@ std::string timestamp() {
   return text;
 }
 
-void append_to_file(RankStacks& r, const fs::path& out_dir) {
+}  // namespace
+
+void append_stacks_file(RankStacks& r, const fs::path& out_dir) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   r.file = out_dir / ("rank." + std::to_string(r.target.rank) + ".txt");
@@ -79,8 +81,6 @@ void append_to_file(RankStacks& r, const fs::path& out_dir) {
   if (!r.note.empty()) out << "---- " << r.note << " ----\n";
   out << "\n";
 }
-
-}  // namespace
 
 RankStacks collect_one(const StackTarget& target, const fs::path& hook_dir) {
   RankStacks r;
@@ -139,7 +139,7 @@ bool StackCollector::collect(std::vector<StackTarget> targets, Done done) {
       }
       for (auto& t : batch) t.join();
     }
-    for (auto& r : results) append_to_file(r, out_dir_);
+    for (auto& r : results) append_stacks_file(r, out_dir_);
     boost::asio::post(io_, [state = state_, done, results = std::move(results)]() mutable {
       state->busy = false;
       if (state->alive) done(std::move(results));

@@ -57,7 +57,10 @@ class StackCollector {
   std::thread worker_;
 };
 
-// One rank's stacks, as collect() gathers them (exposed for tests): Python first, then native.
+// One rank's stacks, as collect() gathers them (its node agent too): Python first, then native.
 RankStacks collect_one(const StackTarget& target, const std::filesystem::path& hook_dir);
+
+// Appends them to <out_dir>/rank.<R>.txt under a header with the time, and sets r.file.
+void append_stacks_file(RankStacks& r, const std::filesystem::path& out_dir);
 
 }  // namespace hvdrun::launcher

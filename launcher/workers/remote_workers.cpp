@@ -112,6 +112,14 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
       if (!closed_) on_output_closed(number);
     });
   };
+  events.on_stacks = [this](int number, agent::StacksFrame stacks) {
+    asio::post(io_, [this, number, stacks = std::move(stacks)]() mutable {
+      if (closed_) return;
+      if (const auto it = running_.find(number); it != running_.end()) {
+        callbacks_.on_stacks(it->second.id, std::move(stacks));
+      }
+    });
+  };
   return events;
 }
 
@@ -220,6 +228,16 @@ void RemoteWorkers::signal(const WorkerId& worker, int signo) {
   for (const auto& [number, running] : running_) {
     if (running.id == worker) spawner_->terminate(number, signo);
   }
+}
+
+std::vector<WorkerId> RemoteWorkers::request_stacks() {
+  std::vector<WorkerId> out;
+  if (closed_) return out;
+  for (const auto& [number, running] : running_) {
+    if (!running.ended) out.push_back(running.id);
+  }
+  if (!out.empty()) spawner_->request_stacks();
+  return out;
 }
 
 void RemoteWorkers::close() {

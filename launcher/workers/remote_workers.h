@@ -35,6 +35,8 @@ class RemoteWorkers final : public WorkerPool {
     std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
     // Its output is complete (at its end, or later when it ended with output still unread).
     std::function<void(const WorkerId& worker)> on_stream_closed;
+    // Its stacks, as its host's agent collected them (request_stacks()).
+    std::function<void(const WorkerId& worker, agent::StacksFrame stacks)> on_stacks;
   };
 
   // What agents that connect to the launcher (--launcher slurm) need: the job's secret, the
@@ -65,6 +67,9 @@ class RemoteWorkers final : public WorkerPool {
   // Has each host's agent signal its workers.
   void signal_all(int signo) override;
   void signal(const WorkerId& worker, int signo) override;
+  // Has each host's agent collect its running workers' stacks (on_stacks, one per worker);
+  // returns the workers whose stacks may come.
+  std::vector<WorkerId> request_stacks();
   // Closes every session now (joins the host threads); the agents kill what is left there.
   void close() override;
   // A worker's output is one stream here: its channel. Only the streams of workers whose end

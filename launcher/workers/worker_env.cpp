@@ -124,7 +124,7 @@ std::vector<std::string> worker_environment(const std::map<std::string, std::str
                   worker_key.value_or(static_cast<std::uint32_t>(slot.rank)));
   if (!rendezvous.stacks_dir.empty()) {  // the Python hook first on the path (python_hook.h)
     auto& path = env["PYTHONPATH"];
-    path = rendezvous.stacks_dir + (path.empty() ? "" : ":" + path);
+    path = hooked_pythonpath(rendezvous.stacks_dir, path);
     env[kStacksDirEnv] = rendezvous.stacks_dir;
     env[kStacksSignalEnv] = std::to_string(kStacksSignal);
   }

@@ -37,7 +37,10 @@ RemoteWorkers::Callbacks WorkerPools::remote_callbacks() {
       },
       [this](std::size_t host, ssh::HostFailed failed) { events_.host_failed(host, failed); },
       [this](const WorkerId& id, ProcessEnd end) { events_.worker_exited(id, std::move(end)); },
-      [this](const WorkerId& id) { events_.stream_closed(id); }};
+      [this](const WorkerId& id) { events_.stream_closed(id); },
+      [this](const WorkerId& id, agent::StacksFrame stacks) {
+        events_.remote_stacks(id, std::move(stacks));
+      }};
 }
 
 void WorkerPools::connect(const std::vector<std::size_t>& remote) {

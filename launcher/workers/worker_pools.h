@@ -34,6 +34,8 @@ class PoolEvents {
   virtual void host_failed(std::size_t host, const ssh::HostFailed& failed) = 0;
   virtual void worker_exited(const WorkerId& id, ProcessEnd end) = 0;
   virtual void stream_closed(const WorkerId& id) = 0;
+  // A remote worker's stacks (request_remote_stacks()).
+  virtual void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) = 0;
 
  protected:
   ~PoolEvents() = default;
@@ -97,6 +99,11 @@ class WorkerPools {
   void reap() { local_.reap(); }
   // This machine's workers that have not ended, with their pids.
   std::vector<std::pair<WorkerId, pid_t>> local_pids() const { return local_.running_pids(); }
+  // Has every remote host's agent collect its running workers' stacks; the workers whose
+  // stacks may come (PoolEvents::remote_stacks).
+  std::vector<WorkerId> request_remote_stacks() {
+    return remote_ ? remote_->request_stacks() : std::vector<WorkerId>{};
+  }
   const RankZeroStdin& rank_zero_stdin() const noexcept { return rank_zero_stdin_; }
 
  private:

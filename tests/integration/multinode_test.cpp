@@ -219,6 +219,31 @@ TEST(TestHostsJob, Usr1ReachesTheRanksOnEveryHost) {
   EXPECT_TRUE(wait_hosts_idle({1}, seconds(5)).empty());
 }
 
+// A rank on a test host sleeps while the others wait in an allreduce: the stall line names it
+// with its host, and before --stall-shutdown ends the job its node agent sends its stack,
+// written to its rank's file beside the output and shown on the console.
+TEST(TestHostsJob, AStalledRemoteRankIsNamedWithItsStack) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir output;
+  auto r = run_hvdrun({"--output-filename", output.path.string(), "--stall-timeout", "1",
+                       "--stall-shutdown", "3", "-np", "3", "-H", "localhost:1,hvdt-h1:2",
+                       STALL_WORKER, "5", "2", "2", "60"},
+                      home.env(), seconds(60));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 2 (host hvdt-h1, pid ")) << r.err;
+  EXPECT_TRUE(contains(r.err, ") has not entered it: its last collective, #1, ended ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: stacks of 3 ranks (stall) collected in ")) << r.err;
+  const auto top = r.err.find("hvdrun: rank 2 (host hvdt-h1, pid ");
+  ASSERT_NE(top, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" main\n", top), std::string::npos) << r.err;
+  std::ifstream in(output.path / "stacks" / "rank.2.txt");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(text, "==== rank 2 (host hvdt-h1, pid ")) << text;
+  EXPECT_TRUE(contains(text, "---- native, every thread (eu-stack) ----")) << text;
+  EXPECT_TRUE(wait_hosts_idle({1}, seconds(5)).empty());
+}
+
 // hvdrun dies without a chance to clean up: the SSH sessions close, the remote agents kill
 // their workers and the workers' children; nothing is left on either host after 5 s.
 TEST(TestHostsJob, SigkillOfHvdrunLeavesNoProcessOnAnyHost) {
