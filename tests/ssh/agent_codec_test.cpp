@@ -43,6 +43,13 @@ TEST(AgentProtocol, EveryFrameRoundTrips) {
   }
   EXPECT_EQ(round_trip(OutputClosedFrame{11}), OutputClosedFrame{11});
   EXPECT_EQ(round_trip(HeartbeatFrame{}), HeartbeatFrame{});
+  EXPECT_EQ(round_trip(StacksRequestFrame{}), StacksRequestFrame{});
+  const StacksFrame stacks{4, 777, "  File \"x.py\", line 3 in f\n", "TID 777:\n#0 main\n",
+                           "no native frames: eu-stack not found"};
+  EXPECT_EQ(round_trip(stacks), stacks);
+  // A NUL in a dump cannot travel in a string: it arrives as '?'.
+  const auto nul = round_trip(StacksFrame{1, 2, std::string("a\0b", 3), "", ""});
+  EXPECT_EQ(nul.python, "a?b");
 }
 
 TEST(AgentProtocol, FramesArriveInPiecesAndBackToBack) {

@@ -240,6 +240,38 @@ TEST(NodeAgent, ASignalReachesOneWorkerAndTheOthersGoOn) {
   EXPECT_TRUE(forwarded[1].exit->end.success());
 }
 
+// A stacks request: one Stacks frame per running worker, with its pid and eu-stack's frames of
+// its threads, and the workers go on (they end only when signaled afterwards).
+TEST(NodeAgent, StacksOfEveryRunningWorkerComeAndTheWorkersGoOn) {
+  AgentProcess agent;
+  agent.send(spawn(0, {"/bin/sh", "-c", "echo ready; exec sleep 30"}));
+  agent.send(spawn(1, {"/bin/sh", "-c", "echo ready; exec sleep 30"}));
+  auto ready = collect(agent, {0, 1}, 2s);
+  ASSERT_EQ(ready[0].out, "ready\n");
+  agent.send(StacksRequestFrame{});
+  std::map<std::uint32_t, StacksFrame> stacks;
+  const auto deadline = Clock::now() + 20s;
+  while (stacks.size() < 2 && Clock::now() < deadline) {
+    auto frame = agent.next_frame(1s);
+    if (!frame) continue;
+    if (auto* s = std::get_if<StacksFrame>(&*frame)) stacks[s->id] = *s;
+    ASSERT_FALSE(std::holds_alternative<ExitFrame>(*frame)) << "a worker ended";
+  }
+  ASSERT_EQ(stacks.size(), 2u);
+  for (const auto& [id, s] : stacks) {
+    EXPECT_GT(s.pid, 0);
+    EXPECT_TRUE(s.python.empty());  // not Python programs
+    EXPECT_NE(s.native.find("TID " + std::to_string(s.pid) + ":"), std::string::npos)
+        << s.native << s.note;
+  }
+  agent.send(SignalFrame{SignalFrame::kEveryWorker, SIGTERM});
+  auto ended = collect(agent, {0, 1}, 10s);
+  for (const std::uint32_t id : {0u, 1u}) {
+    ASSERT_TRUE(ended[id].exit.has_value());
+    EXPECT_EQ(ended[id].exit->end, ProcessEnd::signaled(SIGTERM));
+  }
+}
+
 TEST(NodeAgent, SendsHeartbeatsWhileIdle) {
   AgentProcess agent;
   bool heartbeat = false;
