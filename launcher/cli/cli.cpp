@@ -158,7 +158,14 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
   }
   spec.output_dir = parsed.value("output-filename");
   spec.prefix_timestamp = parsed.flag("prefix-output-with-timestamp");
+  if (const auto v = parsed.value("line-prefix")) {
+    spec.output_prefix = parse_output_prefix(parsed.spelled("line-prefix"), *v);
+  }
+  if (const auto v = parsed.value("ranks-filter")) {
+    spec.ranks_filter = parse_rank_ranges(parsed.spelled("ranks-filter"), *v);
+  }
   spec.verbose = parsed.flag("verbose");
+  spec.dry_run = parsed.flag("dry-run");
   for (const auto& v : parsed.values("network-interface")) {
     add_interfaces(spec.network_interfaces, parsed.spelled("network-interface"), v);
   }

@@ -79,6 +79,43 @@ std::vector<int> parse_forwarded_signals(std::string_view what, std::string_view
   return out;
 }
 
+OutputPrefix parse_output_prefix(std::string_view what, std::string_view text) {
+  if (text == "rank") return OutputPrefix::kRank;
+  if (text == "host-rank") return OutputPrefix::kHostRank;
+  if (text == "none") return OutputPrefix::kNone;
+  throw UsageError(std::string(what) + " " + quoted(text) + ": expected rank, host-rank or none");
+}
+
+std::vector<RankRange> parse_rank_ranges(std::string_view what, std::string_view text) {
+  std::vector<RankRange> out;
+  const auto fail = [&](std::string_view item, const std::string& why) -> UsageError {
+    return UsageError(std::string(what) + " " + quoted(text) + ": " + quoted(item) + " " + why);
+  };
+  const auto rank_of = [&](std::string_view item, std::string_view number) {
+    int value = 0;
+    const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (number.empty() || ec != std::errc{} || ptr != number.data() + number.size() ||
+        value < 0 || value > kMaxRank) {
+      throw fail(item, "is not a rank or a range of ranks (0.." + std::to_string(kMaxRank) + ")");
+    }
+    return value;
+  };
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    const auto item = text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    const auto dash = item.find('-');
+    RankRange range;
+    range.first = rank_of(item, item.substr(0, dash));
+    range.last = dash == std::string_view::npos ? range.first : rank_of(item, item.substr(dash + 1));
+    if (range.last < range.first) throw fail(item, "ends below its start");
+    out.push_back(range);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 // HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.
 std::string parse_log_level(std::string_view what, std::string_view text) {
   std::string lower(text);

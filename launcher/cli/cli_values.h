@@ -28,6 +28,13 @@ std::chrono::milliseconds parse_grace(std::string_view what, std::string_view te
 // allowed), comma-separated; no duplicates.
 std::vector<int> parse_forwarded_signals(std::string_view what, std::string_view text);
 
+// --line-prefix: "rank", "host-rank" or "none".
+OutputPrefix parse_output_prefix(std::string_view what, std::string_view text);
+
+// --ranks-filter: "0,3-5": ranks and inclusive ranges of ranks (0..kMaxRank), comma-separated.
+inline constexpr int kMaxRank = 1'000'000;
+std::vector<RankRange> parse_rank_ranges(std::string_view what, std::string_view text);
+
 // HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.
 std::string parse_log_level(std::string_view what, std::string_view text);
 

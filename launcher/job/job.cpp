@@ -53,7 +53,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       stacks_(io, hook_dir_.path(), stacks_dir(spec_, start.run_id)),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
-    sink_.add_worker(first_worker(slot), slot.rank);
+    sink_.add_worker(first_worker(slot), slot.rank, slot.host);
     workers_.add(first_worker(slot), WorkerKey{static_cast<std::uint32_t>(slot.rank)}, slot);
   }
   next_key_ = static_cast<std::uint32_t>(start.slots.size());

@@ -65,7 +65,7 @@ void Job::start_next_generation() {
   std::vector<rdzv::Member> members;
   workers_.for_each([&](const WorkerRecord& r) {
     const WorkerId incarnation{r.id.host, r.id.slot, r.id.incarnation + 1};
-    sink_.add_worker(incarnation, r.slot().rank);
+    sink_.add_worker(incarnation, r.slot().rank, r.slot().host);
     // A fresh key: a late process of the old generation is no member of the new one.
     next.add(incarnation, WorkerKey{next_key_}, r.slot());
     members.push_back({next_key_++, r.slot()});
@@ -141,7 +141,7 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   const bool joins_survivors = added.size() < members.size();
   for (const auto& id : added) {
     WorkerRecord& record = *workers_.find(id);
-    sink_.add_worker(id, record.slot().rank);
+    sink_.add_worker(id, record.slot().rank, record.slot().host);
     if (joins_survivors) workers_.set_newcomer(record);  // they trained before it
   }
   const std::size_t size = members.size();

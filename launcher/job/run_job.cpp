@@ -5,10 +5,12 @@
 #include <signal.h>
 
 #include <boost/asio.hpp>
+#include <iostream>
 #include <optional>
 
 #include "hvdrun/error.h"
 #include "launcher/discovery/initial_hosts.h"
+#include "launcher/job/dry_run.h"
 #include "launcher/job/job.h"
 #include "launcher/job/loop_probe.h"
 #include "launcher/output/logging.h"
@@ -142,12 +144,16 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   }
   JobStart start = job_start(spec, local_hosts);
   start.alias_note = alias_note;
+  if (spec.dry_run) {
+    watchdog.disarm();
+    return print_dry_run(spec, start, environment, std::cout);
+  }
   asio::io_context io(1);
   Console console(io);
   LogRoute log_route(console, spec.log_level);
-  OutputSink sink(
-      {spec.elastic.max_np.value_or(spec.num_proc), spec.prefix_timestamp, spec.output_dir},
-      console);
+  OutputSink sink({spec.elastic.max_np.value_or(spec.num_proc), spec.prefix_timestamp,
+                   spec.output_dir, 10, spec.output_prefix, spec.ranks_filter},
+                  console);
   const auto servers_start = Clock::now();
   const std::string bind = start.plan.bind;
   const std::vector<Slot> slots = start.slots;

@@ -2,6 +2,8 @@
 // the failure summary.
 #include "launcher/output/output.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -168,9 +170,10 @@ OutputSink::OutputSink(OutputOptions options, Console& console)
   check_own_directory(*options_.directory, /*allow_link=*/true);
 }
 
-void OutputSink::add_worker(const WorkerId& id, int rank) {
+void OutputSink::add_worker(const WorkerId& id, int rank, std::string host) {
   auto& entry = workers_[id];
   entry.rank = rank;
+  entry.host = std::move(host);
   if (!options_.directory) return;
   namespace fs = std::filesystem;
   fs::path dir = fs::path(*options_.directory) / rank_directory_name(rank, options_.num_proc);
@@ -214,7 +217,7 @@ bool OutputSink::holds_partial(const WorkerId& id, StreamKind stream) const {
 void OutputSink::show_partial(const WorkerId& id, StreamKind stream) {
   auto& worker = workers_.at(id);
   Cut cut{worker, id, stream == StreamKind::kStderr};
-  if (!worker.splitters[cut.is_err ? 1 : 0].flushable()) return;
+  if (!worker.splitters[cut.is_err ? 1 : 0].flushable() || !shown(worker.rank)) return;
   cut.open_line = true;
   settle_open_line(id, cut);
   worker.splitters[cut.is_err ? 1 : 0].flush(
@@ -280,8 +283,12 @@ void OutputSink::append(Cut& cut, std::string_view chunk) {
   }
   if (std::exchange(cut.continues_line, false)) {
     cut.out.append(chunk);
+  } else if (options_.prefix == OutputPrefix::kNone) {
+    cut.out.append(cut.stamp).append(chunk);
   } else {
-    cut.out.append(cut.stamp).append("[").append(std::to_string(cut.worker.rank));
+    cut.out.append(cut.stamp).append("[");
+    if (options_.prefix == OutputPrefix::kHostRank) cut.out.append(cut.worker.host).append(":");
+    cut.out.append(std::to_string(cut.worker.rank));
     cut.out.append(cut.is_err ? "]<stderr>:" : "]<stdout>:").append(chunk);
   }
   if (!is_terminator(chunk.back()) && !cut.open_line) cut.out.push_back('\n');
@@ -298,10 +305,16 @@ void OutputSink::send(Cut& cut) {
   WorkerOutput& worker = cut.worker;
   write_file(worker, cut.is_err, cut.file_prefix);
   write_file(worker, cut.is_err, cut.out);
-  if (cut.out.empty()) return;
+  if (cut.out.empty() || !shown(worker.rank)) return;
   if (cut.ends_other_line) cut.out.insert(0, 1, '\n');
   console_.write(cut.is_err ? StreamKind::kStderr : StreamKind::kStdout, std::move(cut.out),
                  "rank " + std::to_string(worker.rank) + (cut.is_err ? "'s stderr" : "'s stdout"));
+}
+
+bool OutputSink::shown(int rank) const {
+  if (options_.ranks_filter.empty()) return true;
+  return std::any_of(options_.ranks_filter.begin(), options_.ranks_filter.end(),
+                     [rank](const RankRange& r) { return rank >= r.first && rank <= r.last; });
 }
 
 const std::deque<std::string>& OutputSink::last_stderr_lines(const WorkerId& id) const {

@@ -19,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "launcher/output/console.h"
 #include "launcher/plan/worker_id.h"
+#include "launcher/spec/job_spec.h"
 
 namespace hvdrun::launcher {
 
@@ -56,6 +57,8 @@ struct OutputOptions {
   bool timestamp = false;                // --prefix-output-with-timestamp
   std::optional<std::string> directory;  // --output-filename
   std::size_t kept_stderr_lines = 10;    // for the failure summary
+  OutputPrefix prefix = OutputPrefix::kRank;  // --line-prefix
+  std::vector<RankRange> ranks_filter;  // --ranks-filter: the console shows only these; empty: all
 };
 
 // "rank.07" for rank 7 of 12: zero-padded to the digit count of num_proc-1 (at least 1).
@@ -84,7 +87,7 @@ class OutputSink {
   // Registers a worker before its first write: its lines get the prefix of `rank`, and with
   // --output-filename its files DIR/rank.N/{stdout,stderr} are created (truncated). Throws
   // UsageError naming the path on failure.
-  void add_worker(const WorkerId& id, int rank);
+  void add_worker(const WorkerId& id, int rank, std::string host = {});
   // An elastic re-formation gave the worker a new rank: its later lines carry it (its
   // --output-filename files stay those of its first rank).
   void set_rank(const WorkerId& id, int rank);
@@ -121,6 +124,7 @@ class OutputSink {
  private:
   struct WorkerOutput {
     int rank = 0;
+    std::string host;  // for --line-prefix host-rank
     std::array<LineSplitter, 2> splitters;  // stdout, stderr
     std::array<UniqueFd, 2> files;          // stdout, stderr; closed without a directory
     std::array<std::string, 2> paths;
@@ -161,6 +165,8 @@ class OutputSink {
   // Writes `cut.file_prefix` and `cut.out` to the stream's tee file and queues `cut.out` on
   // the console (after a line end if it ends another worker's open line).
   void send(Cut& cut);
+  // Whether the console shows `rank`'s output (--ranks-filter).
+  bool shown(int rank) const;
   // Reports a failed write of `rank`'s `stream` to `destination` once.
   void report_failure(int rank, bool is_err, const std::string& destination, int error);
   OutputOptions options_;

@@ -42,6 +42,17 @@ struct ElasticSpec {
   std::chrono::milliseconds heartbeat_timeout{3000};  // --unresponsive-timeout
 };
 
+// --line-prefix: what goes in front of each output line: "[3]<stdout>:" (rank, horovodrun's),
+// "[node2:3]<stdout>:" (host-rank), or nothing (none).
+enum class OutputPrefix { kRank, kHostRank, kNone };
+
+// --ranks-filter: ranks first..last (inclusive).
+struct RankRange {
+  int first = 0;
+  int last = 0;
+  bool operator==(const RankRange&) const = default;
+};
+
 struct JobSpec {
   // -np: the workers of the first generation (a static job keeps exactly this many; an
   // elastic one starts with them, or with every discovered slot up to --max-np).
@@ -60,7 +71,10 @@ struct JobSpec {
   ElasticSpec elastic;
   std::optional<std::string> output_dir;        // --output-filename
   bool prefix_timestamp = false;                // --prefix-output-with-timestamp
+  OutputPrefix output_prefix = OutputPrefix::kRank;  // --line-prefix
+  std::vector<RankRange> ranks_filter;  // --ranks-filter: ranks shown on the console; empty: all
   bool verbose = false;                         // --verbose
+  bool dry_run = false;                         // --dry-run: print the plan, start nothing
   std::string log_level = "warn";               // --log-level / HVDRUN_LOG_LEVEL
   std::vector<std::string> network_interfaces;  // --network-interface(s): rendezvous address
   std::vector<EnvForward> env_forward;          // -x

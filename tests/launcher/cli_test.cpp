@@ -78,6 +78,26 @@ TEST(Cli, ForwardSignals) {
               HasSubstr("'' is not one of"));
 }
 
+TEST(Cli, OutputPrefixAndRanksFilter) {
+  EXPECT_EQ(spec_of({"-np", "1", "p"}).output_prefix, OutputPrefix::kRank);
+  EXPECT_EQ(spec_of({"--line-prefix", "host-rank", "-np", "1", "p"}).output_prefix,
+            OutputPrefix::kHostRank);
+  EXPECT_EQ(spec_of({"--line-prefix", "none", "-np", "1", "p"}).output_prefix,
+            OutputPrefix::kNone);
+  EXPECT_EQ(error_of({"--line-prefix", "host", "-np", "1", "p"}),
+            "--line-prefix 'host': expected rank, host-rank or none");
+  EXPECT_THAT(spec_of({"--ranks-filter", "0,3-5,9", "-np", "10", "p"}).ranks_filter,
+              ElementsAre(RankRange{0, 0}, RankRange{3, 5}, RankRange{9, 9}));
+  EXPECT_TRUE(spec_of({"-np", "1", "p"}).ranks_filter.empty());
+  EXPECT_EQ(error_of({"--ranks-filter", "0,5-3", "-np", "1", "p"}),
+            "--ranks-filter '0,5-3': '5-3' ends below its start");
+  for (const char* bad : {"x", "1,", "-1", "2-", "1-2-3", "9999999"}) {
+    EXPECT_THAT(error_of({"--ranks-filter", bad, "-np", "1", "p"}),
+                HasSubstr("is not a rank or a range of ranks (0..1000000)"))
+        << bad;
+  }
+}
+
 TEST(Cli, NumProcSpellings) {
   EXPECT_EQ(spec_of({"--num-proc", "3", "p"}).num_proc, 3);
   EXPECT_EQ(spec_of({"--num-proc=4", "p"}).num_proc, 4);

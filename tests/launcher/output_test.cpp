@@ -291,6 +291,37 @@ TEST(OutputSink, AnOpenLineIsEndedByEitherStreamAndNotByAHeldCarriageReturn) {
             "[0]<stdout>:(a) \n[0]<stdout>:x\r[0]<stdout>:y\n");
 }
 
+TEST(OutputSink, HostRankAndNoPrefix) {
+  SinkOnOneFile host_rank({4, false, std::nullopt, 10, OutputPrefix::kHostRank});
+  host_rank.sink.add_worker(worker(2), 2, "node1");
+  host_rank.sink.write(worker(2), StreamKind::kStdout, "a\n");
+  host_rank.sink.write(worker(2), StreamKind::kStderr, "b\n");
+  EXPECT_EQ(host_rank.text(), "[node1:2]<stdout>:a\n[node1:2]<stderr>:b\n");
+  SinkOnOneFile none({4, false, std::nullopt, 10, OutputPrefix::kNone});
+  none.sink.add_worker(worker(2), 2, "node1");
+  none.sink.write(worker(2), StreamKind::kStdout, "a\nb\n");
+  EXPECT_EQ(none.text(), "a\nb\n");
+}
+
+// --ranks-filter: the console shows the ranks listed; every rank's tee file gets all of its own.
+TEST(OutputSink, RanksFilterShowsOnlyItsRanksAndTheFilesGetAll) {
+  TempDir tmp;
+  const auto dir = (tmp.path / "logs").string();
+  SinkOnOneFile sink({6, false, dir, 10, OutputPrefix::kRank, {{0, 0}, {3, 4}}});
+  for (int rank = 0; rank < 6; ++rank) {
+    sink.sink.add_worker(worker(rank), rank);
+    sink.sink.write(worker(rank), StreamKind::kStdout, "line " + std::to_string(rank) + "\n");
+  }
+  EXPECT_EQ(sink.text(), "[0]<stdout>:line 0\n[3]<stdout>:line 3\n[4]<stdout>:line 4\n");
+  EXPECT_EQ(read_file(std::filesystem::path(dir) / "rank.5" / "stdout"), "[5]<stdout>:line 5\n");
+  // A partial line of a rank not shown is not put on the screen either.
+  sink.sink.write(worker(1), StreamKind::kStdout, "prompt> ");
+  sink.sink.show_partial(worker(1), StreamKind::kStdout);
+  sink.sink.write(worker(0), StreamKind::kStdout, "next\n");
+  EXPECT_EQ(sink.text(),
+            "[0]<stdout>:line 0\n[3]<stdout>:line 3\n[4]<stdout>:line 4\n[0]<stdout>:next\n");
+}
+
 TEST(OutputSink, TimestampComesBeforeThePrefix) {
   SinkOnOneFile file({1, true, std::nullopt, 10});
   OutputSink& sink = file.sink;
