@@ -142,3 +142,23 @@ TEST(Output, VerboseNamesPhasesAndNeverPrintsTheSecret) {
 
 }  // namespace
 }  // namespace hvdrun::itest
+
+namespace hvdrun::itest {
+namespace {
+
+// --ranks-filter and --line-prefix on a real job: the console shows rank 1 only, with its host;
+// --output-filename gets every rank.
+TEST(OutputFilter, RanksFilterAndHostRankPrefix) {
+  TempDir dir;
+  auto r = run_hvdrun({"--ranks-filter", "1", "--line-prefix", "host-rank", "--output-filename",
+                       dir.path.string(), "-np", "3", "sh", "-c", "echo hi $RANK"},
+                      {}, std::chrono::seconds(30));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "[localhost:1]<stdout>:hi 1\n");
+  std::ifstream zero(dir.path / "rank.0" / "stdout");
+  const std::string text((std::istreambuf_iterator<char>(zero)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "[localhost:0]<stdout>:hi 0\n");
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
