@@ -188,6 +188,14 @@ std::string worker() {
   return TEST_WORKER;
 }
 
+std::optional<int> rank_missing_line(const std::string& out, int ranks, const std::string& said) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string r = std::to_string(rank);
+    if (!contains(out, "[" + r + "]<stdout>:rank " + r + said + "\n")) return rank;
+  }
+  return std::nullopt;
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
