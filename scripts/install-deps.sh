@@ -21,8 +21,8 @@ test_packages=(
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev
   python3 procps iproute2 openssh-server openssh-client
-  # Hang forensics: native stacks (eu-stack).
-  elfutils
+  # Hang forensics: native stacks (eu-stack); the timeline's picture (scripts/timeline_png.py).
+  elfutils python3-matplotlib
   # Slurm: the host-list tests compare with `scontrol show hostnames`; the Slurm tests run a
   # real slurmctld and slurmd nodes (scripts/slurm-test-cluster.sh).
   slurm-wlm munge

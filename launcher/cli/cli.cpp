@@ -166,6 +166,11 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
   }
   spec.verbose = parsed.flag("verbose");
   spec.dry_run = parsed.flag("dry-run");
+  spec.timeline = parsed.value("timeline");
+  if (const auto v = parsed.value("timeline-max-events")) {
+    spec.timeline_max_events = static_cast<std::size_t>(
+        parse_count(parsed.spelled("timeline-max-events"), *v, 100'000'000, "the count", 10));
+  }
   for (const auto& v : parsed.values("network-interface")) {
     add_interfaces(spec.network_interfaces, parsed.spelled("network-interface"), v);
   }

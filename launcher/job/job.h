@@ -25,6 +25,7 @@
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
 #include "launcher/job/stall_check.h"
+#include "launcher/job/timeline.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/plan/elastic_membership.h"
 #include "launcher/policy/policy.h"
@@ -141,6 +142,13 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void finish_dump_if_complete();
   void finish_dump();
   void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
+  // job_timeline.cpp: what --timeline records.
+  void trace_event(const std::string& name, const Timeline::Args& args = {});
+  void trace_workers_started(const std::vector<WorkerId>& ids);
+  void trace_worker_ended(const WorkerRecord& record);
+  void trace_host(std::size_t host, const std::string& name, Clock::time_point start,
+                  const Timeline::Args& args);
+  void trace_generation_end();
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
@@ -191,6 +199,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   };
   std::optional<StackDump> dump_;
   boost::asio::steady_timer dump_timer_;
+  std::optional<Timeline> timeline_;  // --timeline
+  std::map<WorkerId, Clock::time_point> trace_started_;  // workers running, for their spans
+  std::set<int> traced_hosts_;                         // host tracks named so far
   PythonHookDir hook_dir_;          // before stacks_, which reads it
   StackCollector stacks_;
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only

@@ -31,6 +31,7 @@ void Job::restart(const WorkerRecord& failed) {
     cooled = "; host " + pools_.host_name(failed.id.host) + " unused for " +
              std::to_string(cooldown.count()) + " s";
   }
+  trace_event("restart", {{"why", failed.who() + " " + what}});
   note(failed.who() + " " + what + cooled + "; restarting every rank (restart " +
        std::to_string(policy_->survived()) + " of " + std::to_string(spec_.max_restarts) + ")" +
        (others ? ": terminating " + plural(others, "other rank") : ""));
@@ -76,6 +77,7 @@ void Job::start_next_generation() {
   const std::size_t size = members.size();
   start_generation(
       {std::move(members), rdzv::Handover::kRestart, generations_.current().end_reason, {}});
+  trace_generation_end();
   generations_.begin(Clock::now(), size);
   start_workers();
 }
@@ -149,6 +151,7 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   pools_.rendezvous().size = static_cast<int>(size);
   start_generation({std::move(members), how, reason, std::move(survivors)});
   if (host_updates_) host_updates_->reformed();  // this generation takes every change in
+  trace_generation_end();
   generations_.begin(now, size);
   const std::string generation = "generation " + std::to_string(generations_.number()) + ": ";
   if (how == rdzv::Handover::kRestart) {

@@ -60,6 +60,7 @@ void Job::on_signal(const SignalEvent& signal) {
   }
   interrupted_ = true;
   if (!interrupted_at_) interrupted_at_ = Clock::now();
+  trace_event(signal_name(signo), {{"from", signal.sender_text()}});
   if (!stop_signal_) stop_signal_ = signal;
   if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
     if (!outcome_) outcome_ = Outcome::interrupted(signo, signal.describe());
@@ -108,6 +109,7 @@ void Job::forward_signal(const SignalEvent& signal) {
     return;
   }
   pools_.signal_all(signal.signo);
+  trace_event("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
   note("forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }
 
@@ -169,6 +171,10 @@ void Job::finish() {
   signals_.close();
   pools_.close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
+  if (timeline_) {
+    trace_generation_end();
+    timeline_->close();
+  }
   faces_.close();
 }
 

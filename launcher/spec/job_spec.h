@@ -75,6 +75,8 @@ struct JobSpec {
   std::vector<RankRange> ranks_filter;  // --ranks-filter: ranks shown on the console; empty: all
   bool verbose = false;                         // --verbose
   bool dry_run = false;                         // --dry-run: print the plan, start nothing
+  std::optional<std::string> timeline;          // --timeline FILE
+  std::size_t timeline_max_events = 100'000;    // --timeline-max-events
   std::string log_level = "warn";               // --log-level / HVDRUN_LOG_LEVEL
   std::vector<std::string> network_interfaces;  // --network-interface(s): rendezvous address
   std::vector<EnvForward> env_forward;          // -x

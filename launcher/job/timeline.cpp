@@ -1,0 +1,123 @@
+// Timeline (timeline.h). Each event is serialized by Boost.JSON (header-only here: this is
+// the one translation unit of the launcher that compiles its sources).
+#include "launcher/job/timeline.h"
+
+#include <fcntl.h>
+
+#include <boost/json/src.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "hvdrun/error.h"
+#include "launcher/output/logging.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+namespace json = boost::json;
+
+json::object args_object(const Timeline::Args& args) {
+  json::object out;
+  for (const auto& [key, value] : args) out[key] = value;
+  return out;
+}
+
+}  // namespace
+
+Timeline::Timeline(const std::string& path, std::size_t max_events, Clock::time_point origin)
+    : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666)),
+      path_(path),
+      max_events_(max_events),
+      origin_(origin) {
+  if (!fd_.valid()) {
+    throw UsageError("--timeline " + path + ": cannot create it: " + std::strerror(errno));
+  }
+  write_all(fd_.get(), "[\n");
+  name_process(kLauncher, "hvdrun");
+  name_thread(kLauncher, 0, "generations and events");
+}
+
+Timeline::~Timeline() { close(); }
+
+std::int64_t Timeline::micros(Clock::time_point at) const {
+  return std::chrono::duration_cast<std::chrono::microseconds>(at - origin_).count();
+}
+
+void Timeline::write(const std::string& event, bool counted) {
+  if (!fd_.valid() || failed_) return;
+  if (counted && written_ >= max_events_) {
+    ++dropped_;
+    return;
+  }
+  if (counted) ++written_;
+  const std::string text = (first_ ? "" : ",\n") + event;
+  first_ = false;
+  if (const int error = write_all(fd_.get(), text); error != 0) {
+    failed_ = true;
+    note("cannot write --timeline " + path_ + ": " + std::strerror(error) +
+         "; the rest of the timeline is lost");
+  }
+}
+
+void Timeline::name_process(int pid, const std::string& name) {
+  write(json::serialize(json::object{{"ph", "M"},
+                                     {"name", "process_name"},
+                                     {"pid", pid},
+                                     {"tid", 0},
+                                     {"args", json::object{{"name", name}}}}),
+        false);
+}
+
+void Timeline::name_thread(int pid, int tid, const std::string& name) {
+  write(json::serialize(json::object{{"ph", "M"},
+                                     {"name", "thread_name"},
+                                     {"pid", pid},
+                                     {"tid", tid},
+                                     {"args", json::object{{"name", name}}}}),
+        false);
+}
+
+void Timeline::span(int pid, int tid, const std::string& name, const std::string& category,
+                    Clock::time_point start, Clock::time_point end, const Args& args) {
+  write(json::serialize(json::object{{"ph", "X"},
+                                     {"name", name},
+                                     {"cat", category},
+                                     {"pid", pid},
+                                     {"tid", tid},
+                                     {"ts", micros(start)},
+                                     {"dur", std::max<std::int64_t>(0, micros(end) - micros(start))},
+                                     {"args", args_object(args)}}));
+}
+
+void Timeline::instant(int pid, int tid, const std::string& name, const std::string& category,
+                       Clock::time_point at, const Args& args) {
+  write(json::serialize(json::object{{"ph", "i"},
+                                     {"s", "t"},
+                                     {"name", name},
+                                     {"cat", category},
+                                     {"pid", pid},
+                                     {"tid", tid},
+                                     {"ts", micros(at)},
+                                     {"args", args_object(args)}}));
+}
+
+void Timeline::close() {
+  if (!fd_.valid()) return;
+  if (dropped_ > 0) {
+    write(json::serialize(json::object{
+              {"ph", "i"},
+              {"s", "g"},
+              {"name", "timeline capped"},
+              {"cat", "hvdrun"},
+              {"pid", kLauncher},
+              {"tid", 0},
+              {"ts", micros(Clock::now())},
+              {"args", json::object{{"dropped_events", dropped_},
+                                    {"max_events", max_events_}}}}),
+          false);
+  }
+  if (!failed_) write_all(fd_.get(), "\n]\n");
+  fd_.reset();
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,106 @@
+// Integration: --timeline writes a trace that parses as JSON (Boost.JSON here), with what the
+// job did: an elastic job that loses a worker shows the worker's end, both generations and why
+// the first ended; --timeline-max-events bounds it and its last event says what was dropped.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <boost/json/src.hpp>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration/elastic_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+namespace json = boost::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+json::array read_trace(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  boost::system::error_code ec;
+  json::value value = json::parse(text.str(), ec);
+  EXPECT_FALSE(ec) << ec.message() << "\n" << text.str();
+  return value.is_array() ? value.as_array() : json::array{};
+}
+
+std::string arg(const json::object& event, const char* name) {
+  const auto* args = event.if_contains("args");
+  if (!args || !args->is_object()) return "";
+  const auto* v = args->as_object().if_contains(name);
+  return v && v->is_string() ? std::string(v->as_string()) : "";
+}
+
+std::vector<json::object> events_named(const json::array& trace, const std::string& prefix) {
+  std::vector<json::object> out;
+  for (const auto& e : trace) {
+    const auto& o = e.as_object();
+    if (o.at("ph") != "M" && std::string(o.at("name").as_string()).starts_with(prefix)) {
+      out.push_back(o);
+    }
+  }
+  return out;
+}
+
+TEST(Timeline, AnElasticJobThatLosesAWorkerIsDrawnWithBothGenerations) {
+  TempDir dir;
+  const auto trace_file = dir.path / "trace.json";
+  HvdrunProcess job(elastic_job(dir,
+                                {"--timeline", trace_file.string(), "-np", "4", "--min-np", "2",
+                                 "--blacklist-cooldown-range", "60", "60"},
+                                2));
+  const pid_t victim = pid_of_slot(dir, 2);
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::array trace = read_trace(trace_file);
+  const auto generations = events_named(trace, "generation ");
+  ASSERT_EQ(generations.size(), 2u) << json::serialize(trace);
+  EXPECT_EQ(generations[0].at("name"), "generation 0 (4 ranks)");
+  EXPECT_NE(arg(generations[0], "ended").find("was killed by signal SIGKILL"), std::string::npos)
+      << json::serialize(generations[0]);
+  EXPECT_EQ(generations[1].at("name"), "generation 1 (3 ranks)");
+  EXPECT_EQ(arg(generations[1], "ended"), "every rank exited 0");
+  const auto workers = events_named(trace, "rank ");
+  std::size_t killed = 0, finished_ok = 0;
+  for (const auto& w : workers) {
+    if (w.at("ph") != "X") continue;
+    EXPECT_EQ(w.at("cat"), "worker");
+    EXPECT_GE(w.at("dur").to_number<std::int64_t>(), 0);
+    if (arg(w, "end") == "was killed by signal SIGKILL (9)") ++killed;
+    if (arg(w, "end") == "exited with code 0") ++finished_ok;
+  }
+  EXPECT_EQ(killed, 1u) << json::serialize(trace);
+  EXPECT_EQ(finished_ok, 3u) << json::serialize(trace);
+  bool host_named = false;
+  for (const auto& e : trace) {
+    const auto& o = e.as_object();
+    host_named |= o.at("ph") == "M" && arg(o, "name") == "host localhost";
+  }
+  EXPECT_TRUE(host_named);
+}
+
+TEST(Timeline, ItIsBoundedAndSaysWhatWasDropped) {
+  TempDir dir;
+  const auto trace_file = dir.path / "trace.json";
+  const auto r = run_hvdrun({"--timeline", trace_file.string(), "--timeline-max-events", "10",
+                             "-np", "16", "true"},
+                            {}, seconds(60));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::array trace = read_trace(trace_file);
+  std::size_t counted = 0;
+  for (const auto& e : trace) counted += e.as_object().at("ph") != "M";
+  ASSERT_EQ(counted, 11u) << json::serialize(trace);  // 10, then the one that says so
+  const auto& last = trace.back().as_object();
+  EXPECT_EQ(last.at("name"), "timeline capped");
+  EXPECT_EQ(last.at("args").at("dropped_events").to_number<int>(), 7);  // 16 workers + 1
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
