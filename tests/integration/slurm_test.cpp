@@ -14,6 +14,7 @@
 
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
+#include "tests/integration/slurm_cluster.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -21,60 +22,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const char* kSlurmConf = "/tmp/hvds-slurm/slurm.conf";
-
-bool cluster_up() {
-  return ::getuid() == 0 && std::filesystem::exists(kSlurmConf) &&
-         std::system("SLURM_CONF=/tmp/hvds-slurm/slurm.conf sinfo -h >/dev/null 2>&1") == 0;
-}
-
-#define REQUIRE_SLURM()                                                                \
-  do {                                                                                 \
-    if (::getuid() != 0) GTEST_SKIP() << "the Slurm test cluster needs root";          \
-    ASSERT_TRUE(cluster_up()) << "the Slurm test cluster is not up: "                  \
-                                 "scripts/slurm-test-cluster.sh up 3 (ctest does it)"; \
-  } while (0)
-
-std::map<std::string, std::string> slurm_env() {
-  return {{"SLURM_CONF", kSlurmConf}};
-}
-
-// Pids in node i's network namespace other than its slurmd.
-std::vector<std::string> node_leftovers(int node) {
-  std::vector<std::string> out;
-  FILE* pipe = ::popen(("ip netns pids hvds" + std::to_string(node) + " 2>/dev/null").c_str(), "r");
-  if (!pipe) return out;
-  char line[64];
-  while (std::fgets(line, sizeof line, pipe)) {
-    const std::string pid = std::string(line).substr(0, std::string(line).find('\n'));
-    std::ifstream comm("/proc/" + pid + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    if (!name.empty() && name != "slurmd") out.push_back(pid + " (" + name + ")");
-  }
-  ::pclose(pipe);
-  return out;
-}
-
-// Waits until no node runs anything but its slurmd; what is left at the deadline.
-std::vector<std::string> wait_nodes_idle(milliseconds deadline) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  for (;;) {
-    std::vector<std::string> left;
-    for (int node = 1; node <= 3; ++node) {
-      for (auto& p : node_leftovers(node))
-        left.push_back("hvds-n" + std::to_string(node) + ": " + p);
-    }
-    if (left.empty() || std::chrono::steady_clock::now() >= end) return left;
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += i + "; ";
-  return out;
-}
 
 TEST(Slurm, SallocWithNoHostFlagsTrainsOnEveryNode) {
   REQUIRE_SLURM();
