@@ -62,8 +62,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint32_t joined_generation = 0;  // of its last accepted Join
   std::uint32_t pid = 0;
   std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
-  bool lost_reported = false;                // its missed heartbeats were reported
-  std::optional<ProgressReport> progress;    // from its last heartbeat that carried one
+  bool lost_reported = false;              // its missed heartbeats were reported
+  std::optional<ProgressReport> progress;  // from its last heartbeat that carried one
   std::chrono::steady_clock::time_point progress_at;
   std::vector<std::shared_ptr<Wait>> waits;  // pending KvGet / Barrier requests
 

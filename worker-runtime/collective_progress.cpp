@@ -27,9 +27,9 @@ void CollectiveProgress::enter(tcp::CollectiveKind kind, DataType dtype,
                                std::size_t bytes) noexcept {
   constexpr std::uint64_t kMaxBytes = (std::uint64_t{1} << 48) - 1;
   const std::uint64_t size = bytes > kMaxBytes ? kMaxBytes : bytes;
-  what_.store(static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(dtype) << 8 |
-                  size << 16,
-              std::memory_order_relaxed);
+  what_.store(
+      static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(dtype) << 8 | size << 16,
+      std::memory_order_relaxed);
   entered_ns_.store(now_ns(), std::memory_order_relaxed);
   entered_.fetch_add(1, std::memory_order_release);
 }

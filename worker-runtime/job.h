@@ -16,8 +16,8 @@
 
 #include "rendezvous/client.h"
 #include "worker-runtime/backend_setup.h"
-#include "worker-runtime/communicator.h"
 #include "worker-runtime/collective_progress.h"
+#include "worker-runtime/communicator.h"
 #include "worker-runtime/options.h"
 
 namespace hvdrun {

@@ -94,8 +94,8 @@ std::vector<RankRange> parse_rank_ranges(std::string_view what, std::string_view
   const auto rank_of = [&](std::string_view item, std::string_view number) {
     int value = 0;
     const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (number.empty() || ec != std::errc{} || ptr != number.data() + number.size() ||
-        value < 0 || value > kMaxRank) {
+    if (number.empty() || ec != std::errc{} || ptr != number.data() + number.size() || value < 0 ||
+        value > kMaxRank) {
       throw fail(item, "is not a rank or a range of ranks (0.." + std::to_string(kMaxRank) + ")");
     }
     return value;
@@ -107,7 +107,8 @@ std::vector<RankRange> parse_rank_ranges(std::string_view what, std::string_view
     const auto dash = item.find('-');
     RankRange range;
     range.first = rank_of(item, item.substr(0, dash));
-    range.last = dash == std::string_view::npos ? range.first : rank_of(item, item.substr(dash + 1));
+    range.last =
+        dash == std::string_view::npos ? range.first : rank_of(item, item.substr(dash + 1));
     if (range.last < range.first) throw fail(item, "ends below its start");
     out.push_back(range);
     if (comma == std::string_view::npos) break;

@@ -66,7 +66,8 @@ int print_dry_run(const JobSpec& spec, const JobStart& start,
   out << "hvdrun --dry-run: " << start.slots.size() << " ranks on " << hosts_used.size()
       << (hosts_used.size() == 1 ? " host" : " hosts") << "; nothing started\n";
   out << std::left << std::setw(6) << "rank" << std::setw(24) << "host" << std::setw(8) << "local"
-      << std::setw(8) << "cross" << std::setw(8) << "node" << "gpu\n";
+      << std::setw(8) << "cross" << std::setw(8) << "node"
+      << "gpu\n";
   for (std::size_t i = 0; i < start.slots.size() && i < kRowsShown; ++i) {
     const Slot& s = start.slots[i];
     const bool remote =
@@ -88,8 +89,8 @@ int print_dry_run(const JobSpec& spec, const JobStart& start,
   }
   for (std::size_t i = 1; i < spec.command.size(); ++i) out << " " << spec.command[i];
   out << "\n";
-  out << "rendezvous: " << (start.plan.fixed.empty() ? "each host's route to " + start.plan.bind
-                                                      : start.plan.fixed)
+  out << "rendezvous: "
+      << (start.plan.fixed.empty() ? "each host's route to " + start.plan.bind : start.plan.fixed)
       << " (bound to " << start.plan.bind << ")\n";
 
   // The environment of each rank, without the ports and secret that exist once it runs.
@@ -102,7 +103,7 @@ int print_dry_run(const JobSpec& spec, const JobStart& start,
   rdzv.secret = "x";
   rdzv.run_id = start.run_id;
   rdzv.size = static_cast<int>(start.slots.size());
-  rdzv.stacks_dir = "<the job's directory>";  // made when the job starts (python_hook.h)
+  rdzv.stacks_dir = "<the job's directory>";            // made when the job starts (python_hook.h)
   std::map<std::string, std::set<std::string>> values;  // hvdrun's variables and their values
   for (const auto& slot : start.slots) {
     for (const auto& entry : worker_environment(environment, spec, slot, rdzv)) {

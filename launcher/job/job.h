@@ -31,9 +31,9 @@
 #include "launcher/policy/policy.h"
 #include "launcher/process/signal_watch.h"
 #include "launcher/servers/rendezvous_faces.h"
+#include "launcher/spec/local_host.h"
 #include "launcher/stacks/python_hook.h"
 #include "launcher/stacks/stack_collector.h"
-#include "launcher/spec/local_host.h"
 #include "launcher/workers/worker_pools.h"
 
 namespace hvdrun::launcher {
@@ -173,10 +173,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   bool interrupted_ = false;
   std::optional<Clock::time_point> interrupted_at_;
   std::optional<SignalEvent> stop_signal_;  // the first signal that ends the job
-  bool announce_pending_ = false;          // the first failure's note waits for that rank's pipes
-  Clock::duration remote_drain_waited_{};  // unpaused, in kDraining
-  boost::asio::signal_set children_;  // SIGCHLD
-  SignalWatch signals_;               // the signals sent to hvdrun, with their senders
+  bool announce_pending_ = false;           // the first failure's note waits for that rank's pipes
+  Clock::duration remote_drain_waited_{};   // unpaused, in kDraining
+  boost::asio::signal_set children_;        // SIGCHLD
+  SignalWatch signals_;                     // the signals sent to hvdrun, with their senders
   boost::asio::steady_timer grace_timer_;
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
@@ -184,7 +184,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
   boost::asio::steady_timer stall_timer_;     // every second: the members' collectives
   std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
-  std::optional<Stall> stall_;      // the one the last check found, if any
+  std::optional<Stall> stall_;        // the one the last check found, if any
   bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
   // A collection of the ranks' stacks under way: this machine's (stacks_) and each remote
   // worker's (from its agent), until all came or dump_timer_ ends the wait.
@@ -199,10 +199,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   };
   std::optional<StackDump> dump_;
   boost::asio::steady_timer dump_timer_;
-  std::optional<Timeline> timeline_;  // --timeline
+  std::optional<Timeline> timeline_;                     // --timeline
   std::map<WorkerId, Clock::time_point> trace_started_;  // workers running, for their spans
-  std::set<int> traced_hosts_;                         // host tracks named so far
-  PythonHookDir hook_dir_;          // before stacks_, which reads it
+  std::set<int> traced_hosts_;                           // host tracks named so far
+  PythonHookDir hook_dir_;                               // before stacks_, which reads it
   StackCollector stacks_;
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only
   WorkerPools pools_;                         // last: its events use the members above

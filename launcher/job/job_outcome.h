@@ -28,7 +28,7 @@ struct Outcome {
   // failures (then this one is its last, not its first).
   std::string exhausted;
   bool after_others = false;
-  int signo = 0;                      // kInterrupted
+  int signo = 0;                       // kInterrupted
   std::size_t killed_after_grace = 0;  // kInterrupted: ranks SIGKILLed when the grace was over
   std::string message;  // kJobError, kHostFailed; kInterrupted: the signal and its sender
 

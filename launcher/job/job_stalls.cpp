@@ -113,8 +113,7 @@ void Job::finish_dump() {
   dump_.reset();
   std::sort(dump.stacks.begin(), dump.stacks.end(),
             [](const auto& a, const auto& b) { return a.target.rank < b.target.rank; });
-  print_stacks(dump.why + ") collected in " + millis_since(dump.start), dump.stacks,
-               dump.culprits);
+  print_stacks(dump.why + ") collected in " + millis_since(dump.start), dump.stacks, dump.culprits);
   if (timeline_) {
     timeline_->span(Timeline::kLauncher, 0, "stacks (" + dump.why + ")", "stacks", dump.start,
                     Clock::now(), {{"ranks", std::to_string(dump.stacks.size())}});

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "launcher/job/job.h"
 #include "common/duration_text.h"
+#include "launcher/job/job.h"
 #include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {

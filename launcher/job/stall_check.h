@@ -15,11 +15,11 @@
 namespace hvdrun::launcher {
 
 struct Stall {
-  std::uint32_t sequence = 0;         // the collective's number in the generation
-  std::string what;                   // "allreduce (float32, 4.0 MiB)"
+  std::uint32_t sequence = 0;          // the collective's number in the generation
+  std::string what;                    // "allreduce (float32, 4.0 MiB)"
   std::chrono::milliseconds waited{};  // the longest any rank has waited in it
-  std::vector<int> waiting;           // ranks in it
-  std::size_t size = 0;               // ranks in the generation
+  std::vector<int> waiting;            // ranks in it
+  std::size_t size = 0;                // ranks in the generation
   // The members that have not entered it (every member if none did), by rank.
   std::vector<rdzv::MemberProgress> missing;
 

@@ -37,7 +37,9 @@ Timeline::Timeline(const std::string& path, std::size_t max_events, Clock::time_
   name_thread(kLauncher, 0, "generations and events");
 }
 
-Timeline::~Timeline() { close(); }
+Timeline::~Timeline() {
+  close();
+}
 
 std::int64_t Timeline::micros(Clock::time_point at) const {
   return std::chrono::duration_cast<std::chrono::microseconds>(at - origin_).count();
@@ -79,14 +81,15 @@ void Timeline::name_thread(int pid, int tid, const std::string& name) {
 
 void Timeline::span(int pid, int tid, const std::string& name, const std::string& category,
                     Clock::time_point start, Clock::time_point end, const Args& args) {
-  write(json::serialize(json::object{{"ph", "X"},
-                                     {"name", name},
-                                     {"cat", category},
-                                     {"pid", pid},
-                                     {"tid", tid},
-                                     {"ts", micros(start)},
-                                     {"dur", std::max<std::int64_t>(0, micros(end) - micros(start))},
-                                     {"args", args_object(args)}}));
+  write(
+      json::serialize(json::object{{"ph", "X"},
+                                   {"name", name},
+                                   {"cat", category},
+                                   {"pid", pid},
+                                   {"tid", tid},
+                                   {"ts", micros(start)},
+                                   {"dur", std::max<std::int64_t>(0, micros(end) - micros(start))},
+                                   {"args", args_object(args)}}));
 }
 
 void Timeline::instant(int pid, int tid, const std::string& name, const std::string& category,
@@ -112,8 +115,7 @@ void Timeline::close() {
               {"pid", kLauncher},
               {"tid", 0},
               {"ts", micros(Clock::now())},
-              {"args", json::object{{"dropped_events", dropped_},
-                                    {"max_events", max_events_}}}}),
+              {"args", json::object{{"dropped_events", dropped_}, {"max_events", max_events_}}}}),
           false);
   }
   if (!failed_) write_all(fd_.get(), "\n]\n");

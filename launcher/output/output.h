@@ -53,12 +53,13 @@ class LineSplitter {
 };
 
 struct OutputOptions {
-  int num_proc = 1;                      // the digits of rank.N directory names
-  bool timestamp = false;                // --prefix-output-with-timestamp
-  std::optional<std::string> directory;  // --output-filename
-  std::size_t kept_stderr_lines = 10;    // for the failure summary
+  int num_proc = 1;                           // the digits of rank.N directory names
+  bool timestamp = false;                     // --prefix-output-with-timestamp
+  std::optional<std::string> directory;       // --output-filename
+  std::size_t kept_stderr_lines = 10;         // for the failure summary
   OutputPrefix prefix = OutputPrefix::kRank;  // --line-prefix
-  std::vector<RankRange> ranks_filter;  // --ranks-filter: the console shows only these; empty: all
+  std::vector<RankRange>
+      ranks_filter{};  // --ranks-filter: the console shows only these; empty: all
 };
 
 // "rank.07" for rank 7 of 12: zero-padded to the digit count of num_proc-1 (at least 1).
@@ -124,7 +125,7 @@ class OutputSink {
  private:
   struct WorkerOutput {
     int rank = 0;
-    std::string host;  // for --line-prefix host-rank
+    std::string host;                       // for --line-prefix host-rank
     std::array<LineSplitter, 2> splitters;  // stdout, stderr
     std::array<UniqueFd, 2> files;          // stdout, stderr; closed without a directory
     std::array<std::string, 2> paths;

@@ -51,7 +51,9 @@ std::string process_name(pid_t pid) {
 
 }  // namespace
 
-bool SignalEvent::from_kernel() const noexcept { return code == SI_KERNEL; }
+bool SignalEvent::from_kernel() const noexcept {
+  return code == SI_KERNEL;
+}
 
 std::string SignalEvent::sender_text() const {
   if (from_kernel() && (signo == SIGINT || signo == SIGQUIT)) return "the terminal";
@@ -88,7 +90,9 @@ SignalWatch::SignalWatch(boost::asio::io_context& io, std::vector<int> signals) 
   reader_.assign(::dup(read_end_.get()));
 }
 
-SignalWatch::~SignalWatch() { close(); }
+SignalWatch::~SignalWatch() {
+  close();
+}
 
 void SignalWatch::start(Handler handler) {
   handler_ = std::move(handler);

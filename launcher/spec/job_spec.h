@@ -67,15 +67,15 @@ struct JobSpec {
   std::chrono::milliseconds stall_timeout{60000};
   // --stall-shutdown: a stall this long ends the job (none: never).
   std::optional<std::chrono::milliseconds> stall_shutdown;
-  int max_restarts = 0;                          // --max-restarts: whole-job restarts
+  int max_restarts = 0;  // --max-restarts: whole-job restarts
   ElasticSpec elastic;
-  std::optional<std::string> output_dir;        // --output-filename
-  bool prefix_timestamp = false;                // --prefix-output-with-timestamp
+  std::optional<std::string> output_dir;             // --output-filename
+  bool prefix_timestamp = false;                     // --prefix-output-with-timestamp
   OutputPrefix output_prefix = OutputPrefix::kRank;  // --line-prefix
   std::vector<RankRange> ranks_filter;  // --ranks-filter: ranks shown on the console; empty: all
-  bool verbose = false;                         // --verbose
-  bool dry_run = false;                         // --dry-run: print the plan, start nothing
-  std::optional<std::string> timeline;          // --timeline FILE
+  bool verbose = false;                 // --verbose
+  bool dry_run = false;                 // --dry-run: print the plan, start nothing
+  std::optional<std::string> timeline;  // --timeline FILE
   std::size_t timeline_max_events = 100'000;    // --timeline-max-events
   std::string log_level = "warn";               // --log-level / HVDRUN_LOG_LEVEL
   std::vector<std::string> network_interfaces;  // --network-interface(s): rendezvous address

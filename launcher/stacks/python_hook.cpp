@@ -1,17 +1,18 @@
 // The Python hook (python_hook.h).
 #include "launcher/stacks/python_hook.h"
 
+#include <stdlib.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <stdlib.h>
 
 #include "hvdrun/error.h"
 
 namespace hvdrun::launcher {
 namespace {
 
-constexpr const char* kHook = R"(# Written by hvdrun: on hvdrun's signal, faulthandler writes every thread's Python stack
+constexpr const char* kHook =
+    R"(# Written by hvdrun: on hvdrun's signal, faulthandler writes every thread's Python stack
 # to $HVDRUN_STACKS_DIR/<pid>.py.txt (hang forensics); then the sitecustomize this one hides,
 # if any, runs as it would have.
 import os as _hvd_os

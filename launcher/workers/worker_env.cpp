@@ -68,10 +68,9 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
 // inside another job) is never passed on. libhvdrun's settings (HVDRUN_TIMEOUT,
 // HVDRUN_BACKEND, HVDRUN_FUSION_*, ...) pass like any other variable.
 bool launcher_owned(const std::string& name) {
-  for (const char* owned :
-       {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname, env::kStartTimeout,
-        env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout,
-        kStacksDirEnv, kStacksSignalEnv}) {
+  for (const char* owned : {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname,
+                            env::kStartTimeout, env::kLogLevel, env::kNetworkInterface,
+                            env::kElastic, env::kElasticTimeout, kStacksDirEnv, kStacksSignalEnv}) {
     if (name == owned) return true;
   }
   return false;

@@ -35,7 +35,7 @@ struct RendezvousInfo {
   std::string run_id;              // TORCHELASTIC_RUN_ID
   int restart_count = 0;           // TORCHELASTIC_RESTART_COUNT: the job's generation
   int size = 0;                    // workers of the generation; 0: JobSpec::num_proc
-  std::string stacks_dir;          // this machine's workers: the Python hook's (python_hook.h)
+  std::string stacks_dir{};        // this machine's workers: the Python hook's (python_hook.h)
 };
 
 // True if the workers' OMP_NUM_THREADS is hvdrun's default (1) for a slot with this many

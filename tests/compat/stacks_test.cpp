@@ -42,10 +42,10 @@ void expect_stacks_of_a_hang(const std::string& framework,
                              const std::map<std::string, std::string>& env,
                              const std::string& waiting_line) {
   TempDir marks, output;
-  HvdrunProcess hvdrun({"--output-filename", output.path.string(), "-np", "2", kPython,
-                        job_script("hang_job.py"), "--framework", framework, "--marks",
-                        marks.path.string()},
-                       env);
+  HvdrunProcess hvdrun(
+      {"--output-filename", output.path.string(), "-np", "2", kPython, job_script("hang_job.py"),
+       "--framework", framework, "--marks", marks.path.string()},
+      env);
   ASSERT_TRUE(wait_for_file(marks.path / "1.waiting", "", seconds(90)) &&
               wait_for_file(marks.path / "0.waiting", "", seconds(5)))
       << "the ranks did not reach the hang";

@@ -16,9 +16,9 @@ using std::chrono::seconds;
 TEST(DryRun, PrintsThePlanAndStartsNothing) {
   TempDir dir;
   const auto marker = dir.path / "ran";
-  auto r = run_hvdrun({"--dry-run", "-np", "3", "-H", "localhost:3", "sh", "-c",
-                       "touch '" + marker.string() + "'"},
-                      {}, seconds(30));
+  auto r = run_hvdrun(
+      {"--dry-run", "-np", "3", "-H", "localhost:3", "sh", "-c", "touch '" + marker.string() + "'"},
+      {}, seconds(30));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_FALSE(std::filesystem::exists(marker)) << "a worker ran";
   EXPECT_TRUE(contains(r.out, "hvdrun --dry-run: 3 ranks on 1 host; nothing started\n")) << r.out;

@@ -204,9 +204,9 @@ TEST(TestHostsJob, Usr1ReachesTheRanksOnEveryHost) {
   REQUIRE_TEST_HOSTS();
   TestHome home;
   TempDir pids;
-  HvdrunProcess hvdrun({"-np", "3", "-H", "localhost:1,hvdt-h1:2", worker(), "await-usr1",
-                        pids.path.string()},
-                       home.env());
+  HvdrunProcess hvdrun(
+      {"-np", "3", "-H", "localhost:1,hvdt-h1:2", worker(), "await-usr1", pids.path.string()},
+      home.env());
   ASSERT_EQ(wait_for_pids(pids.path, 3, seconds(30)).size(), 3u);
   hvdrun.signal(SIGUSR1);
   auto r = hvdrun.finish(seconds(30));
@@ -222,10 +222,10 @@ TEST(TestHostsJob, AStalledRemoteRankIsNamedWithItsStack) {
   REQUIRE_TEST_HOSTS();
   TestHome home;
   TempDir output;
-  auto r = run_hvdrun({"--output-filename", output.path.string(), "--stall-timeout", "1",
-                       "--stall-shutdown", "3", "-np", "3", "-H", "localhost:1,hvdt-h1:2",
-                       STALL_WORKER, "5", "2", "2", "60"},
-                      home.env(), seconds(60));
+  auto r = run_hvdrun(
+      {"--output-filename", output.path.string(), "--stall-timeout", "1", "--stall-shutdown", "3",
+       "-np", "3", "-H", "localhost:1,hvdt-h1:2", STALL_WORKER, "5", "2", "2", "60"},
+      home.env(), seconds(60));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "rank 2 (host hvdt-h1, pid ")) << r.err;
   EXPECT_TRUE(contains(r.err, ") has not entered it: its last collective, #1, ended ")) << r.err;

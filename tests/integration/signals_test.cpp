@@ -31,8 +31,8 @@ TEST(Signals, Usr1ReachesEveryRankAndTheJobGoesOn) {
 
 TEST(Signals, ASignalLeftOutOfForwardSignalsDoesNotReachTheWorkers) {
   TempDir pids;
-  HvdrunProcess hvdrun({"--forward-signals", "none", "-np", "2", worker(), "sleep",
-                        pids.path.string()});
+  HvdrunProcess hvdrun(
+      {"--forward-signals", "none", "-np", "2", worker(), "sleep", pids.path.string()});
   const auto workers = wait_for_pids(pids.path, 2, seconds(20));
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGUSR1);
@@ -57,8 +57,9 @@ TEST(Signals, SigtermFromTimeoutKeepsTheGracePeriodForACheckpoint) {
   EXPECT_TRUE(contains(r.out, "[0]<stdout>:rank 0 checkpoint done\n")) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "[1]<stdout>:rank 1 checkpoint done\n")) << r.out << r.err;
   EXPECT_FALSE(contains(r.err, "killing every rank now")) << r.err;
-  EXPECT_TRUE(contains(r.err, "hvdrun: interrupted (SIGTERM), terminating 2 ranks, grace period "
-                              "20 s; sent by pid "))
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: interrupted (SIGTERM), terminating 2 ranks, grace period "
+                       "20 s; sent by pid "))
       << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun: job stopped by SIGTERM from pid ")) << r.err;
   EXPECT_TRUE(contains(r.err, "(timeout), not by a failed rank\n")) << r.err;
@@ -68,16 +69,17 @@ TEST(Signals, SigtermFromTimeoutKeepsTheGracePeriodForACheckpoint) {
 // A grace period too short for the checkpoint: the summary says how many were killed.
 TEST(Signals, TheSummarySaysWhichRanksTheGracePeriodCutShort) {
   TempDir pids;
-  HvdrunProcess hvdrun({"--grace-period", "0.3", "-np", "2", worker(), "checkpoint",
-                        pids.path.string(), "5000"});
+  HvdrunProcess hvdrun(
+      {"--grace-period", "0.3", "-np", "2", worker(), "checkpoint", pids.path.string(), "5000"});
   const auto workers = wait_for_pids(pids.path, 2, seconds(20));
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGTERM);
   auto r = hvdrun.finish(seconds(30));
   EXPECT_EQ(r.status, 143) << r.err;
   EXPECT_FALSE(contains(r.out, "checkpoint done")) << r.out;
-  EXPECT_TRUE(contains(r.err, "not by a failed rank; 2 ranks killed with SIGKILL when the grace "
-                              "period was over\n"))
+  EXPECT_TRUE(contains(r.err,
+                       "not by a failed rank; 2 ranks killed with SIGKILL when the grace "
+                       "period was over\n"))
       << r.err;
   EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
 }
@@ -85,8 +87,8 @@ TEST(Signals, TheSummarySaysWhichRanksTheGracePeriodCutShort) {
 // A second SIGTERM clearly later than the first still means "now".
 TEST(Signals, ASecondSigtermASecondLaterKillsEveryRankNow) {
   TempDir pids;
-  HvdrunProcess hvdrun({"--grace-period", "30", "-np", "2", worker(), "ignore-term",
-                        pids.path.string(), "99"});
+  HvdrunProcess hvdrun(
+      {"--grace-period", "30", "-np", "2", worker(), "ignore-term", pids.path.string(), "99"});
   const auto workers = wait_for_pids(pids.path, 2, seconds(20));
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGTERM);

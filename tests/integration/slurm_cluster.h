@@ -3,13 +3,13 @@
 // whether it is up, the environment its commands need, and what runs on its nodes.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <unistd.h>
 
 namespace hvdrun::itest {
 

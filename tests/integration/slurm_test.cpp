@@ -22,7 +22,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-
 TEST(Slurm, SallocWithNoHostFlagsTrainsOnEveryNode) {
   REQUIRE_SLURM();
   auto r = HvdrunProcess(

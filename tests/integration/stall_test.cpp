@@ -29,13 +29,13 @@ TEST(Stall, TheRankAStalledAllreduceWaitsForIsNamedAndTheJobGoesOn) {
 }
 
 TEST(Stall, StallShutdownEndsTheJobNamingTheRank) {
-  auto r = run_hvdrun(
-      {"--stall-timeout", "1", "--stall-shutdown", "2", "-np", "2", STALL_WORKER, "5", "0", "2",
-       "30"},
-      {}, seconds(60));
+  auto r = run_hvdrun({"--stall-timeout", "1", "--stall-shutdown", "2", "-np", "2", STALL_WORKER,
+                       "5", "0", "2", "30"},
+                      {}, seconds(60));
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_TRUE(contains(r.err, "hvdrun: job failed: stalled: allreduce #2 (float32, 4.0 KiB) "
-                              "waits "))
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: job failed: stalled: allreduce #2 (float32, 4.0 KiB) "
+                       "waits "))
       << r.err;
   EXPECT_TRUE(contains(r.err, " on 1 of 2 ranks; rank 0 (host localhost, pid ")) << r.err;
   EXPECT_TRUE(contains(r.err, "(--stall-shutdown 2 s)")) << r.err;
@@ -55,8 +55,8 @@ TEST(Stall, StallShutdownEndsTheJobNamingTheRank) {
 // job goes on to its end.
 TEST(Stall, SigquitWritesEveryRanksStacksAndTheJobGoesOn) {
   TempDir output;
-  HvdrunProcess hvdrun({"--output-filename", output.path.string(), "-np", "2", STALL_WORKER,
-                        "4", "1", "2", "4"});
+  HvdrunProcess hvdrun(
+      {"--output-filename", output.path.string(), "-np", "2", STALL_WORKER, "4", "1", "2", "4"});
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // rank 1 asleep, rank 0 waits
   hvdrun.signal(SIGQUIT);
   const auto r = hvdrun.finish(seconds(60));
@@ -75,8 +75,8 @@ TEST(Stall, SigquitWritesEveryRanksStacksAndTheJobGoesOn) {
 
 // A pause shorter than the timeout is no stall.
 TEST(Stall, APauseShorterThanTheTimeoutIsNotReported) {
-  auto r = run_hvdrun({"--stall-timeout", "3", "-np", "2", STALL_WORKER, "50", "0", "10", "1"},
-                      {}, seconds(60));
+  auto r = run_hvdrun({"--stall-timeout", "3", "-np", "2", STALL_WORKER, "50", "0", "10", "1"}, {},
+                      seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_FALSE(contains(r.err, "stall")) << r.err;
 }

@@ -89,9 +89,9 @@ TEST(Timeline, AnElasticJobThatLosesAWorkerIsDrawnWithBothGenerations) {
 TEST(Timeline, ItIsBoundedAndSaysWhatWasDropped) {
   TempDir dir;
   const auto trace_file = dir.path / "trace.json";
-  const auto r = run_hvdrun({"--timeline", trace_file.string(), "--timeline-max-events", "10",
-                             "-np", "16", "true"},
-                            {}, seconds(60));
+  const auto r = run_hvdrun(
+      {"--timeline", trace_file.string(), "--timeline-max-events", "10", "-np", "16", "true"}, {},
+      seconds(60));
   ASSERT_EQ(r.status, 0) << r.err;
   const json::array trace = read_trace(trace_file);
   std::size_t counted = 0;

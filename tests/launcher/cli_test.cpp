@@ -82,8 +82,7 @@ TEST(Cli, OutputPrefixAndRanksFilter) {
   EXPECT_EQ(spec_of({"-np", "1", "p"}).output_prefix, OutputPrefix::kRank);
   EXPECT_EQ(spec_of({"--line-prefix", "host-rank", "-np", "1", "p"}).output_prefix,
             OutputPrefix::kHostRank);
-  EXPECT_EQ(spec_of({"--line-prefix", "none", "-np", "1", "p"}).output_prefix,
-            OutputPrefix::kNone);
+  EXPECT_EQ(spec_of({"--line-prefix", "none", "-np", "1", "p"}).output_prefix, OutputPrefix::kNone);
   EXPECT_EQ(error_of({"--line-prefix", "host", "-np", "1", "p"}),
             "--line-prefix 'host': expected rank, host-rank or none");
   EXPECT_THAT(spec_of({"--ranks-filter", "0,3-5,9", "-np", "10", "p"}).ranks_filter,

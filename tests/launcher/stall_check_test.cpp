@@ -32,7 +32,8 @@ rdzv::ProgressReport done(std::uint32_t seq, std::uint32_t ago_ms) {
 
 TEST(StallCheck, NamesTheRankThatHasNotEnteredTheCollective) {
   std::vector<rdzv::MemberProgress> members;
-  for (int r = 0; r < 8; ++r) members.push_back(member(r, r == 3 ? done(1233, 60'800) : in(1234, 59'900)));
+  for (int r = 0; r < 8; ++r)
+    members.push_back(member(r, r == 3 ? done(1233, 60'800) : in(1234, 59'900)));
   const auto stall = find_stall(members, milliseconds(60'000));
   ASSERT_TRUE(stall);
   EXPECT_EQ(stall->sequence, 1234u);
@@ -48,14 +49,14 @@ TEST(StallCheck, NothingBelowTheTimeoutOrWithoutReports) {
   EXPECT_FALSE(find_stall({member(0, std::nullopt), member(1, std::nullopt)}, milliseconds(1)));
   EXPECT_FALSE(find_stall({}, milliseconds(1)));
   // Every rank through its last collective: computing, not stalled.
-  EXPECT_FALSE(find_stall({member(0, done(9, 90'000)), member(1, done(9, 90'000))},
-                          milliseconds(1000)));
+  EXPECT_FALSE(
+      find_stall({member(0, done(9, 90'000)), member(1, done(9, 90'000))}, milliseconds(1000)));
 }
 
 TEST(StallCheck, ARankStuckInAnEarlierCollectiveOrSilentIsNamedAsSuch) {
-  const auto stall = find_stall({member(0, in(7, 5000)), member(1, in(6, 5100)),
-                                 member(2, std::nullopt)},
-                                milliseconds(3000));
+  const auto stall =
+      find_stall({member(0, in(7, 5000)), member(1, in(6, 5100)), member(2, std::nullopt)},
+                 milliseconds(3000));
   ASSERT_TRUE(stall);
   EXPECT_THAT(stall->culprits(), ElementsAre(1, 2));
   EXPECT_THAT(stall->describe(),

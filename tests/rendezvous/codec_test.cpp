@@ -136,7 +136,8 @@ TEST(Codec, HeartbeatWithAndWithoutProgress) {
   EXPECT_EQ(*back.progress, report);
   EXPECT_TRUE(back.progress->waiting());
   EXPECT_FALSE(std::get<Heartbeat>(decode_ok(encode(Message{3, Heartbeat{}})).body).progress);
-  EXPECT_EQ(decode_error(frame_of(MsgType::kHeartbeat, {2})), "Heartbeat: progress flag 2 (expected 1)");
+  EXPECT_EQ(decode_error(frame_of(MsgType::kHeartbeat, {2})),
+            "Heartbeat: progress flag 2 (expected 1)");
   EXPECT_NE(decode_error(frame_of(MsgType::kHeartbeat, {1, 0, 0})), "<decoded>");
   std::vector<std::uint8_t> long_text{1};
   long_text.resize(1 + 16, 0);

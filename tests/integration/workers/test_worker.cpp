@@ -61,7 +61,9 @@ void record_pid(const std::string& dir, const std::string& name) {
 }
 
 volatile sig_atomic_t caught = 0;
-extern "C" void on_caught(int signo) { caught = signo; }
+extern "C" void on_caught(int signo) {
+  caught = signo;
+}
 
 // Records its pid, then waits (at most 30 s) for `signo`; exits 0 once it came.
 int await_signal(const std::string& dir, int signo, int after_ms) {
@@ -75,8 +77,8 @@ int await_signal(const std::string& dir, int signo, int after_ms) {
   }
   if (!caught) return 4;
   std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
-  write_all(1, "rank " + std::to_string(rank()) + (signo == SIGTERM ? " checkpoint done\n"
-                                                                     : " got SIGUSR1\n"));
+  write_all(1, "rank " + std::to_string(rank()) +
+                   (signo == SIGTERM ? " checkpoint done\n" : " got SIGUSR1\n"));
   return 0;
 }
 
