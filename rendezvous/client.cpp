@@ -108,6 +108,22 @@ class Client::Impl {
       // cannot fail for an eventfd below its maximum; the reader ends at its next heartbeat
     }
     if (reader_.joinable()) reader_.join();
+    // A last heartbeat: what the collectives did since the one before (the straggler
+    // report), unless the connection is already broken. Bounded; a failure is no matter.
+    try {
+      bool broken = false;
+      {
+        std::lock_guard lock(mutex_);
+        broken = terminal_.has_value();
+      }
+      if (fd_ && !broken) {
+        if (auto report = progress(); report && !report->samples.empty()) {
+          send(Message{0, Heartbeat{std::move(report)}}, Clock::now() + kLastHeartbeat, "Heartbeat",
+               kLastHeartbeat);
+        }
+      }
+    } catch (const Error&) {
+    }
   }
 
   Assignment join(const Join& join, milliseconds timeout) {
@@ -465,6 +481,7 @@ class Client::Impl {
   }
 
   static constexpr milliseconds kHeartbeatSend{5000};
+  static constexpr milliseconds kLastHeartbeat{200};
   static constexpr milliseconds kFrameTime{10000};  // a started frame must arrive whole
   // How long a request whose send failed waits for the reader to take the server's last words.
   static constexpr milliseconds kReaderEnd{2000};

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace hvdrun::rdzv {
 
 inline constexpr std::uint32_t kMaxProgressText = 128;
+inline constexpr std::uint32_t kMaxProgressSamples = 128;
 
 struct ProgressReport {
   std::uint32_t entered = 0;          // sequence number in the generation of the last
@@ -18,6 +20,9 @@ struct ProgressReport {
   std::uint32_t in_ms = 0;            // how long it has waited in `entered`, if it still does
   std::uint32_t finished_ago_ms = 0;  // since `finished` ended (when finished > 0)
   std::string what;                   // the last entered: "allreduce (float32, 4.0 MiB)"
+  // Collectives timed precisely since the last heartbeat, for the straggler report: sequence
+  // number << 32 | microseconds inside it (CollectiveProgress::take_samples()).
+  std::vector<std::uint64_t> samples{};
 
   bool waiting() const noexcept { return entered > finished; }
   bool operator==(const ProgressReport&) const = default;

@@ -2,6 +2,7 @@
 // Layouts of every body are in this file only; see protocol.h for the frame format.
 #include "rendezvous/protocol.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <type_traits>
 
@@ -59,6 +60,13 @@ void encode_body(wire::Writer& w, const Body& body) {
                            m.progress->finished_ago_ms})
               w.u32(v);
             w.str("progress", m.progress->what, kMaxProgressText);
+            const auto count =
+                std::min<std::size_t>(m.progress->samples.size(), kMaxProgressSamples);
+            w.u32(static_cast<std::uint32_t>(count));
+            for (std::size_t i = 0; i < count; ++i) {
+              w.u32(static_cast<std::uint32_t>(m.progress->samples[i] >> 32));
+              w.u32(static_cast<std::uint32_t>(m.progress->samples[i]));
+            }
           }
         } else if constexpr (std::is_same_v<T, GenerationEnd>) {
           w.u32(m.next);
@@ -157,9 +165,22 @@ Body read_body(wire::Reader& r, MsgType type) {
         return h;
       }
       ProgressReport p;
-      r.u32("entered", p.entered) && r.u32("finished", p.finished) && r.u32("in_ms", p.in_ms) &&
-          r.u32("finished_ago_ms", p.finished_ago_ms) &&
-          r.str("progress", p.what, kMaxProgressText);
+      const bool read = r.u32("entered", p.entered) && r.u32("finished", p.finished) &&
+                        r.u32("in_ms", p.in_ms) && r.u32("finished_ago_ms", p.finished_ago_ms) &&
+                        r.str("progress", p.what, kMaxProgressText);
+      std::uint32_t count = 0;
+      if (read && r.u32("samples", count)) {
+        if (count > kMaxProgressSamples) {
+          r.fail("samples " + std::to_string(count) + " (at most " +
+                 std::to_string(kMaxProgressSamples) + ")");
+          return h;
+        }
+        for (std::uint32_t i = 0; i < count; ++i) {
+          std::uint32_t seq = 0, us = 0;
+          if (!r.u32("sample", seq) || !r.u32("sample", us)) break;
+          p.samples.push_back(std::uint64_t{seq} << 32 | us);
+        }
+      }
       h.progress = std::move(p);
       return h;
     }

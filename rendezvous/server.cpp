@@ -70,6 +70,10 @@ std::vector<MemberProgress> Server::progress() const {
   return impl_->progress();
 }
 
+std::vector<TimedCollective> Server::take_samples() {
+  return impl_->take_samples();
+}
+
 void Server::close() {
   impl_->close();
 }

@@ -103,6 +103,8 @@ struct ServerCallbacks {
   std::function<void(std::uint32_t worker, const std::string& why)> on_worker_lost;
 };
 
+inline constexpr std::size_t kMaxHeldSamples = 1024;
+
 // A member of the current generation and what its last heartbeat said of its collectives.
 struct MemberProgress {
   std::uint32_t worker = 0;  // its key
@@ -111,6 +113,16 @@ struct MemberProgress {
   std::uint32_t pid = 0;
   std::optional<ProgressReport> report;  // none: no heartbeat with one yet
   std::chrono::milliseconds age{0};      // since that heartbeat came
+};
+
+// One timed collective of a member of the current generation (the straggler report).
+struct TimedCollective {
+  std::uint32_t worker = 0;  // its key
+  int rank = 0;
+  std::string host;
+  std::uint32_t generation = 0;
+  std::uint32_t sequence = 0;   // the collective's number in the generation
+  std::uint32_t inside_us = 0;  // how long the member was inside it
 };
 
 class Server {
@@ -136,6 +148,9 @@ class Server {
   // The current generation's members, by rank, with their last progress reports; empty while
   // it forms (a member that has not joined has nothing to say).
   std::vector<MemberProgress> progress() const;
+  // The current generation's timed collectives received since the last call (each member
+  // holds at most kMaxHeldSamples until then).
+  std::vector<TimedCollective> take_samples();
   // Stop accepting and close every session (pending waits get kError kJobFailed first).
   void close();
 

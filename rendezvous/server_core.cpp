@@ -10,6 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <utility>
 
 #include "common/duration_text.h"
 #include "common/tcp_listen.h"
@@ -98,6 +99,22 @@ std::vector<MemberProgress> ServerCore::progress() const {
     out.push_back(std::move(m));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  return out;
+}
+
+std::vector<TimedCollective> ServerCore::take_samples() {
+  std::vector<TimedCollective> out = std::exchange(leftover_samples_, {});
+  if (generation_.phase() != Generation::Phase::kActive) return out;
+  const auto& slots = generation_.slots();
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const auto session = generation_.session_at(i);
+    if (!session || session->joined_generation != generation_.number()) continue;
+    for (const auto sample : session->samples) {
+      out.push_back({session->slot.value_or(0), slots[i].rank, slots[i].host, generation_.number(),
+                     static_cast<std::uint32_t>(sample >> 32), static_cast<std::uint32_t>(sample)});
+    }
+    session->samples.clear();
+  }
   return out;
 }
 
@@ -240,6 +257,9 @@ void ServerCore::on_message(const std::shared_ptr<Session>& session, Message mes
       return on_barrier(session, message.generation, std::get<Barrier>(message.body));
     case MsgType::kHeartbeat:  // the read loop noted the time
       if (auto& progress = std::get<Heartbeat>(message.body).progress) {
+        for (const auto sample : progress->samples) session->samples.push_back(sample);
+        while (session->samples.size() > kMaxHeldSamples) session->samples.pop_front();
+        progress->samples.clear();
         session->progress = std::move(progress);
         session->progress_at = std::chrono::steady_clock::now();
       }
@@ -271,6 +291,20 @@ void ServerCore::log_refusal(const std::string& peer, const std::string& why) {
 
 void ServerCore::session_gone(Session& session) {
   sessions_.erase(session.id());
+  // A member's timed collectives outlive its connection (its last heartbeat came at its end).
+  if (session.slot && !session.samples.empty() &&
+      session.joined_generation == generation_.number()) {
+    if (const auto position = generation_.position_of(*session.slot)) {
+      const Slot& slot = generation_.slots()[*position];
+      for (const auto sample : session.samples) {
+        if (leftover_samples_.size() >= kMaxHeldSamples * 4) break;
+        leftover_samples_.push_back({*session.slot, slot.rank, slot.host, generation_.number(),
+                                     static_cast<std::uint32_t>(sample >> 32),
+                                     static_cast<std::uint32_t>(sample)});
+      }
+    }
+    session.samples.clear();
+  }
   for (auto& wait : session.waits) {
     if (!wait->done) finish(*wait);
   }

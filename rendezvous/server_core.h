@@ -50,6 +50,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::uint32_t generation() const noexcept { return generation_.number(); }
   // See Server::progress.
   std::vector<MemberProgress> progress() const;
+  // See Server::take_samples.
+  std::vector<TimedCollective> take_samples();
   // See Server::start_generation.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   const ServerOptions& options() const noexcept { return options_; }
@@ -114,6 +116,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   bool closed_ = false;
   std::uint64_t next_session_id_ = 1;
   std::unordered_map<std::uint64_t, std::weak_ptr<Session>> sessions_;
+  std::vector<TimedCollective> leftover_samples_;  // of members whose connection closed
   Generation generation_;
   std::optional<Generation> previous_;      // still in use after a kHostsUpdated handover
   std::chrono::milliseconds form_timeout_;  // of the generation forming

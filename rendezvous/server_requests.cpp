@@ -64,6 +64,7 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
   session->slot = join.slot;
   session->joined_generation = gen;
   session->progress.reset();  // of the generation before, if any
+  session->samples.clear();
   session->pid = join.pid;
   log_->debug("slot {} joined from {} (pid {}, host {}): {}/{}", join.slot, session->peer(),
               join.pid, join.host, generation_.joined(), generation_.size());

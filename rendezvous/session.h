@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool lost_reported = false;              // its missed heartbeats were reported
   std::optional<ProgressReport> progress;  // from its last heartbeat that carried one
   std::chrono::steady_clock::time_point progress_at;
+  std::deque<std::uint64_t> samples;         // its timed collectives not yet taken (bounded)
   std::vector<std::shared_ptr<Wait>> waits;  // pending KvGet / Barrier requests
 
  private:

@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace hvdrun {
@@ -12,6 +13,12 @@ namespace {
 std::int64_t now_ns() noexcept {
   timespec now{};
   ::clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return now.tv_sec * 1'000'000'000LL + now.tv_nsec;
+}
+
+std::int64_t precise_ns() noexcept {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
   return now.tv_sec * 1'000'000'000LL + now.tv_nsec;
 }
 
@@ -31,17 +38,40 @@ void CollectiveProgress::enter(tcp::CollectiveKind kind, DataType dtype,
       static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(dtype) << 8 | size << 16,
       std::memory_order_relaxed);
   entered_ns_.store(now_ns(), std::memory_order_relaxed);
-  entered_.fetch_add(1, std::memory_order_release);
+  const std::uint32_t seq = entered_.fetch_add(1, std::memory_order_release) + 1;
+  sample_start_ns_ = seq % kSampleEvery == 0 ? precise_ns() : 0;
 }
 
 void CollectiveProgress::leave() noexcept {
   finished_ns_.store(now_ns(), std::memory_order_relaxed);
-  finished_.store(entered_.load(std::memory_order_relaxed), std::memory_order_release);
+  const std::uint32_t seq = entered_.load(std::memory_order_relaxed);
+  if (sample_start_ns_ != 0) {
+    const std::int64_t us = (precise_ns() - sample_start_ns_) / 1000;
+    const std::uint64_t inside = us < 0 ? 0 : us > 0xFFFF'FFFFLL ? 0xFFFF'FFFFu : us;
+    samples_[(seq / kSampleEvery) % kSampleSlots].store(std::uint64_t{seq} << 32 | inside,
+                                                        std::memory_order_release);
+    sample_start_ns_ = 0;
+  }
+  finished_.store(seq, std::memory_order_release);
 }
 
 void CollectiveProgress::reset() noexcept {
   entered_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
+  for (auto& slot : samples_) slot.store(0, std::memory_order_relaxed);
+  taken_.store(0, std::memory_order_relaxed);
+}
+
+std::vector<std::uint64_t> CollectiveProgress::take_samples() {
+  const std::uint32_t after = taken_.load(std::memory_order_relaxed);
+  std::vector<std::uint64_t> out;
+  for (const auto& slot : samples_) {
+    const std::uint64_t sample = slot.load(std::memory_order_acquire);
+    if ((sample >> 32) > after) out.push_back(sample);
+  }
+  std::sort(out.begin(), out.end());
+  if (!out.empty()) taken_.store(static_cast<std::uint32_t>(out.back() >> 32));
+  return out;
 }
 
 std::optional<rdzv::ProgressReport> CollectiveProgress::report() const {

@@ -6,11 +6,13 @@
 // Device collectives are counted when enqueued on their stream.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hvdrun/types.h"
 #include "rendezvous/progress.h"
@@ -27,6 +29,12 @@ class CollectiveProgress {
   void reset() noexcept;
   // Any thread (the heartbeat's): nullopt before the first collective of the generation.
   std::optional<rdzv::ProgressReport> report() const;
+  // Every kSampleEvery-th collective of a generation (the same ones on every rank) is timed
+  // with the precise clock, for the launcher's straggler report: the heartbeat thread takes
+  // those timed since its last call (sequence << 32 | microseconds inside), oldest first.
+  static constexpr std::uint32_t kSampleEvery = 8;
+  static constexpr std::size_t kSampleSlots = 128;
+  std::vector<std::uint64_t> take_samples();
 
  private:
   std::atomic<std::uint32_t> entered_{0};
@@ -34,6 +42,9 @@ class CollectiveProgress {
   std::atomic<std::uint64_t> what_{0};  // kind | dtype << 8 | bytes << 16
   std::atomic<std::int64_t> entered_ns_{0};
   std::atomic<std::int64_t> finished_ns_{0};
+  std::int64_t sample_start_ns_ = 0;  // the collective's thread only
+  std::array<std::atomic<std::uint64_t>, kSampleSlots> samples_{};
+  std::atomic<std::uint32_t> taken_{0};  // the last sequence number take_samples() gave
 };
 
 // Enters on construction, leaves on destruction (also when the collective throws).

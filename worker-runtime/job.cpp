@@ -142,7 +142,11 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
                                              options.secret, options.start_timeout);
     client_->on_generation_end(
         [this](const rdzv::GenerationEndEvent& event) { on_generation_end(event); });
-    client_->set_progress_source([this] { return progress_.report(); });
+    client_->set_progress_source([this] {
+      auto report = progress_.report();
+      if (report) report->samples = progress_.take_samples();
+      return report;
+    });
   }
   // Without an interface setting, the data socket listens only on the address it advertises
   // (the route to the launcher: loopback for a local job), not on every address.

@@ -143,6 +143,9 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
       throw UsageError(parsed.spelled("stall-shutdown") + " " + *v + ": must be at least 1 second");
     }
   }
+  if (const auto v = parsed.value("straggler-report")) {
+    spec.straggler_report = parse_grace(parsed.spelled("straggler-report"), *v);
+  }
   if (const auto v = parsed.value("forward-signals")) {
     spec.forward_signals = parse_forwarded_signals(parsed.spelled("forward-signals"), *v);
   }

@@ -96,7 +96,7 @@ void Job::launch() {
   generations_.current().started = launched_;
   wait_child();
   signals_.start([this](const SignalEvent& signal) { on_signal(signal); });
-  watch_stalls();
+  watch_progress();
   if (remote_.empty()) {
     start_workers();
     return;
@@ -298,6 +298,11 @@ int Job::exit_status() const {
 
 void Job::print_summary() const {
   print_outcome_summary(outcome_, sink_);
+  // The stragglers, when one was late by a millisecond or more (any with --verbose).
+  const auto rows = stragglers_.rows();
+  if (!rows.empty() && (spec_.verbose || rows.front().median_us >= 1000)) {
+    note(stragglers_.describe(3));
+  }
   if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
 }
 

@@ -25,6 +25,7 @@
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
 #include "launcher/job/stall_check.h"
+#include "launcher/job/stragglers.h"
 #include "launcher/job/timeline.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/plan/elastic_membership.h"
@@ -129,8 +130,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::map<std::string, Slot> named_survivors(const std::vector<rdzv::Member>& members);
   std::uint16_t start_generation(GenerationStart start);
   // job_stalls.cpp: collectives that wait too long, and the ranks' stacks.
-  void watch_stalls();
+  void watch_progress();
   void check_stalls();
+  void take_samples();
   // Collects the stacks of this machine's running ranks into one file per rank, prints the top
   // frames of `culprits` (every rank if none, a few at most), then calls `then` (at once when
   // a collection already runs or no rank runs here).
@@ -184,7 +186,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
   boost::asio::steady_timer stall_timer_;     // every second: the members' collectives
   std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
-  std::optional<Stall> stall_;        // the one the last check found, if any
+  std::optional<Stall> stall_;  // the one the last check found, if any
+  StragglerStats stragglers_;
+  Clock::time_point stragglers_said_ = Clock::now();  // --straggler-report
   bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
   // A collection of the ranks' stacks under way: this machine's (stacks_) and each remote
   // worker's (from its agent), until all came or dump_timer_ ends the wait.

@@ -1,7 +1,7 @@
 // The job's hang forensics (job.h): every second, what the members of the running generation
 // last said of their collectives (stall_check.h); a stall is said once, and ends the job after
-// --stall-shutdown. The ranks' stacks (stack_collector.h): on SIGQUIT, before a stall ends the
-// job, before the start timeout does, and at a Ctrl-C during a stall.
+// --stall-shutdown; the stragglers. The ranks' stacks (stack_collector.h): on SIGQUIT, before a
+// stall ends the job, before the start timeout does, and at a Ctrl-C during a stall.
 #include "common/duration_text.h"
 #include "launcher/job/job.h"
 #include "launcher/output/logging.h"
@@ -11,21 +11,36 @@ namespace hvdrun::launcher {
 namespace {
 
 constexpr auto kStallCheckInterval = std::chrono::seconds(1);
-constexpr std::size_t kShownRanks = 8;   // ranks whose top frames are printed
-constexpr std::size_t kShownFrames = 8;  // per rank (Python: per thread, 2 threads at most)
+constexpr std::size_t kShownRanks = 8;       // ranks whose top frames are printed
+constexpr std::size_t kShownFrames = 8;      // per rank (Python: per thread, 2 threads at most)
+constexpr std::size_t kStragglersShown = 3;  // the latest ranks in the straggler lines
 // How long the stacks may take to come, from this machine's tools and the remote agents.
 constexpr std::chrono::milliseconds kStacksWait{15000};
 
 }  // namespace
 
-void Job::watch_stalls() {
-  if (spec_.stall_timeout.count() == 0 && !spec_.stall_shutdown) return;
+// Every second: the members' timed collectives (stragglers.h), the stall check, and with
+// --straggler-report the stragglers so far.
+void Job::watch_progress() {
   stall_timer_.expires_after(kStallCheckInterval);
   stall_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || state_.is(JobState::kFinished)) return;
-    check_stalls();
-    watch_stalls();
+    take_samples();
+    if (spec_.stall_timeout.count() != 0 || spec_.stall_shutdown) check_stalls();
+    const auto report = spec_.straggler_report;
+    if (report.count() != 0 && Clock::now() - stragglers_said_ >= report) {
+      stragglers_said_ = Clock::now();
+      if (const std::string text = stragglers_.describe(kStragglersShown); !text.empty()) {
+        note(text);
+      }
+    }
+    watch_progress();
   });
+}
+
+void Job::take_samples() {
+  auto samples = faces_.take_samples();
+  if (!samples.empty()) stragglers_.add(samples, faces_.progress().size());
 }
 
 void Job::check_stalls() {

@@ -165,6 +165,7 @@ void Job::finish() {
   stall_timer_.cancel();
   dump_timer_.cancel();
   if (discovery_) discovery_->cancel();
+  take_samples();  // the last second's (of workers still connected)
   boost::system::error_code ignored;
   children_.clear(ignored);  // restores the default dispositions
   children_.cancel(ignored);

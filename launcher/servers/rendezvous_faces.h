@@ -70,6 +70,8 @@ class RendezvousFaces {
   // What the current generation's members last said of their collectives (stall_check.h).
   std::vector<rdzv::MemberProgress> progress() const { return server_.progress(); }
   std::uint32_t generation() const noexcept { return server_.generation(); }
+  // The timed collectives received since the last call (stragglers.h).
+  std::vector<rdzv::TimedCollective> take_samples() { return server_.take_samples(); }
   std::uint16_t horovod_port() const noexcept { return horovod_.port(); }
   const std::string& secret() const noexcept { return secret_; }
   std::uint16_t master_port() const noexcept { return master_port_->port(); }

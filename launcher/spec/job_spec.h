@@ -67,6 +67,9 @@ struct JobSpec {
   std::chrono::milliseconds stall_timeout{60000};
   // --stall-shutdown: a stall this long ends the job (none: never).
   std::optional<std::chrono::milliseconds> stall_shutdown;
+  // --straggler-report: the stragglers said every this long while the job runs (0: at the end
+  // only).
+  std::chrono::milliseconds straggler_report{0};
   int max_restarts = 0;  // --max-restarts: whole-job restarts
   ElasticSpec elastic;
   std::optional<std::string> output_dir;             // --output-filename

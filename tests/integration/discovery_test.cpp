@@ -145,7 +145,8 @@ TEST(Discovery, AFirstRunThatFailsHangsOrPrintsGarbageEndsTheLaunch) {
   pid_t sleeper = -1;
   std::ifstream(dir.path / "hang.pid") >> sleeper;
   ASSERT_GT(sleeper, 0);
-  EXPECT_FALSE(alive(sleeper));
+  // Killed with its group before hvdrun exits; on a loaded machine it may take a moment to go.
+  EXPECT_TRUE(wait_until_gone({sleeper}, std::chrono::milliseconds(2000)).empty());
 
   // --elastic-timeout ends the wait before the script's first run did: said so, not "0 slots".
   std::filesystem::remove(dir.path / "hang.pid");
@@ -160,7 +161,8 @@ TEST(Discovery, AFirstRunThatFailsHangsOrPrintsGarbageEndsTheLaunch) {
   sleeper = -1;
   std::ifstream(dir.path / "hang.pid") >> sleeper;
   ASSERT_GT(sleeper, 0);
-  EXPECT_FALSE(alive(sleeper));
+  // Killed with its group before hvdrun exits; on a loaded machine it may take a moment to go.
+  EXPECT_TRUE(wait_until_gone({sleeper}, std::chrono::milliseconds(2000)).empty());
 }
 
 TEST(Discovery, LaterFailuresWarnOnceAndTheJobKeepsItsHosts) {

@@ -83,3 +83,36 @@ TEST(Stall, APauseShorterThanTheTimeoutIsNotReported) {
 
 }  // namespace
 }  // namespace hvdrun::itest
+
+namespace hvdrun::itest {
+namespace {
+
+// Rank 2 sleeps 20 ms before each allreduce: at the end of the job it is named as the rank
+// that arrives last, late by about that much (collectives every rank timed: every 8th).
+TEST(Stragglers, TheRankThatArrivesLastIsNamedWithItsLateness) {
+  auto r = run_hvdrun({"-np", "3", STALL_WORKER, "80", "2", "1", "0.02", "every"}, {},
+                      std::chrono::seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto line = r.err.find("hvdrun: stragglers, over ");
+  ASSERT_NE(line, std::string::npos) << r.err;
+  const std::string text = r.err.substr(line, r.err.find('\n', line) - line);
+  EXPECT_TRUE(contains(text,
+                       " collectives timed on every rank: rank 2 (host localhost) arrived "
+                       "last in "))
+      << text;
+  // "late by 20.3 ms median": the first rank named is late by 15 ms or more.
+  const auto late = text.find("late by ");
+  ASSERT_NE(late, std::string::npos) << text;
+  EXPECT_GE(std::stod(text.substr(late + 8)), 15.0) << text;
+}
+
+// Without a straggler nobody is late by a millisecond: nothing is said (without --verbose).
+TEST(Stragglers, NothingIsSaidWhenNoRankIsLate) {
+  auto r =
+      run_hvdrun({"-np", "2", STALL_WORKER, "200", "0", "1", "0"}, {}, std::chrono::seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "stragglers")) << r.err;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

@@ -130,7 +130,12 @@ TEST(Codec, TrailingBytes) {
 // A worker's heartbeat carries what its collectives do; one without it (the server's, and a
 // worker's before its first collective) is an empty body.
 TEST(Codec, HeartbeatWithAndWithoutProgress) {
-  const ProgressReport report{1234, 1233, 60'000, 61'000, "allreduce (float32, 4.0 MiB)"};
+  const ProgressReport report{1234,
+                              1233,
+                              60'000,
+                              61'000,
+                              "allreduce (float32, 4.0 MiB)",
+                              {std::uint64_t{1224} << 32 | 812, std::uint64_t{1232} << 32 | 9}};
   const auto back = std::get<Heartbeat>(decode_ok(encode(Message{3, Heartbeat{report}})).body);
   ASSERT_TRUE(back.progress.has_value());
   EXPECT_EQ(*back.progress, report);

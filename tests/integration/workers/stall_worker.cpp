@@ -1,19 +1,22 @@
-// Worker for the stall tests: `stall_worker N R K S` runs N allreduces of 1024 floats; rank R
-// sleeps S seconds before its K-th (a rank stuck in its own code while the others wait in the
-// collective), then goes on. Exits 0 once all N agree.
+// Worker for the stall tests: `stall_worker N R K S [every]` runs N allreduces of 1024 floats;
+// rank R sleeps S seconds before its K-th (a rank stuck in its own code while the others wait
+// in the collective), or with `every` before each from the K-th on (a straggler), then goes
+// on. Exits 0 once all N agree.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "hvdrun/hvdrun.h"
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: stall_worker N RANK K SECONDS\n");
+  if (argc != 5 && !(argc == 6 && std::string(argv[5]) == "every")) {
+    std::fprintf(stderr, "usage: stall_worker N RANK K SECONDS [every]\n");
     return 64;
   }
+  const bool every = argc == 6;
   const int count = std::atoi(argv[1]);
   const int slow_rank = std::atoi(argv[2]);
   const int slow_at = std::atoi(argv[3]);
@@ -22,7 +25,7 @@ int main(int argc, char** argv) {
     hvdrun::init();
     std::vector<float> data(1024);
     for (int i = 1; i <= count; ++i) {
-      if (i == slow_at && hvdrun::rank() == slow_rank) {
+      if ((i == slow_at || (every && i > slow_at)) && hvdrun::rank() == slow_rank) {
         std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
       }
       for (auto& v : data) v = 1.0f;
