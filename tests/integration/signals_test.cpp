@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -64,6 +65,35 @@ TEST(Signals, SigtermFromTimeoutKeepsTheGracePeriodForACheckpoint) {
   EXPECT_TRUE(contains(r.err, "hvdrun: job stopped by SIGTERM from pid ")) << r.err;
   EXPECT_TRUE(contains(r.err, "(timeout), not by a failed rank\n")) << r.err;
   EXPECT_FALSE(contains(r.err, "job failed")) << r.err;
+}
+
+// The same with a Python program that saves a checkpoint in its SIGTERM handler: it finishes
+// (1 s) within the grace period and the job is said to be stopped, not failed.
+TEST(Signals, APythonWorkerCheckpointsOnSigtermWithinTheGracePeriod) {
+  TempDir dir;
+  const std::string program =
+      "import os, signal, sys, time\n"
+      "def on_term(signo, frame):\n"
+      "    time.sleep(1)\n"
+      "    open(os.path.join(sys.argv[1], 'ckpt.%s' % os.environ['RANK']), 'w').write('saved')\n"
+      "    print('rank %s checkpoint done' % os.environ['RANK'], flush=True)\n"
+      "    sys.exit(0)\n"
+      "signal.signal(signal.SIGTERM, on_term)\n"
+      "open(os.path.join(sys.argv[1], '%s.pid' % os.environ['RANK']), "
+      "'w').write(str(os.getpid()))\n"
+      "time.sleep(60)\n";
+  HvdrunProcess hvdrun(
+      {"--grace-period", "10", "-np", "2", "/usr/bin/python3", "-c", program, dir.path.string()});
+  ASSERT_EQ(wait_for_pids(dir.path, 2, seconds(30)).size(), 2u);
+  hvdrun.signal(SIGTERM);
+  auto r = hvdrun.finish(seconds(30));
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_EQ(rank_missing_line(r.out, 2, " checkpoint done"), std::nullopt) << r.out << r.err;
+  for (const char* rank : {"0", "1"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.path / (std::string("ckpt.") + rank))) << rank;
+  }
+  EXPECT_FALSE(contains(r.err, "SIGKILL")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: job stopped by SIGTERM from pid ")) << r.err;
 }
 
 // A grace period too short for the checkpoint: the summary says how many were killed.
