@@ -17,6 +17,7 @@ enum Type : std::uint8_t {
   kSignal = 2,
   kCredit = 3,
   kStacksRequest = 4,
+  kJobEnd = 5,
   kHello = 16,
   kStarted = 17,
   kOutput = 18,
@@ -124,6 +125,10 @@ struct Encoder {
   }
   void operator()(const HeartbeatFrame&) const { w.u8(kHeartbeat); }
   void operator()(const StacksRequestFrame&) const { w.u8(kStacksRequest); }
+  void operator()(const JobEndFrame& f) const {
+    w.u8(kJobEnd);
+    w.i32(f.status);
+  }
   void operator()(const StacksFrame& f) const {
     w.u8(kStacks);
     w.u32(f.id);
@@ -169,6 +174,15 @@ ToAgent decode_to_agent(std::string_view body) {
     case kStacksRequest:
       r.finish("stacks request");
       return StacksRequestFrame{};
+    case kJobEnd: {
+      JobEndFrame f;
+      f.status = r.i32("status");
+      r.finish("job end");
+      if (f.status < 0 || f.status > 255) {
+        throw ProtocolError("agent protocol: job status " + std::to_string(f.status));
+      }
+      return f;
+    }
     default:
       throw ProtocolError("agent protocol: unknown frame type " +
                           std::to_string(static_cast<unsigned char>(body[0])) +

@@ -114,7 +114,14 @@ struct StacksFrame {
   bool operator==(const StacksFrame&) const = default;
 };
 
-using ToAgent = std::variant<SpawnFrame, SignalFrame, CreditFrame, StacksRequestFrame>;
+// Launcher -> agent, at the job's end: the job's exit status, which the agent then exits with
+// (a node started on its own, as a Kubernetes pod, reports the job's outcome, not its own).
+struct JobEndFrame {
+  std::int32_t status = 0;  // 0..255
+  bool operator==(const JobEndFrame&) const = default;
+};
+
+using ToAgent = std::variant<SpawnFrame, SignalFrame, CreditFrame, StacksRequestFrame, JobEndFrame>;
 using FromAgent = std::variant<HelloFrame, StartedFrame, OutputFrame, ExitFrame, OutputClosedFrame,
                                HeartbeatFrame, StacksFrame>;
 

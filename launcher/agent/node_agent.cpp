@@ -330,6 +330,9 @@ class NodeAgent {
     }
   }
 
+  // The job's status: what this agent exits with once the launcher closes its connection.
+  void handle(JobEndFrame& f) { exit_status_ = f.status; }
+
   void send_stacks() {
     for (auto& frame : stacks_.take()) outbox_.control(std::move(frame));
   }

@@ -170,6 +170,7 @@ void Job::finish() {
   children_.clear(ignored);  // restores the default dispositions
   children_.cancel(ignored);
   signals_.close();
+  pools_.end_job(outcome_exit_status(outcome_));
   pools_.close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   if (timeline_) {

@@ -73,6 +73,10 @@ void AgentChannel::request_stacks() {
   transport_.write(agent::encode(agent::StacksRequestFrame{}));
 }
 
+void AgentChannel::end_job(int status) {
+  transport_.write(agent::encode(agent::JobEndFrame{status}));
+}
+
 bool AgentChannel::advance(bool paused) {
   bool progress = true;
   while (progress) {

@@ -66,6 +66,10 @@ void HostLink::request_stacks() {
   push(Stacks{});
 }
 
+void HostLink::end_job(int status) {
+  push(JobEnd{status});
+}
+
 bool HostLink::stopping() const {
   std::lock_guard lock(mutex_);
   return stop_;
@@ -99,19 +103,28 @@ void HostLink::serve(AgentTransport& transport) {
     AgentChannel loop(transport, options_, events_, deadline_, stopping);
     for (;;) {
       std::deque<Command> commands;
+      bool stop = false;
       {
         std::lock_guard lock(mutex_);
-        if (stop_) break;
+        stop = stop_;
         commands.swap(commands_);
       }
+      bool ending = false;
       for (auto& command : commands) {
         if (auto* start = std::get_if<Start>(&command)) {
-          loop.add(std::move(start->workers));
+          if (!stop) loop.add(std::move(start->workers));
         } else if (const auto* sig = std::get_if<Signal>(&command)) {
           loop.signal(sig->id, sig->signo);
+        } else if (const auto* end = std::get_if<JobEnd>(&command)) {
+          loop.end_job(end->status);
+          ending = true;
         } else {
           loop.request_stacks();
         }
+      }
+      if (stop) {
+        if (ending) loop.advance(false);  // the job's status goes out before the link closes
+        break;
       }
       const bool paused = options_.output_paused && options_.output_paused();
       if (!loop.advance(paused)) {

@@ -35,6 +35,8 @@ class HostLink {
   void start_workers(std::vector<RemoteWorker> workers);
   void terminate(int id, int signo);
   void request_stacks();
+  // The job's exit status for the agent (sent before the link stops, if the link is up).
+  void end_job(int status);
   // Asks the thread to close the connection and end (no more events); does not wait.
   void request_stop();
 
@@ -47,7 +49,10 @@ class HostLink {
     int signo;
   };
   struct Stacks {};
-  using Command = std::variant<Start, Signal, Stacks>;
+  struct JobEnd {
+    int status;
+  };
+  using Command = std::variant<Start, Signal, Stacks, JobEnd>;
 
   void push(Command command);
   void run();

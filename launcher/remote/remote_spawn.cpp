@@ -83,6 +83,10 @@ void HostSpawner::request_stacks() {
   for (auto& link : links_) link->request_stacks();
 }
 
+void HostSpawner::end_job(int status) {
+  for (auto& link : links_) link->end_job(status);
+}
+
 RemoteSpawner::RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options,
                              RemoteEvents events)
     : HostSpawner(std::move(options), std::move(events)) {

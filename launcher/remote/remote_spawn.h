@@ -127,6 +127,8 @@ class HostSpawner {
   void terminate_all(int signo);
   // Every host's agent collects its running workers' stacks (RemoteEvents::on_stacks).
   void request_stacks();
+  // Every host's agent is told the job's exit status, which it then exits with.
+  void end_job(int status);
 
  protected:
   HostSpawner(RemoteSpawnOptions options, RemoteEvents events);

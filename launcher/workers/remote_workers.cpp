@@ -240,6 +240,10 @@ std::vector<WorkerId> RemoteWorkers::request_stacks() {
   return out;
 }
 
+void RemoteWorkers::end_job(int status) {
+  if (!closed_ && spec_.launcher == JobSpec::Launcher::kNodes) spawner_->end_job(status);
+}
+
 void RemoteWorkers::close() {
   if (closed_) return;
   closed_ = true;

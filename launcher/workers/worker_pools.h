@@ -104,6 +104,10 @@ class WorkerPools {
   std::vector<WorkerId> request_remote_stacks() {
     return remote_ ? remote_->request_stacks() : std::vector<WorkerId>{};
   }
+  // The job is over with `status` (RemoteWorkers::end_job).
+  void end_job(int status) {
+    if (remote_) remote_->end_job(status);
+  }
   const RankZeroStdin& rank_zero_stdin() const noexcept { return rank_zero_stdin_; }
 
  private:

@@ -73,6 +73,24 @@ TEST(PerNode, ThreeNodesStartedInAnyOrderTrainTogether) {
   }
 }
 
+// A job that fails: every node's hvdrun exits with the job's status, not only node 0's (a
+// PyTorchJob's pods report the job's outcome).
+TEST(PerNode, EveryNodeExitsWithTheJobsStatus) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  const int port = free_port();
+  auto command = [&](int rank) {
+    std::vector<std::string> args = node_command(2, rank, port, secret.path());
+    args.resize(args.size() - 3);  // the program: instead of the training example
+    for (const char* word : {"/bin/sh", "-c", "sleep 0.5; exit 3"}) args.push_back(word);
+    return args;
+  };
+  HvdrunProcess node1(command(1));
+  auto job = run_hvdrun(command(0), {}, seconds(60));
+  EXPECT_EQ(job.status, 3) << job.err;
+  const auto r = node1.finish(seconds(30));
+  EXPECT_EQ(r.status, 3) << r.err;
+}
+
 // What a PyTorchJob's operator sets, and nothing else on the command line.
 TEST(PerNode, ThePyTorchJobVariablesAlone) {
   const int port = free_port();
