@@ -289,31 +289,12 @@ class NodeAgent {
                        begin_agent_worker(
                            f.spec,
                            overlay_environment(base_env_,
-                                               with_python_hook(with_host_interfaces(f.spec.env))),
+                                               with_python_hook(with_host_interfaces(f.spec.env),
+                                                                base_env_, hook_dir_.path())),
                            child_mask_)});
     } catch (const Error& e) {
       never_ran(f.id, std::string("hvdrun node agent on ") + host_ + ": " + e.what(), 2);
     }
-  }
-
-  // The hook that lets the agent collect a Python worker's stacks (python_hook.h), first on its
-  // PYTHONPATH: the one the launcher sent, else the agent's own.
-  std::vector<std::string> with_python_hook(std::vector<std::string> env) const {
-    if (hook_dir_.path().empty()) return env;
-    const auto value_in = [](const std::vector<std::string>& list,
-                             const std::string& name) -> std::optional<std::string> {
-      for (const auto& entry : list) {
-        if (entry.starts_with(name + "=")) return entry.substr(name.size() + 1);
-      }
-      return std::nullopt;
-    };
-    auto path = value_in(env, "PYTHONPATH");
-    if (!path) path = value_in(base_env_, "PYTHONPATH");
-    std::erase_if(env, [](const std::string& e) { return e.starts_with("PYTHONPATH="); });
-    env.push_back("PYTHONPATH=" + hooked_pythonpath(hook_dir_.path(), path.value_or("")));
-    env.push_back(std::string(kStacksDirEnv) + "=" + hook_dir_.path().string());
-    env.push_back(std::string(kStacksSignalEnv) + "=" + std::to_string(kStacksSignal));
-    return env;
   }
 
   // Every running worker's stacks, collected in the background (agent_stacks.h); a request

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "hvdrun/error.h"
 
@@ -87,6 +89,26 @@ PythonHookDir::~PythonHookDir() {
   if (path_.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<std::string> with_python_hook(std::vector<std::string> overlay,
+                                          const std::vector<std::string>& base,
+                                          const std::filesystem::path& dir) {
+  if (dir.empty()) return overlay;
+  constexpr std::string_view kName = "PYTHONPATH=";
+  const auto value_in = [&](const std::vector<std::string>& list) -> std::optional<std::string> {
+    for (const auto& entry : list) {
+      if (entry.starts_with(kName)) return entry.substr(kName.size());
+    }
+    return std::nullopt;
+  };
+  auto path = value_in(overlay);
+  if (!path) path = value_in(base);
+  std::erase_if(overlay, [&](const std::string& e) { return e.starts_with(kName); });
+  overlay.push_back(std::string(kName) + hooked_pythonpath(dir, path.value_or("")));
+  overlay.push_back(std::string(kStacksDirEnv) + "=" + dir.string());
+  overlay.push_back(std::string(kStacksSignalEnv) + "=" + std::to_string(kStacksSignal));
+  return overlay;
 }
 
 bool python_hook_armed(pid_t pid) {

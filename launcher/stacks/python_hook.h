@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace hvdrun::launcher {
 
@@ -41,6 +42,13 @@ class PythonHookDir {
 
 // The worker's PYTHONPATH with the hook's directory first (`current` may be empty).
 std::string hooked_pythonpath(const std::filesystem::path& dir, const std::string& current);
+
+// `overlay` ("NAME=VALUE" entries a node agent lays over its own environment `base`) with the
+// hook of `dir`: first on the PYTHONPATH the worker would get (the overlay's, else the base's),
+// and the hook's two variables. Unchanged when `dir` is empty (no hook).
+std::vector<std::string> with_python_hook(std::vector<std::string> overlay,
+                                          const std::vector<std::string>& base,
+                                          const std::filesystem::path& dir);
 
 // Whether `pid` has a handler for kStacksSignal (/proc/PID/status, SigCgt).
 bool python_hook_armed(pid_t pid);
