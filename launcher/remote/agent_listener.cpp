@@ -84,9 +84,18 @@ AgentListener::~AgentListener() {
   accept_thread_.join();  // no handshake starts after this
   std::unique_lock lock(mutex_);
   stopping_ = true;
-  for (const int fd : handshaking_) ::shutdown(fd, SHUT_RDWR);  // their reads end now
+  for (const auto& [fd, thread] : handshaking_) ::shutdown(fd, SHUT_RDWR);  // reads end now
   arrived_.notify_all();
   idle_.wait(lock, [this] { return handshaking_.empty(); });
+  join_finished(lock);
+}
+
+void AgentListener::join_finished(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::thread> done;
+  done.swap(finished_);
+  lock.unlock();
+  for (auto& thread : done) thread.join();  // each has left the lock: it ends now
+  lock.lock();
 }
 
 void AgentListener::accept_loop() {
@@ -99,17 +108,18 @@ void AgentListener::accept_loop() {
     UniqueFd fd(::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&peer), &size, SOCK_CLOEXEC));
     if (!fd.valid()) continue;
     const std::string who = address_of(peer) + ":" + std::to_string(ntohs(peer.sin_port));
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    join_finished(lock);
     if (stopping_) return;
     if (handshaking_.size() >= kMaxHandshakes) {
       log_refusal("node agent connection from " + who +
                   " closed: " + std::to_string(kMaxHandshakes) + " handshakes already under way");
       continue;
     }
-    handshaking_.insert(fd.get());
-    std::thread([this, fd = std::move(fd), who]() mutable {
-      serve_connection(std::move(fd), who);
-    }).detach();  // the destructor waits for handshaking_ to empty
+    const int raw = fd.get();
+    handshaking_.emplace(raw, std::thread([this, fd = std::move(fd), who]() mutable {
+                           serve_connection(std::move(fd), who);
+                         }));  // it waits for this lock before it ends
   }
 }
 
@@ -124,7 +134,9 @@ void AgentListener::serve_connection(UniqueFd fd, std::string peer) {
   const int raw = fd.get();
   // Last, under the lock: this thread touches nothing of the listener after it.
   const auto done = [this, raw] {
-    handshaking_.erase(raw);
+    const auto self = handshaking_.find(raw);
+    finished_.push_back(std::move(self->second));
+    handshaking_.erase(self);
     if (handshaking_.empty()) idle_.notify_all();
   };
   std::string refusal;

@@ -51,6 +51,7 @@ class AgentListener {
   void accept_loop();
   void serve_connection(UniqueFd fd, std::string peer);
   void log_refusal(const std::string& message);
+  void join_finished(std::unique_lock<std::mutex>& lock);
 
   const std::string secret_;
   const std::set<std::string> nodes_;
@@ -62,7 +63,11 @@ class AgentListener {
   std::map<std::string, std::optional<Arrived>> waiting_;  // node -> its connection, once here
   std::set<std::string> taken_;                            // nodes whose connection was handed over
   std::optional<std::string> failure_;
-  std::set<int> handshaking_;  // descriptors of connections in their handshake (detached threads)
+  // Connections in their handshake, by descriptor, with their threads; a thread that is done
+  // moves itself to finished_, joined by the accept loop and the destructor. Every thread is
+  // joined, so none outlives the listener with its per-thread state (OpenSSL's random pool).
+  std::map<int, std::thread> handshaking_;
+  std::vector<std::thread> finished_;
   std::condition_variable idle_;  // handshaking_ became empty
   bool stopping_ = false;
   std::chrono::steady_clock::time_point last_refusal_log_{};
