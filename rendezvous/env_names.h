@@ -26,6 +26,9 @@ inline constexpr const char* kTimeout = "HVDRUN_TIMEOUT";
 inline constexpr const char* kLogLevel = "HVDRUN_LOG_LEVEL";
 // Collective backend: cpu, nccl or auto.
 inline constexpr const char* kBackend = "HVDRUN_BACKEND";
+// 1: every collective is timed and sent to the launcher for its timeline
+// (--timeline-collectives), not every 8th only.
+inline constexpr const char* kTimelineCollectives = "HVDRUN_TIMELINE_COLLECTIVES";
 // Network interface or address workers bind their data sockets to.
 inline constexpr const char* kNetworkInterface = "HVDRUN_NETWORK_INTERFACE";
 

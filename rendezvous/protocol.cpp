@@ -64,8 +64,9 @@ void encode_body(wire::Writer& w, const Body& body) {
                 std::min<std::size_t>(m.progress->samples.size(), kMaxProgressSamples);
             w.u32(static_cast<std::uint32_t>(count));
             for (std::size_t i = 0; i < count; ++i) {
-              w.u32(static_cast<std::uint32_t>(m.progress->samples[i] >> 32));
-              w.u32(static_cast<std::uint32_t>(m.progress->samples[i]));
+              const TimedSample& sample = m.progress->samples[i];
+              for (auto v : {sample.sequence, sample.inside_us, sample.ago_us}) w.u32(v);
+              w.u64(sample.what);
             }
           }
         } else if constexpr (std::is_same_v<T, GenerationEnd>) {
@@ -176,9 +177,12 @@ Body read_body(wire::Reader& r, MsgType type) {
           return h;
         }
         for (std::uint32_t i = 0; i < count; ++i) {
-          std::uint32_t seq = 0, us = 0;
-          if (!r.u32("sample", seq) || !r.u32("sample", us)) break;
-          p.samples.push_back(std::uint64_t{seq} << 32 | us);
+          TimedSample sample;
+          if (!r.u32("sample", sample.sequence) || !r.u32("sample", sample.inside_us) ||
+              !r.u32("sample", sample.ago_us) || !r.u64("sample", sample.what)) {
+            break;
+          }
+          p.samples.push_back(sample);
         }
       }
       h.progress = std::move(p);

@@ -24,7 +24,7 @@ namespace hvdrun::rdzv {
 
 inline constexpr std::uint32_t kMagic = 0x52445648;  // bytes 'H','V','D','R'
 // 2: the one-round-trip handshake (no AuthOk) and an ASSIGN with the ring neighbours only.
-inline constexpr std::uint16_t kVersion = 2;
+inline constexpr std::uint16_t kVersion = 3;
 inline constexpr std::size_t kHeaderSize = 20;
 inline constexpr std::uint32_t kMaxBody = 16u << 20;
 inline constexpr std::uint32_t kMaxString = 4096;

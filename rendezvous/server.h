@@ -103,7 +103,7 @@ struct ServerCallbacks {
   std::function<void(std::uint32_t worker, const std::string& why)> on_worker_lost;
 };
 
-inline constexpr std::size_t kMaxHeldSamples = 1024;
+inline constexpr std::size_t kMaxHeldSamples = 4096;
 
 // A member of the current generation and what its last heartbeat said of its collectives.
 struct MemberProgress {
@@ -113,16 +113,6 @@ struct MemberProgress {
   std::uint32_t pid = 0;
   std::optional<ProgressReport> report;  // none: no heartbeat with one yet
   std::chrono::milliseconds age{0};      // since that heartbeat came
-};
-
-// One timed collective of a member of the current generation (the straggler report).
-struct TimedCollective {
-  std::uint32_t worker = 0;  // its key
-  int rank = 0;
-  std::string host;
-  std::uint32_t generation = 0;
-  std::uint32_t sequence = 0;   // the collective's number in the generation
-  std::uint32_t inside_us = 0;  // how long the member was inside it
 };
 
 class Server {

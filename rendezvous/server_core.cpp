@@ -50,6 +50,15 @@ asio::ip::tcp::acceptor listen_on(asio::io_context& io, const ServerOptions& o) 
   return acceptor;
 }
 
+// A held sample of `session`'s, with the member's worker key, rank, host and generation.
+TimedCollective member_sample(TimedCollective sample, const Session& session, const Slot& slot) {
+  sample.worker = session.slot.value_or(0);
+  sample.rank = slot.rank;
+  sample.host = slot.host;
+  sample.generation = session.joined_generation;
+  return sample;
+}
+
 }  // namespace
 
 ServerCore::ServerCore(asio::io_context& io, ServerOptions options, ServerCallbacks callbacks)
@@ -109,9 +118,8 @@ std::vector<TimedCollective> ServerCore::take_samples() {
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const auto session = generation_.session_at(i);
     if (!session || session->joined_generation != generation_.number()) continue;
-    for (const auto sample : session->samples) {
-      out.push_back({session->slot.value_or(0), slots[i].rank, slots[i].host, generation_.number(),
-                     static_cast<std::uint32_t>(sample >> 32), static_cast<std::uint32_t>(sample)});
+    for (auto& sample : session->samples) {
+      out.push_back(member_sample(std::move(sample), *session, slots[i]));
     }
     session->samples.clear();
   }
@@ -257,7 +265,15 @@ void ServerCore::on_message(const std::shared_ptr<Session>& session, Message mes
       return on_barrier(session, message.generation, std::get<Barrier>(message.body));
     case MsgType::kHeartbeat:  // the read loop noted the time
       if (auto& progress = std::get<Heartbeat>(message.body).progress) {
-        for (const auto sample : progress->samples) session->samples.push_back(sample);
+        const auto now = std::chrono::steady_clock::now();
+        for (const auto& sample : progress->samples) {
+          TimedCollective timed;
+          timed.sequence = sample.sequence;
+          timed.inside_us = sample.inside_us;
+          timed.what = sample.what;
+          timed.entered = now - std::chrono::microseconds(sample.ago_us);
+          session->samples.push_back(std::move(timed));
+        }
         while (session->samples.size() > kMaxHeldSamples) session->samples.pop_front();
         progress->samples.clear();
         session->progress = std::move(progress);
@@ -296,11 +312,9 @@ void ServerCore::session_gone(Session& session) {
       session.joined_generation == generation_.number()) {
     if (const auto position = generation_.position_of(*session.slot)) {
       const Slot& slot = generation_.slots()[*position];
-      for (const auto sample : session.samples) {
+      for (auto& sample : session.samples) {
         if (leftover_samples_.size() >= kMaxHeldSamples * 4) break;
-        leftover_samples_.push_back({*session.slot, slot.rank, slot.host, generation_.number(),
-                                     static_cast<std::uint32_t>(sample >> 32),
-                                     static_cast<std::uint32_t>(sample)});
+        leftover_samples_.push_back(member_sample(std::move(sample), session, slot));
       }
     }
     session.samples.clear();

@@ -66,7 +66,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool lost_reported = false;              // its missed heartbeats were reported
   std::optional<ProgressReport> progress;  // from its last heartbeat that carried one
   std::chrono::steady_clock::time_point progress_at;
-  std::deque<std::uint64_t> samples;         // its timed collectives not yet taken (bounded)
+  // Its timed collectives not yet taken (bounded); the member's fields are filled when taken.
+  std::deque<TimedCollective> samples;
   std::vector<std::shared_ptr<Wait>> waits;  // pending KvGet / Barrier requests
 
  private:

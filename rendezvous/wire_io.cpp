@@ -20,6 +20,10 @@ void Writer::u32(std::uint32_t v) {
   for (int shift = 0; shift < 32; shift += 8) out_.push_back(static_cast<std::uint8_t>(v >> shift));
 }
 
+void Writer::u64(std::uint64_t v) {
+  for (int shift = 0; shift < 64; shift += 8) out_.push_back(static_cast<std::uint8_t>(v >> shift));
+}
+
 void Writer::raw(std::span<const std::uint8_t> bytes) {
   out_.insert(out_.end(), bytes.begin(), bytes.end());
 }
@@ -77,6 +81,14 @@ bool Reader::i32(std::string_view field, std::int32_t& v) {
   std::uint32_t u = 0;
   if (!u32(field, u)) return false;
   v = static_cast<std::int32_t>(u);
+  return true;
+}
+
+bool Reader::u64(std::string_view field, std::uint64_t& v) {
+  if (!take(field, 8)) return false;
+  v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(bytes_[pos_ + i]) << (8 * i);
+  pos_ += 8;
   return true;
 }
 

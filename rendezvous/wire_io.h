@@ -19,6 +19,7 @@ class Writer {
   void u16(std::uint16_t v);
   void u32(std::uint32_t v);
   void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void u64(std::uint64_t v);
   void raw(std::span<const std::uint8_t> bytes);
   // u32 length + bytes; throws ProtocolError naming `field` if longer than `limit`.
   void str(std::string_view field, std::string_view value, std::uint32_t limit);
@@ -36,6 +37,7 @@ class Reader {
   bool u16(std::string_view field, std::uint16_t& v);
   bool u32(std::string_view field, std::uint32_t& v);
   bool i32(std::string_view field, std::int32_t& v);
+  bool u64(std::string_view field, std::uint64_t& v);
   bool raw(std::string_view field, std::span<std::uint8_t> out);
   // u32 length (checked against `limit` and the bytes left before allocating) + bytes.
   bool str(std::string_view field, std::string& v, std::uint32_t limit,

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Renders an hvdrun --timeline trace into a PNG: one row per track (the launcher's
 generations and events, each host's connection, each worker), spans as bars coloured by how
-they ended, instant events as marks with their names.
+they ended, instant events as marks with their names. Collectives (--timeline-collectives)
+are thin bars over their worker's: light where the worker waited for the others, dark for the
+transfer.
 
 usage: scripts/timeline_png.py TRACE.json OUT.png
 Needs matplotlib (Debian: python3-matplotlib).
@@ -39,6 +41,16 @@ def colour(event):
     return "#999999"
 
 
+def draw_collective(ax, e, y):
+    start, dur = e["ts"] / 1e6, e["dur"] / 1e6
+    wait = e.get("args", {}).get("wait_us", "")
+    wait = min(int(wait) / 1e6, dur) if wait.isdigit() else 0.0
+    if wait > 0:
+        ax.barh(y, wait, left=start, height=0.3, color="#dddddd", edgecolor="none")
+    ax.barh(y, max(dur - wait, 0.0005), left=start + wait, height=0.3, color="#dd8452",
+            edgecolor="none")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -54,8 +66,12 @@ def main():
     row = {track: i for i, track in enumerate(tracks)}
     height = max(2.5, 0.45 * len(tracks) + 1.2)
     fig, ax = plt.subplots(figsize=(12, height))
+    collectives = [e for e in events if e.get("cat") == "collective"]
+    events = [e for e in events if e.get("cat") != "collective"] + collectives
     for e in events:
-        if e.get("ph") == "X":
+        if e.get("cat") == "collective" and e.get("ph") == "X":
+            draw_collective(ax, e, row[(e["pid"], e["tid"])])
+        elif e.get("ph") == "X":
             start, dur = e["ts"] / 1e6, max(e["dur"] / 1e6, 0.002)
             y = row[(e["pid"], e["tid"])]
             ax.barh(y, dur, left=start, height=0.6, color=colour(e), edgecolor="black",

@@ -4,7 +4,8 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cstdio>
+
+#include "rendezvous/collective_names.h"
 
 namespace hvdrun {
 namespace {
@@ -32,14 +33,12 @@ std::uint32_t ms_between(std::int64_t from_ns, std::int64_t to_ns) {
 
 void CollectiveProgress::enter(tcp::CollectiveKind kind, DataType dtype,
                                std::size_t bytes) noexcept {
-  constexpr std::uint64_t kMaxBytes = (std::uint64_t{1} << 48) - 1;
-  const std::uint64_t size = bytes > kMaxBytes ? kMaxBytes : bytes;
-  what_.store(
-      static_cast<std::uint64_t>(kind) | static_cast<std::uint64_t>(dtype) << 8 | size << 16,
-      std::memory_order_relaxed);
+  what_.store(rdzv::pack_collective(static_cast<std::uint8_t>(kind),
+                                    static_cast<std::uint8_t>(dtype), bytes),
+              std::memory_order_relaxed);
   entered_ns_.store(now_ns(), std::memory_order_relaxed);
   const std::uint32_t seq = entered_.fetch_add(1, std::memory_order_release) + 1;
-  sample_start_ns_ = seq % kSampleEvery == 0 ? precise_ns() : 0;
+  sample_start_ns_ = seq % every_ == 0 ? precise_ns() : 0;
 }
 
 void CollectiveProgress::leave() noexcept {
@@ -47,9 +46,16 @@ void CollectiveProgress::leave() noexcept {
   const std::uint32_t seq = entered_.load(std::memory_order_relaxed);
   if (sample_start_ns_ != 0) {
     const std::int64_t us = (precise_ns() - sample_start_ns_) / 1000;
-    const std::uint64_t inside = us < 0 ? 0 : us > 0xFFFF'FFFFLL ? 0xFFFF'FFFFu : us;
-    samples_[(seq / kSampleEvery) % kSampleSlots].store(std::uint64_t{seq} << 32 | inside,
-                                                        std::memory_order_release);
+    Slot& slot = samples_[(seq / every_) % kSampleSlots];
+    slot.sequence.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    slot.inside_us.store(us < 0               ? 0
+                         : us > 0xFFFF'FFFFLL ? 0xFFFF'FFFFu
+                                              : us,
+                         std::memory_order_relaxed);
+    slot.what.store(what_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    slot.entered_ns.store(sample_start_ns_, std::memory_order_relaxed);
+    slot.sequence.store(seq, std::memory_order_release);
     sample_start_ns_ = 0;
   }
   finished_.store(seq, std::memory_order_release);
@@ -58,19 +64,32 @@ void CollectiveProgress::leave() noexcept {
 void CollectiveProgress::reset() noexcept {
   entered_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
-  for (auto& slot : samples_) slot.store(0, std::memory_order_relaxed);
+  for (auto& slot : samples_) slot.sequence.store(0, std::memory_order_relaxed);
   taken_.store(0, std::memory_order_relaxed);
 }
 
-std::vector<std::uint64_t> CollectiveProgress::take_samples() {
+std::vector<rdzv::TimedSample> CollectiveProgress::take_samples() {
   const std::uint32_t after = taken_.load(std::memory_order_relaxed);
-  std::vector<std::uint64_t> out;
-  for (const auto& slot : samples_) {
-    const std::uint64_t sample = slot.load(std::memory_order_acquire);
-    if ((sample >> 32) > after) out.push_back(sample);
+  const std::int64_t now = precise_ns();
+  std::vector<rdzv::TimedSample> out;
+  for (const Slot& slot : samples_) {
+    const std::uint32_t seq = slot.sequence.load(std::memory_order_acquire);
+    if (seq <= after) continue;
+    rdzv::TimedSample sample;
+    sample.sequence = seq;
+    sample.inside_us = slot.inside_us.load(std::memory_order_relaxed);
+    sample.what = slot.what.load(std::memory_order_relaxed);
+    const std::int64_t entered = slot.entered_ns.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.sequence.load(std::memory_order_relaxed) != seq) continue;  // rewritten meanwhile
+    const std::int64_t ago = (now - entered) / 1000;
+    sample.ago_us = ago < 0 ? 0 : ago > 0xFFFF'FFFFLL ? 0xFFFF'FFFFu : ago;
+    out.push_back(sample);
   }
-  std::sort(out.begin(), out.end());
-  if (!out.empty()) taken_.store(static_cast<std::uint32_t>(out.back() >> 32));
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
+  if (out.size() > rdzv::kMaxProgressSamples) out.resize(rdzv::kMaxProgressSamples);
+  if (!out.empty()) taken_.store(out.back().sequence, std::memory_order_relaxed);
   return out;
 }
 
@@ -79,32 +98,12 @@ std::optional<rdzv::ProgressReport> CollectiveProgress::report() const {
   r.entered = entered_.load(std::memory_order_acquire);
   if (r.entered == 0) return std::nullopt;
   r.finished = finished_.load(std::memory_order_acquire);
-  const std::uint64_t what = what_.load(std::memory_order_relaxed);
   const auto now = now_ns();
   r.in_ms = ms_between(entered_ns_.load(std::memory_order_relaxed), now);
   r.finished_ago_ms = ms_between(finished_ns_.load(std::memory_order_relaxed), now);
-  const auto kind = static_cast<tcp::CollectiveKind>(what & 0xFF);
-  r.what = std::string(tcp::kind_name(kind));
-  if (kind != tcp::CollectiveKind::kBarrier) {
-    r.what += " (" + std::string(to_string(static_cast<DataType>((what >> 8) & 0xFF))) + ", " +
-              describe_bytes(what >> 16) + ")";
-  }
+  r.what = rdzv::describe_collective(what_.load(std::memory_order_relaxed));
   if (r.what.size() > rdzv::kMaxProgressText) r.what.resize(rdzv::kMaxProgressText);
   return r;
-}
-
-std::string describe_bytes(std::uint64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes) / 1024;
-  std::size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
-  return text;
 }
 
 }  // namespace hvdrun

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "hvdrun/types.h"
@@ -29,21 +28,34 @@ class CollectiveProgress {
   void reset() noexcept;
   // Any thread (the heartbeat's): nullopt before the first collective of the generation.
   std::optional<rdzv::ProgressReport> report() const;
-  // Every kSampleEvery-th collective of a generation (the same ones on every rank) is timed
-  // with the precise clock, for the launcher's straggler report: the heartbeat thread takes
-  // those timed since its last call (sequence << 32 | microseconds inside), oldest first.
+  // Every kSampleEvery-th collective of a generation (the same ones on every rank; every one
+  // after time_every_collective()) is timed with the precise clock, for the launcher's
+  // straggler report and timeline: the heartbeat thread takes those timed since its last call,
+  // oldest first, at most rdzv::kMaxProgressSamples (the rest at its next call; a collective
+  // overwritten in the ring before then is lost, which the launcher sees as a gap).
   static constexpr std::uint32_t kSampleEvery = 8;
-  static constexpr std::size_t kSampleSlots = 128;
-  std::vector<std::uint64_t> take_samples();
+  static constexpr std::size_t kSampleSlots = 2048;
+  void time_every_collective() noexcept { every_ = 1; }
+  std::vector<rdzv::TimedSample> take_samples();
 
  private:
+  // One timed collective; `sequence` is 0 while the collective's thread writes the slot (a
+  // reader that sees it change, or 0, skips the slot).
+  struct Slot {
+    std::atomic<std::uint32_t> sequence{0};
+    std::atomic<std::uint32_t> inside_us{0};
+    std::atomic<std::uint64_t> what{0};
+    std::atomic<std::int64_t> entered_ns{0};
+  };
+
   std::atomic<std::uint32_t> entered_{0};
   std::atomic<std::uint32_t> finished_{0};
-  std::atomic<std::uint64_t> what_{0};  // kind | dtype << 8 | bytes << 16
+  std::atomic<std::uint64_t> what_{0};  // rdzv::pack_collective
   std::atomic<std::int64_t> entered_ns_{0};
   std::atomic<std::int64_t> finished_ns_{0};
-  std::int64_t sample_start_ns_ = 0;  // the collective's thread only
-  std::array<std::atomic<std::uint64_t>, kSampleSlots> samples_{};
+  std::uint32_t every_ = kSampleEvery;  // set before the first collective
+  std::int64_t sample_start_ns_ = 0;    // the collective's thread only
+  std::array<Slot, kSampleSlots> samples_{};
   std::atomic<std::uint32_t> taken_{0};  // the last sequence number take_samples() gave
 };
 
@@ -62,8 +74,5 @@ class ProgressScope {
  private:
   CollectiveProgress& progress_;
 };
-
-// "4.0 MiB", "512 B": a size for the launcher's messages.
-std::string describe_bytes(std::uint64_t bytes);
 
 }  // namespace hvdrun

@@ -142,6 +142,7 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
                                              options.secret, options.start_timeout);
     client_->on_generation_end(
         [this](const rdzv::GenerationEndEvent& event) { on_generation_end(event); });
+    if (options.timeline_collectives) progress_.time_every_collective();
     client_->set_progress_source([this] {
       auto report = progress_.report();
       if (report) report->samples = progress_.take_samples();

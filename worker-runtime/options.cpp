@@ -137,6 +137,9 @@ Options parse_options(const EnvLookup& lookup) {
   if (auto v = get(env::kElasticTimeout); !v.empty()) {
     options.elastic_timeout = parse_seconds(env::kElasticTimeout, v);
   }
+  if (auto v = get(env::kTimelineCollectives); !v.empty()) {
+    options.timeline_collectives = parse_flag(env::kTimelineCollectives, v);
+  }
   parse_gpu_options(get, options);
   const std::string_view host = get(env::kHostname);
   options.hostname = host.empty() ? local_hostname() : std::string(host);

@@ -46,6 +46,7 @@ struct Options {
   nccl::FusionMode fusion_mode = nccl::FusionMode::kGroup;       // HVDRUN_FUSION_MODE
   // HVDRUN_CHECK_COLLECTIVES: device calls compare their descriptor over the ring first.
   bool check_collectives = false;
+  bool timeline_collectives = false;  // HVDRUN_TIMELINE_COLLECTIVES: time every collective
 };
 
 // Returns the value of an environment variable or nullptr.

@@ -5,6 +5,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "rendezvous/collective_names.h"
+
 namespace hvdrun {
 
 std::size_t element_size(DataType dtype) noexcept {
@@ -24,24 +26,10 @@ std::size_t element_size(DataType dtype) noexcept {
   return 0;
 }
 
+static_assert(static_cast<int>(DataType::kUInt8) == 6, "rdzv::dtype_name's codes");
+
 std::string_view to_string(DataType dtype) noexcept {
-  switch (dtype) {
-    case DataType::kFloat32:
-      return "float32";
-    case DataType::kFloat64:
-      return "float64";
-    case DataType::kFloat16:
-      return "float16";
-    case DataType::kBFloat16:
-      return "bfloat16";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kInt64:
-      return "int64";
-    case DataType::kUInt8:
-      return "uint8";
-  }
-  return "unknown";
+  return rdzv::dtype_name(static_cast<std::uint8_t>(dtype));
 }
 
 std::string_view to_string(ReduceOp op) noexcept {

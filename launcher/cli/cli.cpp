@@ -174,6 +174,17 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
     spec.timeline_max_events = static_cast<std::size_t>(
         parse_count(parsed.spelled("timeline-max-events"), *v, 100'000'000, "the count", 10));
   }
+  spec.timeline_collectives = parsed.flag("timeline-collectives");
+  if (const auto v = parsed.value("timeline-rank-events")) {
+    spec.timeline_rank_events = static_cast<std::size_t>(
+        parse_count(parsed.spelled("timeline-rank-events"), *v, 100'000'000, "the count", 1));
+  }
+  if ((spec.timeline_collectives || parsed.value("timeline-rank-events")) && !spec.timeline) {
+    throw UsageError(std::string(parsed.value("timeline-rank-events")
+                                     ? parsed.spelled("timeline-rank-events")
+                                     : "--timeline-collectives") +
+                     " draws into the timeline: give --timeline FILE too");
+  }
   for (const auto& v : parsed.values("network-interface")) {
     add_interfaces(spec.network_interfaces, parsed.spelled("network-interface"), v);
   }

@@ -83,7 +83,11 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   rdzv.run_id = std::move(start.run_id);
   rdzv.size = static_cast<int>(start.slots.size());
   rdzv.stacks_dir = hook_dir_.path().string();
-  if (spec_.timeline) timeline_.emplace(*spec_.timeline, spec_.timeline_max_events, launched_);
+  if (spec_.timeline) {
+    timeline_.emplace(*spec_.timeline, spec_.timeline_max_events, launched_);
+    if (spec_.timeline_collectives)
+      collective_trace_.emplace(*timeline_, spec_.timeline_rank_events);
+  }
   if (!hook_dir_.error().empty()) {
     launcher_log()->warn("no Python stacks for this job: {}", hook_dir_.error());
   }

@@ -21,6 +21,8 @@
 
 #include "launcher/discovery/discovery_poller.h"
 #include "launcher/horovod/updates/host_updates.h"
+#include "launcher/job/collective_groups.h"
+#include "launcher/job/collective_trace.h"
 #include "launcher/job/generation_log.h"
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
@@ -151,6 +153,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void trace_host(std::size_t host, const std::string& name, Clock::time_point start,
                   const Timeline::Args& args);
   void trace_generation_end();
+  void trace_collectives(const std::vector<CollectiveGroup>& groups);
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
@@ -186,7 +189,8 @@ class Job final : private RendezvousEvents, private PoolEvents {
   boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
   boost::asio::steady_timer stall_timer_;     // every second: the members' collectives
   std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
-  std::optional<Stall> stall_;  // the one the last check found, if any
+  std::optional<Stall> stall_;          // the one the last check found, if any
+  CollectiveGroups collective_groups_;  // the members' timed collectives, by collective
   StragglerStats stragglers_;
   Clock::time_point stragglers_said_ = Clock::now();  // --straggler-report
   bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
@@ -204,6 +208,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::optional<StackDump> dump_;
   boost::asio::steady_timer dump_timer_;
   std::optional<Timeline> timeline_;                     // --timeline
+  std::optional<CollectiveTrace> collective_trace_;      // --timeline-collectives
   std::map<WorkerId, Clock::time_point> trace_started_;  // workers running, for their spans
   std::set<int> traced_hosts_;                           // host tracks named so far
   PythonHookDir hook_dir_;                               // before stacks_, which reads it

@@ -40,7 +40,10 @@ void Job::watch_progress() {
 
 void Job::take_samples() {
   auto samples = faces_.take_samples();
-  if (!samples.empty()) stragglers_.add(samples, faces_.progress().size());
+  if (samples.empty()) return;
+  const auto groups = collective_groups_.add(std::move(samples), faces_.progress().size());
+  for (const auto& group : groups) stragglers_.add(group);
+  trace_collectives(groups);
 }
 
 void Job::check_stalls() {

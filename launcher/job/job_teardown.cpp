@@ -175,6 +175,8 @@ void Job::finish() {
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   if (timeline_) {
     trace_generation_end();
+    trace_collectives(collective_groups_.flush());
+    if (collective_trace_) collective_trace_->close();
     timeline_->close();
   }
   faces_.close();

@@ -11,7 +11,19 @@ void Job::trace_event(const std::string& name, const Timeline::Args& args) {
 void Job::trace_workers_started(const std::vector<WorkerId>& ids) {
   if (!timeline_) return;
   const auto now = Clock::now();
-  for (const auto& id : ids) trace_started_[id] = now;
+  for (const auto& id : ids) {
+    trace_started_[id] = now;
+    const WorkerRecord* record = workers_.find(id);
+    if (collective_trace_ && record != nullptr) {
+      collective_trace_->track(record->key.value, 1 + static_cast<int>(id.host),
+                               1 + static_cast<int>(record->key.value));
+    }
+  }
+}
+
+void Job::trace_collectives(const std::vector<CollectiveGroup>& groups) {
+  if (!collective_trace_) return;
+  for (const auto& group : groups) collective_trace_->add(group);
 }
 
 void Job::trace_worker_ended(const WorkerRecord& record) {

@@ -7,8 +7,7 @@
 namespace hvdrun::launcher {
 namespace {
 
-constexpr std::size_t kMaxPending = 4096;  // collectives waiting for their last member's time
-constexpr std::size_t kKept = 4096;        // latenesses kept per worker for the percentiles
+constexpr std::size_t kKept = 4096;  // latenesses kept per worker for the percentiles
 
 std::uint32_t percentile(std::vector<std::uint32_t> values, double p) {
   if (values.empty()) return 0;
@@ -25,41 +24,29 @@ std::string millis(std::uint32_t us) {
 
 }  // namespace
 
-void StragglerStats::add(const std::vector<rdzv::TimedCollective>& samples, std::size_t size) {
-  for (const auto& s : samples) {
+void StragglerStats::add(const CollectiveGroup& group) {
+  for (const auto& s : group.members) {
     auto& row = workers_[s.worker].row;
     row.worker = s.worker;
     row.rank = s.rank;
     row.host = s.host;
-    const auto key = std::make_pair(s.generation, s.sequence);
-    Pending& pending = pending_[key];
-    pending.size = size;
-    pending.members.emplace_back(s.worker, s.inside_us);
-    if (pending.members.size() >= pending.size) {
-      complete_one(pending);
-      pending_.erase(key);
-    }
   }
-  while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // never completed
-}
-
-void StragglerStats::complete_one(const Pending& pending) {
-  if (pending.members.size() < 2) return;
+  if (!group.complete || group.members.size() < 2) return;
   std::uint32_t longest = 0, shortest = UINT32_MAX;
   std::uint32_t last = 0;
-  for (const auto& [worker, us] : pending.members) {
-    longest = std::max(longest, us);
-    if (us < shortest) {
-      shortest = us;
-      last = worker;
+  for (const auto& m : group.members) {
+    longest = std::max(longest, m.inside_us);
+    if (m.inside_us < shortest) {
+      shortest = m.inside_us;
+      last = m.worker;
     }
   }
   ++complete_;
-  for (const auto& [worker, us] : pending.members) {
-    PerWorker& w = workers_[worker];
+  for (const auto& m : group.members) {
+    PerWorker& w = workers_[m.worker];
     ++w.row.collectives;
-    if (worker == last) ++w.row.last;
-    const std::uint32_t late = longest - us;
+    if (m.worker == last) ++w.row.last;
+    const std::uint32_t late = longest - m.inside_us;
     if (w.lateness.size() < kKept) {
       w.lateness.push_back(late);
     } else {

@@ -3,17 +3,17 @@
 // leave a collective together, so a rank that came late spent that much less time inside it
 // than the first one: its lateness is the longest time inside, less its own. Per worker, over
 // the job: how often it arrived last, its median and p99 lateness. Pure; the Job feeds it
-// every second and prints it at the end (and every --straggler-report S).
+// every second with the complete collectives and prints it at the end (and every --straggler-report
+// S).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "rendezvous/server.h"
+#include "launcher/job/collective_groups.h"
 
 namespace hvdrun::launcher {
 
@@ -29,9 +29,8 @@ class StragglerStats {
     std::uint32_t p99_us = 0;
   };
 
-  // Samples of a generation of `size` members (samples of other generations may be mixed in;
-  // each collective is complete once `size` members timed it).
-  void add(const std::vector<rdzv::TimedCollective>& samples, std::size_t size);
+  // A collective every member timed (CollectiveGroups); an incomplete one says nothing.
+  void add(const CollectiveGroup& group);
   // Collectives timed on every rank so far.
   std::size_t complete() const noexcept { return complete_; }
   // Every worker seen, latest first by median lateness.
@@ -42,18 +41,11 @@ class StragglerStats {
   std::string describe(std::size_t most) const;
 
  private:
-  struct Pending {
-    std::size_t size = 0;
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> members;  // worker, microseconds
-  };
   struct PerWorker {
     Row row;
     std::vector<std::uint32_t> lateness;  // the last kKept, a ring
     std::size_t next = 0;
   };
-  void complete_one(const Pending& pending);
-
-  std::map<std::pair<std::uint32_t, std::uint32_t>, Pending> pending_;  // (generation, seq)
   std::map<std::uint32_t, PerWorker> workers_;
   std::size_t complete_ = 0;
 };

@@ -80,6 +80,8 @@ struct JobSpec {
   bool dry_run = false;                 // --dry-run: print the plan, start nothing
   std::optional<std::string> timeline;  // --timeline FILE
   std::size_t timeline_max_events = 100'000;    // --timeline-max-events
+  bool timeline_collectives = false;            // --timeline-collectives
+  std::size_t timeline_rank_events = 10'000;    // --timeline-rank-events
   std::string log_level = "warn";               // --log-level / HVDRUN_LOG_LEVEL
   std::vector<std::string> network_interfaces;  // --network-interface(s): rendezvous address
   std::vector<EnvForward> env_forward;          // -x

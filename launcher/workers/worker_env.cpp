@@ -30,6 +30,7 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
   env[env::kStartTimeout] = str(spec.start_timeout.count());
   env[env::kLogLevel] = spec.log_level;
   if (!spec.network_interfaces.empty()) env[env::kNetworkInterface] = spec.network_interfaces[0];
+  if (spec.timeline_collectives) env[env::kTimelineCollectives] = "1";
 
   const int size = rendezvous.size > 0 ? rendezvous.size : spec.num_proc;
   env[env::kHorovodRank] = str(slot.rank);
@@ -68,9 +69,10 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
 // inside another job) is never passed on. libhvdrun's settings (HVDRUN_TIMEOUT,
 // HVDRUN_BACKEND, HVDRUN_FUSION_*, ...) pass like any other variable.
 bool launcher_owned(const std::string& name) {
-  for (const char* owned : {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname,
-                            env::kStartTimeout, env::kLogLevel, env::kNetworkInterface,
-                            env::kElastic, env::kElasticTimeout, kStacksDirEnv, kStacksSignalEnv}) {
+  for (const char* owned :
+       {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname, env::kStartTimeout,
+        env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout,
+        env::kTimelineCollectives, kStacksDirEnv, kStacksSignalEnv}) {
     if (name == owned) return true;
   }
   return false;

@@ -6,6 +6,8 @@
 
 #include <boost/json/src.hpp>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -100,6 +102,72 @@ TEST(Timeline, ItIsBoundedAndSaysWhatWasDropped) {
   const auto& last = trace.back().as_object();
   EXPECT_EQ(last.at("name"), "timeline capped");
   EXPECT_EQ(last.at("args").at("dropped_events").to_number<int>(), 7);  // 16 workers + 1
+}
+
+// --timeline-collectives: each rank's libhvdrun collectives on its track, with how long it
+// waited for the others. Rank 1 sleeps 20 ms before each allreduce from the 10th on: ranks 0
+// and 2 wait for it, it waits for nobody.
+TEST(Timeline, CollectivesAreDrawnWithTheirWaitAndTransfer) {
+  TempDir dir;
+  const auto trace_file = dir.path / "trace.json";
+  const auto r = run_hvdrun({"--timeline", trace_file.string(), "--timeline-collectives", "-np",
+                             "3", STALL_WORKER, "60", "1", "10", "0.02", "every"},
+                            {}, seconds(60));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::array trace = read_trace(trace_file);
+  std::map<std::string, std::set<int>> numbers;  // rank -> collective numbers drawn
+  std::map<std::string, std::vector<long>> waits;
+  for (const auto& o : events_named(trace, "allreduce (float32, 4.0 KiB)")) {
+    EXPECT_EQ(o.at("ph"), "X");
+    EXPECT_EQ(o.at("cat"), "collective");
+    EXPECT_EQ(arg(o, "bytes"), "4096");
+    EXPECT_EQ(arg(o, "dtype"), "float32");
+    const int seq = std::stoi(arg(o, "sequence"));
+    numbers[arg(o, "rank")].insert(seq);
+    if (seq > 10) waits[arg(o, "rank")].push_back(std::stol(arg(o, "wait_us")));
+  }
+  ASSERT_EQ(numbers.size(), 3u) << json::serialize(trace);
+  for (const auto& [rank, seqs] : numbers) {
+    EXPECT_EQ(seqs.size(), 60u) << "rank " << rank;
+    EXPECT_EQ(*seqs.begin(), 1);
+    EXPECT_EQ(*seqs.rbegin(), 60);
+  }
+  const auto median = [](std::vector<long> v) {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_GE(median(waits["0"]), 15'000);
+  EXPECT_GE(median(waits["2"]), 15'000);
+  EXPECT_LT(median(waits["1"]), 5'000);
+  EXPECT_TRUE(events_named(trace, "collectives left out").empty());
+}
+
+// --timeline-rank-events bounds each rank's collectives; its track says how many were left out.
+TEST(Timeline, EachRanksCollectivesAreBounded) {
+  TempDir dir;
+  const auto trace_file = dir.path / "trace.json";
+  const auto r = run_hvdrun({"--timeline", trace_file.string(), "--timeline-collectives",
+                             "--timeline-rank-events", "25", "-np", "2", STALL_WORKER, "100", "0",
+                             "1", "0"},
+                            {}, seconds(60));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json::array trace = read_trace(trace_file);
+  EXPECT_EQ(events_named(trace, "allreduce").size(), 50u) << json::serialize(trace);
+  const auto left_out = events_named(trace, "collectives left out");
+  ASSERT_EQ(left_out.size(), 2u) << json::serialize(trace);
+  for (const auto& o : left_out) {
+    EXPECT_EQ(arg(o, "drawn"), "25");
+    EXPECT_EQ(arg(o, "over_the_bound"), "75");
+    EXPECT_EQ(arg(o, "never_received"), "0");
+  }
+}
+
+TEST(Timeline, CollectivesNeedATimeline) {
+  const auto r = run_hvdrun({"--timeline-collectives", "-np", "1", "true"}, {}, seconds(30));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "--timeline-collectives draws into the timeline: give --timeline "
+                              "FILE too"))
+      << r.err;
 }
 
 }  // namespace

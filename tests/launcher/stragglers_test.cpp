@@ -11,15 +11,22 @@ rdzv::TimedCollective timed(std::uint32_t worker, std::uint32_t seq, std::uint32
   return {worker, static_cast<int>(worker), "node" + std::to_string(worker), 0, seq, us};
 }
 
+// As the job does: the samples grouped by collective, the groups to the stats.
+void feed(StragglerStats& stats, CollectiveGroups& groups,
+          std::vector<rdzv::TimedCollective> samples, std::size_t size) {
+  for (const auto& group : groups.add(std::move(samples), size)) stats.add(group);
+}
+
 TEST(Stragglers, TheRankThatSpendsLeastTimeInsideArrivedLast) {
   StragglerStats stats;
+  CollectiveGroups groups;
   std::vector<rdzv::TimedCollective> samples;
   for (std::uint32_t seq = 8; seq <= 800; seq += 8) {
     samples.push_back(timed(0, seq, 21'000));
     samples.push_back(timed(1, seq, 20'500));
     samples.push_back(timed(2, seq, 600 + seq % 3));  // 20 ms late, every time
   }
-  stats.add(samples, 3);
+  feed(stats, groups, samples, 3);
   EXPECT_EQ(stats.complete(), 100u);
   const auto rows = stats.rows();
   ASSERT_EQ(rows.size(), 3u);
@@ -37,10 +44,11 @@ TEST(Stragglers, TheRankThatSpendsLeastTimeInsideArrivedLast) {
 
 TEST(Stragglers, ACollectiveCountsOnceEveryMemberTimedItEvenAcrossCalls) {
   StragglerStats stats;
-  stats.add({timed(0, 8, 100), timed(1, 8, 50)}, 3);
+  CollectiveGroups groups;
+  feed(stats, groups, {timed(0, 8, 100), timed(1, 8, 50)}, 3);
   EXPECT_EQ(stats.complete(), 0u);
   EXPECT_EQ(stats.describe(3), "");
-  stats.add({timed(2, 8, 10)}, 3);
+  feed(stats, groups, {timed(2, 8, 10)}, 3);
   EXPECT_EQ(stats.complete(), 1u);
   EXPECT_EQ(stats.rows().front().rank, 2);
   EXPECT_EQ(stats.rows().front().median_us, 90u);
@@ -48,10 +56,12 @@ TEST(Stragglers, ACollectiveCountsOnceEveryMemberTimedItEvenAcrossCalls) {
 
 TEST(Stragglers, CollectivesThatNeverCompleteAreForgotten) {
   StragglerStats stats;
+  CollectiveGroups groups;
   std::vector<rdzv::TimedCollective> samples;
   for (std::uint32_t seq = 0; seq < 100'000; ++seq) samples.push_back(timed(0, seq, 1));
-  stats.add(samples, 2);  // rank 1 never reports: nothing completes, nothing piles up
+  feed(stats, groups, samples, 2);  // rank 1 never reports: nothing completes, nothing piles up
   EXPECT_EQ(stats.complete(), 0u);
+  EXPECT_EQ(groups.pending(), CollectiveGroups::kMaxPending);
   EXPECT_TRUE(stats.rows().empty());
 }
 

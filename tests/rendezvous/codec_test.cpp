@@ -135,7 +135,7 @@ TEST(Codec, HeartbeatWithAndWithoutProgress) {
                               60'000,
                               61'000,
                               "allreduce (float32, 4.0 MiB)",
-                              {std::uint64_t{1224} << 32 | 812, std::uint64_t{1232} << 32 | 9}};
+                              {{1224, 812, 3000, std::uint64_t{4} << 36 | 1}, {1232, 9, 100, 4}}};
   const auto back = std::get<Heartbeat>(decode_ok(encode(Message{3, Heartbeat{report}})).body);
   ASSERT_TRUE(back.progress.has_value());
   EXPECT_EQ(*back.progress, report);
@@ -159,7 +159,7 @@ TEST(Codec, BadMagicVersionTypeReserved) {
   bad = frame;
   bad[4] = 7;
   EXPECT_EQ(decode_error(bad),
-            "version 7 unsupported (expected 2: are the launcher and libhvdrun from one hvdrun "
+            "version 7 unsupported (expected 3: are the launcher and libhvdrun from one hvdrun "
             "release?)");
   bad = frame;
   bad[6] = 99;

@@ -2,6 +2,8 @@
 // (little-endian): 'H', kind, dtype, op, root i32, count u64, sequence u64.
 #include "worker-runtime/tcp/collective_check.h"
 
+#include "rendezvous/collective_names.h"
+
 namespace hvdrun::tcp {
 namespace {
 
@@ -47,22 +49,12 @@ std::string elements(std::uint64_t count) {
 
 }  // namespace
 
+static_assert(static_cast<int>(CollectiveKind::kBarrier) == rdzv::kBarrierKind &&
+                  static_cast<int>(CollectiveKind::kAllreduceMany) == 6,
+              "rdzv::collective_kind_name's codes");
+
 std::string_view kind_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllreduce:
-      return "allreduce";
-    case CollectiveKind::kBroadcast:
-      return "broadcast";
-    case CollectiveKind::kAllgather:
-      return "allgather";
-    case CollectiveKind::kBarrier:
-      return "barrier";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::kAllreduceMany:
-      return "allreduce_many";
-  }
-  return "?";
+  return rdzv::collective_kind_name(static_cast<std::uint8_t>(kind));
 }
 
 DescriptorBytes encode(const Descriptor& d) {
