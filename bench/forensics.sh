@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Hang forensics: (1) the bookkeeping each collective pays for the stall report (progress_bench)
-# against the 4 KiB allreduce latency of 2 local ranks measured in the same run; (2) the time
+# Hang forensics: (1) the bookkeeping each collective pays for the stall report (progress_bench),
+# and with every collective timed for --timeline-collectives, against the 4 KiB allreduce
+# latency of 2 local ranks measured in the same run; (2) the time
 # hvdrun takes to collect the stacks of 8 local ranks on SIGQUIT (its own "collected in" line),
 # native programs and Python ones, against gdb dumping every thread of the same 8 processes
 # one after the other (what one does by hand without hvdrun).
@@ -15,10 +16,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "== bookkeeping per collective"
 ns=$("$build/bench/progress_bench")
+every=$("$build/bench/progress_bench" 5000000 every)
 us=$("$build/hvdrun" -np 2 "$build/bench/allreduce_bench" 0.5 4096 2>/dev/null |
      sed 's/^\[0\]<stdout>://' | awk '!/^#/ && $1 == 4096 {print $3}')
-awk -v ns="$ns" -v us="$us" 'BEGIN {
-  printf "  %.1f ns per collective; 4 KiB allreduce, 2 ranks: %.1f us; share %.2f %%\n", ns, us, ns / (us * 10) }'
+awk -v ns="$ns" -v every="$every" -v us="$us" 'BEGIN {
+  printf "  %.1f ns per collective; 4 KiB allreduce, 2 ranks: %.1f us; share %.2f %%\n", ns, us, ns / (us * 10)
+  printf "  every collective timed (--timeline-collectives): %.1f ns; share %.2f %%\n", every, every / (us * 10) }'
 
 # Collects the stacks of 8 ranks of `program...` once they run; prints hvdrun's time (ms) and
 # gdb's for the same pids ($hosts: -H for remote ranks, then no gdb).

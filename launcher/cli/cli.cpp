@@ -96,9 +96,14 @@ void apply_elastic_settings(JobSpec& spec, const Parsed& parsed, const EnvFn& en
       throw UsageError(parsed.spelled(flag) + " " + *v + ": must be at least 0.01 seconds");
     }
   }
+  spec.elastic.exclude_stragglers = parsed.flag("exclude-stragglers");
+  if (const auto v = parsed.value("straggler-margin")) {
+    spec.elastic.straggler_margin = std::chrono::milliseconds(
+        parse_count(parsed.spelled("straggler-margin"), *v, 3'600'000, "the margin", 1));
+  }
   if (const auto v = parsed.value("unresponsive-timeout")) {
     spec.elastic.heartbeat_timeout = parse_grace(parsed.spelled("unresponsive-timeout"), *v);
-    if (spec.elastic.heartbeat_timeout < std::chrono::seconds(1)) {
+    if (*spec.elastic.heartbeat_timeout < std::chrono::seconds(1)) {
       throw UsageError(parsed.spelled("unresponsive-timeout") + " " + *v +
                        ": must be at least 1 second (heartbeats go every 0.5 s)");
     }
@@ -334,7 +339,21 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
 // The elastic flags against each other and -np.
 void check_elastic(JobSpec& spec, const Parsed& parsed) {
   auto& e = spec.elastic;
-  if (!spec.elastic_job()) return;
+  if (!spec.elastic_job()) {
+    for (const char* flag : {"exclude-stragglers", "straggler-margin"}) {
+      if (parsed.given(flag)) {
+        throw UsageError(parsed.spelled(flag) +
+                         " acts in elastic jobs only (--min-np, --max-np or "
+                         "--host-discovery-script): a static job cannot go on without a host");
+      }
+    }
+    return;
+  }
+  if (e.exclude_stragglers && !spec.survivors_reform()) {
+    throw UsageError(parsed.spelled("exclude-stragglers") +
+                     " and --max-restarts cannot be used together: a straggler's host leaves "
+                     "while the survivors re-form, which --max-restarts replaces by restarts");
+  }
   const int min = e.min_np.value_or(spec.num_proc);
   const int max = e.max_np.value_or(spec.num_proc);
   if (min > spec.num_proc) {

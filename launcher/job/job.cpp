@@ -62,6 +62,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
                         spec_.elastic.cooldown_max);
     workers_.for_each(
         [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
+    if (spec_.elastic.exclude_stragglers) straggler_watch_.emplace(spec_.elastic.straggler_margin);
     if (!spec_.elastic.discovery_script.empty()) {
       discovery_.emplace(
           io, watchdog, spec_.elastic, environment, start.local_hosts, start.alias_note,
@@ -202,10 +203,14 @@ void Job::carry_out(const Action& action, WorkerRecord* ended) {
 
 // The job's failure is this worker's end: said once its last lines are out.
 void Job::fail_with(WorkerRecord& record) {
-  outcome_ = Outcome::worker_failed(record.id, record.slot(), *record.end());
+  // A worker the launcher gave up (its heartbeats) failed by that, not by the kill that
+  // followed.
+  ProcessEnd end = record.lost.empty() ? *record.end() : ProcessEnd::lost_connection(record.lost);
+  end.pid = record.end()->pid;
+  generations_.current().end_reason = record.who() + " " + end.what_happened();
+  outcome_ = Outcome::worker_failed(record.id, record.slot(), std::move(end));
   outcome_->exhausted = policy_->exhausted();
   outcome_->after_others = policy_->survived() > 0;
-  generations_.current().end_reason = record.who() + " " + record.end()->what_happened();
   if (!pools_.streams_open(record.id)) return announce_failure();
   announce_pending_ = true;  // its last lines come first, bounded like the final drain
   announce_timer_.expires_after(kDrainTimeout);

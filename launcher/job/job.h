@@ -27,6 +27,7 @@
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
 #include "launcher/job/stall_check.h"
+#include "launcher/job/straggler_watch.h"
 #include "launcher/job/stragglers.h"
 #include "launcher/job/timeline.h"
 #include "launcher/job/worker_table.h"
@@ -135,6 +136,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void watch_progress();
   void check_stalls();
   void take_samples();
+  // --exclude-stragglers: the host of a rank persistently the last to arrive cools down and the
+  // others re-form without it (if --min-np workers remain).
+  void exclude_straggler(const StragglerWatch::Verdict& verdict);
   // Collects the stacks of this machine's running ranks into one file per rank, prints the top
   // frames of `culprits` (every rank if none, a few at most), then calls `then` (at once when
   // a collection already runs or no rank runs here).
@@ -156,6 +160,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void trace_collectives(const std::vector<CollectiveGroup>& groups);
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
+  void kill_lost(std::uint32_t key);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
   void warn_if_stdin_not_read() const;
 
@@ -192,6 +197,8 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::optional<Stall> stall_;          // the one the last check found, if any
   CollectiveGroups collective_groups_;  // the members' timed collectives, by collective
   StragglerStats stragglers_;
+  std::optional<StragglerWatch> straggler_watch_;  // --exclude-stragglers
+  bool straggler_kept_said_ = false;  // a straggler stays: its host would leave too few
   Clock::time_point stragglers_said_ = Clock::now();  // --straggler-report
   bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
   // A collection of the ranks' stacks under way: this machine's (stacks_) and each remote

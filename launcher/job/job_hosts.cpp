@@ -143,12 +143,23 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
 }
 
 // The rendezvous heard nothing from the worker for too long: it is killed, and its end is a
-// failure like any other.
+// failure like any other. In a static job, which that failure ends, the ranks' stacks are
+// collected first (the lost one's among them: a rank stuck in its own code, or stopped).
 void Job::worker_lost(std::uint32_t key, const std::string& why) {
   if (!state_.active()) return;
   WorkerRecord* record = workers_.find(WorkerKey{key});
-  if (!record || record->end()) return;
+  if (!record || record->end() || !record->lost.empty()) return;
   record->lost = "missed its heartbeats (" + why + "): killed";
+  if (!membership_ && state_.is(JobState::kRunning)) {
+    dump_stacks("heartbeat timeout", {record->slot().rank}, [this, key] { kill_lost(key); });
+    return;
+  }
+  kill_lost(key);
+}
+
+void Job::kill_lost(std::uint32_t key) {
+  WorkerRecord* record = workers_.find(WorkerKey{key});
+  if (!state_.active() || !record || record->end()) return;
   pools_.signal(record->id, SIGKILL);
   if (pools_.connected(record->id.host)) {
     // Over a cut-off network neither the kill nor the end may get through: the worker ends

@@ -97,10 +97,10 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
   const WorkerCount workers =
       count_workers(slots, remote, static_cast<std::size_t>(spec.elastic.max_np.value_or(0)));
   options.max_unauthenticated = rendezvous_max_unauthenticated(workers, open_file_limit());
-  if (spec.elastic_job()) {
-    options.reform_timeout = spec.elastic.timeout;
+  if (spec.elastic_job()) options.reform_timeout = spec.elastic.timeout;
+  if (spec.elastic_job() || spec.elastic.heartbeat_timeout) {
     options.heartbeat_interval = rdzv::kDefaultHeartbeat;
-    options.heartbeat_timeout = spec.elastic.heartbeat_timeout;
+    options.heartbeat_timeout = spec.elastic.heartbeat_timeout.value_or(kDefaultHeartbeatTimeout);
   }
   // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
   // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).

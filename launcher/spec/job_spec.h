@@ -27,6 +27,8 @@ struct EnvForward {
   bool operator==(const EnvForward&) const = default;
 };
 
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{3000};
+
 // Elastic jobs (--min-np, --max-np): survivors of a failure keep running and re-form.
 struct ElasticSpec {
   std::optional<int> min_np;          // after parsing an elastic job: set (default -np)
@@ -39,7 +41,11 @@ struct ElasticSpec {
   std::chrono::seconds timeout{600};      // --elastic-timeout / HOROVOD_ELASTIC_TIMEOUT
   std::chrono::seconds cooldown_min{10};  // --blacklist-cooldown-range MIN MAX
   std::chrono::seconds cooldown_max{300};
-  std::chrono::milliseconds heartbeat_timeout{3000};  // --unresponsive-timeout
+  // --unresponsive-timeout: a joined worker silent this long is lost. Elastic jobs: 3 s unless
+  // given; static jobs: only when given (the loss ends the job).
+  std::optional<std::chrono::milliseconds> heartbeat_timeout;
+  bool exclude_stragglers = false;                 // --exclude-stragglers
+  std::chrono::milliseconds straggler_margin{50};  // --straggler-margin
 };
 
 // --line-prefix: what goes in front of each output line: "[3]<stdout>:" (rank, horovodrun's),

@@ -161,5 +161,33 @@ TEST(TestHostsElastic, ARestartWithoutAHostNumbersOnlyTheHostsLeft) {
   EXPECT_TRUE(contains(r.out, "size 1 group 0 of 1 on hvdt-h2")) << r.out << r.err;
 }
 
+// --exclude-stragglers: the worker on hvdt-h2 pauses 60 ms per step against 15 ms on hvdt-h1,
+// so it comes last to nearly every allreduce, 45 ms late. Its host cools down, the two on
+// hvdt-h1 re-form and finish with every sample applied once.
+TEST(TestHostsElastic, APersistentStragglersHostIsExcluded) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-np", "3", "--min-np", "2", "-H", "hvdt-h1:2,hvdt-h2:1", "--exclude-stragglers",
+                   "--straggler-margin", "20", "--blacklist-cooldown-range", "300", "300"},
+                  8, "[ \"$HVDRUN_HOSTNAME\" = hvdt-h2 ] && set -- \"$@\" --step-delay-ms 60; "),
+      home.env());
+  const auto r = job.finish(seconds(110));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: straggler: rank 2 (host hvdt-h2) arrived last in "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "(--exclude-stragglers, margin 20 ms); host hvdt-h2 unused for 300 s; "
+                       "re-forming with 2 workers (1 worker stopped there)"))
+      << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 2u) << r.out << r.err;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 2) << r.out;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
+}
+
 }  // namespace
 }  // namespace hvdrun::itest

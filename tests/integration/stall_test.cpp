@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
@@ -112,6 +113,31 @@ TEST(Stragglers, NothingIsSaidWhenNoRankIsLate) {
       run_hvdrun({"-np", "2", STALL_WORKER, "200", "0", "1", "0"}, {}, std::chrono::seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_FALSE(contains(r.err, "stragglers")) << r.err;
+}
+
+// A rank that stops answering (SIGSTOP) misses its heartbeats; in a static job that ends the
+// job, and before it does, the ranks' stacks are collected: the stopped one's among them.
+TEST(Stall, AHeartbeatTimeoutCollectsTheStacksBeforeTheJobEnds) {
+  TempDir dir;
+  HvdrunProcess hvdrun({"--unresponsive-timeout", "1", "-np", "2", "/bin/sh", "-c",
+                        "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"", "sh",
+                        STALL_WORKER, "2", "1", "2", "30"});
+  const pid_t rank1 = pid_of_slot(dir, 1, 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 1 asleep before #2
+  ASSERT_EQ(::kill(rank1, SIGSTOP), 0);
+  const auto r = hvdrun.finish(seconds(60));
+  EXPECT_EQ(r.status, 255) << r.err;  // as for a worker lost with its host
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: job failed: first failure was rank 1 on localhost: missed "
+                       "its heartbeats (no heartbeat for "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: stacks of 2 ranks (heartbeat timeout) collected in "))
+      << r.err;
+  const auto top = r.err.find("hvdrun: rank 1 (host localhost, pid " + std::to_string(rank1));
+  ASSERT_NE(top, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" main\n", top), std::string::npos) << r.err;
+  EXPECT_LT(r.seconds, 30.0) << r.err;
+  EXPECT_FALSE(alive(rank1));
 }
 
 }  // namespace

@@ -13,36 +13,13 @@
 
 #include "hvdrun/error.h"
 #include "launcher/cli/cli_options.h"
+#include "tests/launcher/cli_test_util.h"
 
 namespace hvdrun::launcher {
 namespace {
 
-using Env = std::map<std::string, std::string>;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-CliResult parse(std::vector<std::string> args, const Env& env = {}) {
-  return parse_cli(std::span<const std::string>(args), env);
-}
-
-JobSpec spec_of(std::vector<std::string> args, const Env& env = {}) {
-  auto result = parse(std::move(args), env);
-  EXPECT_EQ(result.action, CliAction::kRun);
-  return result.spec;
-}
-
-// The UsageError message of parsing `args`; fails the test if none or if it spans lines.
-std::string error_of(std::vector<std::string> args, const Env& env = {}) {
-  try {
-    parse(std::move(args), env);
-  } catch (const UsageError& e) {
-    const std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    return message;
-  }
-  ADD_FAILURE() << "no UsageError";
-  return {};
-}
 
 TEST(Cli, MinimalJobHasDefaults) {
   const auto spec = spec_of({"-np", "2", "./train", "--lr", "0.1"});
@@ -61,40 +38,6 @@ TEST(Cli, MinimalJobHasDefaults) {
   EXPECT_TRUE(spec.env_forward.empty());
   EXPECT_EQ(spec.ssh_port, 0);
   EXPECT_EQ(spec.ssh_identity_file, "");
-}
-
-TEST(Cli, ForwardSignals) {
-  EXPECT_THAT(spec_of({"--forward-signals", "usr1,SIGUSR2", "-np", "1", "p"}).forward_signals,
-              ElementsAre(SIGUSR1, SIGUSR2));
-  EXPECT_THAT(spec_of({"--forward-signals", "QUIT,INT", "-np", "1", "p"}).forward_signals,
-              ElementsAre(SIGQUIT, SIGINT));
-  EXPECT_TRUE(spec_of({"--forward-signals", "none", "-np", "1", "p"}).forward_signals.empty());
-  EXPECT_EQ(error_of({"--forward-signals", "USR1,TERM", "-np", "1", "p"}),
-            "--forward-signals 'USR1,TERM': 'TERM' is not one of HUP, INT, QUIT, USR1, USR2 "
-            "(or none)");
-  EXPECT_THAT(error_of({"--forward-signals", "USR1,usr1", "-np", "1", "p"}),
-              HasSubstr("'usr1' given twice"));
-  EXPECT_THAT(error_of({"--forward-signals", "USR1,", "-np", "1", "p"}),
-              HasSubstr("'' is not one of"));
-}
-
-TEST(Cli, OutputPrefixAndRanksFilter) {
-  EXPECT_EQ(spec_of({"-np", "1", "p"}).output_prefix, OutputPrefix::kRank);
-  EXPECT_EQ(spec_of({"--line-prefix", "host-rank", "-np", "1", "p"}).output_prefix,
-            OutputPrefix::kHostRank);
-  EXPECT_EQ(spec_of({"--line-prefix", "none", "-np", "1", "p"}).output_prefix, OutputPrefix::kNone);
-  EXPECT_EQ(error_of({"--line-prefix", "host", "-np", "1", "p"}),
-            "--line-prefix 'host': expected rank, host-rank or none");
-  EXPECT_THAT(spec_of({"--ranks-filter", "0,3-5,9", "-np", "10", "p"}).ranks_filter,
-              ElementsAre(RankRange{0, 0}, RankRange{3, 5}, RankRange{9, 9}));
-  EXPECT_TRUE(spec_of({"-np", "1", "p"}).ranks_filter.empty());
-  EXPECT_EQ(error_of({"--ranks-filter", "0,5-3", "-np", "1", "p"}),
-            "--ranks-filter '0,5-3': '5-3' ends below its start");
-  for (const char* bad : {"x", "1,", "-1", "2-", "1-2-3", "9999999"}) {
-    EXPECT_THAT(error_of({"--ranks-filter", bad, "-np", "1", "p"}),
-                HasSubstr("is not a rank or a range of ranks (0..1000000)"))
-        << bad;
-  }
 }
 
 TEST(Cli, NumProcSpellings) {
