@@ -25,11 +25,19 @@ void DiscoveryPoller::poll() {
   timer_.expires_after(interval_);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !wanted_()) return;
-    script_.run([this](DiscoveryResult result) {
-      if (!wanted_()) return;
-      on_result(std::move(result));
-      poll();
-    });
+    // A name's lookup (maybe DNS) is made once for the job (LocalHosts), not at every run;
+    // the merge runs with the parse, off the io thread.
+    script_.run(
+        [this](DiscoveryResult result) {
+          if (!wanted_()) return;
+          on_result(std::move(result));
+          poll();
+        },
+        [&local = local_hosts_](DiscoveryResult& result) {
+          result.note = merge_local_aliases(
+              result.hosts, result.hosts.size(),
+              [&local](const std::string& name) { return local.contains(name); });
+        });
   });
 }
 
@@ -48,12 +56,8 @@ void DiscoveryPoller::on_result(DiscoveryResult result) {
   }
   if (!failure_.empty()) note("the discovery script works again");
   failure_.clear();
-  // A name's lookup (maybe DNS) is made once for the job (LocalHosts), not at every run.
-  std::string merged =
-      merge_local_aliases(result.hosts, result.hosts.size(),
-                          [this](const std::string& name) { return local_hosts_.contains(name); });
-  if (merged != alias_note_ && !merged.empty()) note(merged);
-  alias_note_ = std::move(merged);
+  if (result.note != alias_note_ && !result.note.empty()) note(result.note);
+  alias_note_ = std::move(result.note);
   on_hosts_(std::move(result.hosts));
 }
 

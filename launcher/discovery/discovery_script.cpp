@@ -43,6 +43,7 @@ struct DiscoveryScript::Run {
   asio::steady_timer after_exit;  // bounds the wait for the pipes once it exited
   asio::signal_set sigchld;
   std::function<void(DiscoveryResult)> done;
+  Refine refine;
   std::string stdout_text, stderr_text;
   std::array<char, 4096> out_buffer{}, err_buffer{};
   bool out_open = true, err_open = true;
@@ -58,16 +59,18 @@ DiscoveryScript::DiscoveryScript(asio::io_context& io, Watchdog& watchdog, const
 
 DiscoveryScript::~DiscoveryScript() {
   cancel();
+  parser_.join();  // a parse under way ends; its result goes nowhere
 }
 
 void DiscoveryScript::cancel() {
+  alive_ = std::make_shared<char>();
   if (!run_) return;
   const pid_t pgid = run_->child.pgid();
   run_.reset();  // the Child kills and reaps its group
   watchdog_.forget(pgid);
 }
 
-void DiscoveryScript::run(std::function<void(DiscoveryResult)> done) {
+void DiscoveryScript::run(std::function<void(DiscoveryResult)> done, Refine refine) {
   if (run_) return;
   const std::string& script = spec_.discovery_script;
   Spawned spawned;
@@ -84,6 +87,7 @@ void DiscoveryScript::run(std::function<void(DiscoveryResult)> done) {
   for (UniqueFd* fd : {&spawned.out, &spawned.err}) ::fcntl(fd->get(), F_SETFL, O_NONBLOCK);
   run_ = std::make_unique<Run>(io_, std::move(spawned));
   run_->done = std::move(done);
+  run_->refine = std::move(refine);
   Run* run = run_.get();
   run->timer.expires_after(spec_.discovery_timeout);
   run->timer.async_wait([this, run](const boost::system::error_code& ec) {
@@ -167,18 +171,29 @@ void DiscoveryScript::maybe_done() {
     const std::string said = last_line(run->stderr_text);
     result.error = name + " failed: " + run->end->describe() +
                    (said.empty() ? "" : " (stderr: " + quoted(said) + ")");
-  } else {
-    try {
-      result.hosts =
-          parse_discovery_output(run->stdout_text, spec_.discovery_script, spec_.slots_per_host);
-    } catch (const UsageError& e) {
-      result.error = e.what();
-    }
   }
   auto done = std::move(run->done);
+  auto refine = std::move(run->refine);
+  std::string text = std::move(run->stdout_text);
   watchdog_.forget(run->child.pgid());
   run_.reset();
-  done(std::move(result));
+  if (!result.error.empty()) return done(std::move(result));
+  asio::post(parser_,
+             [text = std::move(text), script = spec_.discovery_script, slots = spec_.slots_per_host,
+              done = std::move(done), refine = std::move(refine),
+              alive = std::weak_ptr<char>(alive_), io = asio::make_work_guard(io_)]() mutable {
+               DiscoveryResult parsed;
+               try {
+                 parsed.hosts = parse_discovery_output(text, script, slots);
+                 if (refine) refine(parsed);
+               } catch (const UsageError& e) {
+                 parsed.error = e.what();
+               }
+               asio::post(io.get_executor(),
+                          [parsed = std::move(parsed), done = std::move(done), alive]() mutable {
+                            if (alive.lock()) done(std::move(parsed));
+                          });
+             });
 }
 
 }  // namespace hvdrun::launcher

@@ -4,11 +4,13 @@
 // A run that exits non-zero, dies by a signal, prints too much, prints garbage or outlives
 // its timeout (its process group is then SIGKILLed) is a failure, described in one line that
 // names the script. Its output is what came until its pipes closed, or until 0.5 s after it
-// exited (a process it left in another session may hold them open).
-// One run at a time; destroying the runner kills a running script.
+// exited (a process it left in another session may hold them open). The output (up to 1 MiB,
+// some 75,000 hosts) is parsed on a thread of the runner's own, not on the io thread.
+// One run at a time; destroying the runner kills a running script and waits for its parse.
 #pragma once
 
 #include <boost/asio.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -26,6 +28,7 @@ namespace hvdrun::launcher {
 struct DiscoveryResult {
   std::vector<HostSpec> hosts;  // when error is empty
   std::string error;            // non-empty: the run failed, and why
+  std::string note{};           // what the refinement of run() had to say, if anything
 };
 
 class DiscoveryScript {
@@ -37,8 +40,10 @@ class DiscoveryScript {
   DiscoveryScript& operator=(const DiscoveryScript&) = delete;
 
   // Starts a run; `done` is called on the io thread once it ended (never from inside run()).
-  // Ignored while a run is under way.
-  void run(std::function<void(DiscoveryResult)> done);
+  // `refine`, if given, runs on the parse thread after a parse that worked (it must be safe
+  // there). Ignored while a run is under way.
+  using Refine = std::function<void(DiscoveryResult&)>;
+  void run(std::function<void(DiscoveryResult)> done, Refine refine = {});
   bool running() const noexcept { return run_ != nullptr; }
   // Kills a running script; its `done` is not called.
   void cancel();
@@ -55,6 +60,9 @@ class DiscoveryScript {
   const ElasticSpec& spec_;
   std::vector<std::string> env_;
   std::unique_ptr<Run> run_;
+  // Expires at cancel() and destruction: a parse that ends then calls no `done`.
+  std::shared_ptr<char> alive_ = std::make_shared<char>();
+  boost::asio::thread_pool parser_{1};  // last: joined first
 };
 
 }  // namespace hvdrun::launcher

@@ -117,6 +117,7 @@ LocalHosts::~LocalHosts() = default;
 
 bool LocalHosts::contains(std::string_view name_as_written) {
   auto name = lowercase(name_as_written);
+  std::lock_guard lock(mutex_);
   if (const auto it = answers_.find(name); it != answers_.end()) return it->second;
   const bool local = look_up(name);
   answers_.emplace(std::move(name), local);
@@ -124,6 +125,7 @@ bool LocalHosts::contains(std::string_view name_as_written) {
 }
 
 void LocalHosts::add_remote(std::string_view name) {
+  std::lock_guard lock(mutex_);
   answers_.insert_or_assign(lowercase(name), false);
 }
 

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -13,7 +14,8 @@ bool is_local_host(std::string_view name);
 
 // is_local_host() for many names: this machine's hostname and interface addresses are read
 // once, and each name's answer (a DNS lookup for a name that is not an address) is kept. For a
-// job's host lists and every run of its discovery script. One thread at a time.
+// job's host lists and every run of its discovery script. Thread-safe (the discovery script's
+// output is read off the io thread).
 class LocalHosts {
  public:
   LocalHosts();
@@ -28,6 +30,7 @@ class LocalHosts {
   struct Machine;
   bool look_up(const std::string& name) const;
   std::unique_ptr<Machine> machine_;
+  std::mutex mutex_;                     // guards answers_
   std::map<std::string, bool> answers_;  // by lowercase name
 };
 
