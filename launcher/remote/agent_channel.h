@@ -4,7 +4,7 @@
 // grants output credit only while the console takes output (back-pressure reaches the
 // workers on the host; the agent's ends and heartbeats still come), fails a worker that does
 // not start in time, and takes the host as lost when the agent ends, goes silent, or breaks
-// the protocol. Used on the host link's thread only.
+// the protocol. Used on the link loop's thread only (link_loop.h).
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,6 @@
 // The byte stream between the launcher and one host's node agent, whatever carries it: an SSH
 // channel running the agent (ssh_agent_transport.h) or the TCP connection an agent made to
-// the launcher (tcp_agent_transport.h). Driven without blocking by the host link's thread.
+// the launcher (tcp_agent_transport.h). Driven without blocking by the link loop's thread.
 #pragma once
 
 #include <poll.h>

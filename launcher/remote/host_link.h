@@ -1,46 +1,27 @@
-// HostLink: the thread that owns one host's connection to its node agent. It connects (the
-// connector: an SSH session and channel, or the wait for the agent's own TCP connection;
-// bounded by the start deadline), reports ready or failed, then runs the host's workers through
-// its AgentChannel on one non-blocking event loop (the transport's descriptor + a wake-up
-// eventfd), relaying their output and ends as RemoteEvents. Other threads talk to it only
-// through start_workers/terminate (queued, thread-safe). Destruction closes the connection
-// (the agent then kills its workers) and joins.
+// HostLink: one host's connection to its node agent as the rest of the launcher sees it. It
+// has no thread of its own: its connector runs on the spawner's bounded connect pool
+// (connect()), and once connected the link loop (link_loop.h) serves it together with every
+// other host's. Other threads talk to it through start_workers/terminate/request_stacks/
+// end_job (queued, thread-safe) and request_stop; the link loop takes the queue.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <deque>
-#include <functional>
-#include <memory>
 #include <mutex>
-#include <thread>
+#include <string>
 #include <variant>
 #include <vector>
 
-#include "common/unique_fd.h"
-#include "launcher/remote/agent_transport.h"
 #include "launcher/remote/remote_spawn.h"
 #include "launcher/ssh/ssh_socket.h"
 
 namespace hvdrun::launcher::ssh {
 
+class LinkLoop;
+
 class HostLink {
  public:
-  // `options` and `events` must outlive the link.
-  HostLink(std::size_t index, AgentConnector connect, const RemoteSpawnOptions& options,
-           Clock::time_point deadline, const RemoteEvents& events);
-  ~HostLink();
-  HostLink(const HostLink&) = delete;
-  HostLink& operator=(const HostLink&) = delete;
-
-  void start_workers(std::vector<RemoteWorker> workers);
-  void terminate(int id, int signo);
-  void request_stacks();
-  // The job's exit status for the agent (sent before the link stops, if the link is up).
-  void end_job(int status);
-  // Asks the thread to close the connection and end (no more events); does not wait.
-  void request_stop();
-
- private:
   struct Start {
     std::vector<RemoteWorker> workers;
   };
@@ -54,23 +35,44 @@ class HostLink {
   };
   using Command = std::variant<Start, Signal, Stacks, JobEnd>;
 
-  void push(Command command);
-  void run();
-  void serve(AgentTransport& transport);
-  void fail_queued(const std::string& message);
+  // `events` and `loop` must outlive the link.
+  HostLink(std::size_t index, Clock::time_point deadline, const RemoteEvents& events,
+           LinkLoop& loop);
+  HostLink(const HostLink&) = delete;
+  HostLink& operator=(const HostLink&) = delete;
+
+  void start_workers(std::vector<RemoteWorker> workers);
+  void terminate(int id, int signo);
+  void request_stacks();
+  // The job's exit status for the agent (sent before the link stops, if the link is up).
+  void end_job(int status);
+  // The link closes its connection (or gives up connecting) and reports nothing more; does not
+  // wait (the spawner waits for its loop to let go of every link).
+  void request_stop();
+
+  // On a connect pool thread: connects, reports ready or failed, hands the connection to the
+  // link loop. Nothing if the link was stopped before.
+  void connect(const AgentConnector& connector);
+
+  // For the link loop: the queued commands (and whether a stop was asked).
+  std::deque<Command> take_commands(bool& stop);
+  bool has_commands() const noexcept { return queued_.load(std::memory_order_acquire); }
   bool stopping() const;
+  std::size_t index() const noexcept { return index_; }
+  Clock::time_point deadline() const noexcept { return deadline_; }
+
+ private:
+  void push(Command command);
 
   const std::size_t index_;
-  const AgentConnector connect_;
-  const RemoteSpawnOptions& options_;
   const Clock::time_point deadline_;
   const RemoteEvents& events_;
+  LinkLoop& loop_;
   SocketCanceller canceller_;
-  UniqueFd wake_;  // eventfd: commands queued or stop requested
   mutable std::mutex mutex_;
   std::deque<Command> commands_;
+  std::atomic<bool> queued_{false};
   bool stop_ = false;
-  std::thread thread_;  // last: started when everything above exists
 };
 
 }  // namespace hvdrun::launcher::ssh

@@ -1,9 +1,11 @@
-// HostSpawner (remote_spawn.h): one HostLink per host and the id -> host table that routes
-// terminate() calls; RemoteSpawner's links connect over SSH. Used from one thread; the links
-// do the blocking work.
+// HostSpawner (remote_spawn.h): one HostLink per host, the pool their connects run on, the
+// loop that serves them, and the id -> host table that routes terminate() calls;
+// RemoteSpawner's links connect over SSH. Used from one thread.
 #include "launcher/remote/remote_spawn.h"
 
+#include "launcher/remote/connect_pool.h"
 #include "launcher/remote/host_link.h"
+#include "launcher/remote/link_loop.h"
 #include "launcher/remote/ssh_agent_transport.h"
 #include "launcher/ssh/ssh_log.h"
 #include "launcher/ssh/ssh_session.h"
@@ -44,8 +46,10 @@ AgentConnector ssh_connector(RemoteHost host, const RemoteSpawnOptions& options,
 
 HostSpawner::HostSpawner(RemoteSpawnOptions options, RemoteEvents events)
     : options_(std::move(options)), events_(std::move(events)) {
-  ssh_logger();  // created here, before the host threads log
+  ssh_logger();  // created here, before the connect and loop threads log
   if (options_.agent_path.empty()) options_.agent_path = default_agent_path();
+  loop_ = std::make_unique<LinkLoop>(options_, events_);
+  connects_ = std::make_unique<ConnectPool>(kConnectThreads);
 }
 
 HostSpawner::~HostSpawner() {
@@ -53,14 +57,16 @@ HostSpawner::~HostSpawner() {
 }
 
 void HostSpawner::close_links() {
-  // Destroying a link joins its thread: stop them all first, so that they close in parallel.
-  for (auto& link : links_) link->request_stop();
+  for (auto& link : links_) link->request_stop();  // a connect under way gives up
+  connects_->finish();
+  loop_->release_all();  // every connection closed
   links_.clear();
 }
 
 std::size_t HostSpawner::add_link(AgentConnector connect, Clock::time_point deadline) {
-  links_.push_back(
-      std::make_unique<HostLink>(links_.size(), std::move(connect), options_, deadline, events_));
+  links_.push_back(std::make_unique<HostLink>(links_.size(), deadline, events_, *loop_));
+  HostLink* link = links_.back().get();
+  connects_->post([link, connect = std::move(connect)] { link->connect(connect); });
   return links_.size() - 1;
 }
 

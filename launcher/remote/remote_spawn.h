@@ -103,13 +103,19 @@ struct AgentConnection {
 // (its failure kind is reported) or another hvdrun::Error (reported as unreachable).
 using AgentConnector = std::function<AgentConnection(SocketCanceller& canceller)>;
 
+class ConnectPool;
 class HostLink;
+class LinkLoop;
 
-// Hosts each reached through a HostLink (one thread each), and the worker -> host table that
-// routes signals. The kinds of hosts differ in how a link connects: RemoteSpawner (SSH) and
-// SrunSpawner (srun_spawner.h).
+// Hosts each reached through a HostLink, and the worker -> host table that routes signals.
+// Links connect on a pool of at most kConnectThreads threads (an SSH handshake, or the wait for
+// an agent's own connection, blocks one), then one LinkLoop thread serves them all. The kinds
+// of hosts differ in how a link connects: RemoteSpawner (SSH) and SrunSpawner
+// (srun_spawner.h).
 class HostSpawner {
  public:
+  static constexpr std::size_t kConnectThreads = 32;
+
   virtual ~HostSpawner();
   HostSpawner(const HostSpawner&) = delete;
   HostSpawner& operator=(const HostSpawner&) = delete;
@@ -132,8 +138,8 @@ class HostSpawner {
 
  protected:
   HostSpawner(RemoteSpawnOptions options, RemoteEvents events);
-  // Stops and joins every link: call first in a subclass destructor, before what its
-  // connectors use goes away.
+  // Stops every link and waits until none connects or is served any more: call first in a
+  // subclass destructor, before what its connectors use goes away.
   void close_links();
   // A new link, index links().size() - 1 after the call.
   std::size_t add_link(AgentConnector connect, Clock::time_point deadline);
@@ -143,6 +149,8 @@ class HostSpawner {
   RemoteSpawnOptions options_;
   RemoteEvents events_;
   std::map<int, std::size_t> worker_host_;
+  std::unique_ptr<LinkLoop> loop_;
+  std::unique_ptr<ConnectPool> connects_;
   std::vector<std::unique_ptr<HostLink>> links_;
 };
 
