@@ -285,12 +285,13 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
     if (auto allocation = slurm_allocation(environment)) {
       spec.hosts = std::move(allocation->hosts);
       from_slurm = true;
-      notes.push_back("hosts from Slurm job " + allocation->job_id + ": " + allocation->nodelist +
-                      " (" + std::to_string(spec.hosts.size()) +
-                      (spec.hosts.size() == 1 ? " host, " : " hosts, ") +
-                      std::to_string(allocation->tasks) +
-                      " slots); give -H or --hostfile "
-                      "for others");
+      if (!environment.contains(kSlurmMoved))  // said once, by the hvdrun that moved
+        notes.push_back("hosts from Slurm job " + allocation->job_id + ": " + allocation->nodelist +
+                        " (" + std::to_string(spec.hosts.size()) +
+                        (spec.hosts.size() == 1 ? " host, " : " hosts, ") +
+                        std::to_string(allocation->tasks) +
+                        " slots); give -H or --hostfile "
+                        "for others");
     }
   }
   if (const auto v = parsed.value("num-proc")) {
@@ -405,6 +406,7 @@ CliResult parse_cli(std::span<const std::string> args,
   apply_horovod_settings(result.spec, parsed, result.notes);
   if (scanned.command.empty()) throw UsageError("no program given: " + std::string(kUsage));
   result.spec.command = std::move(scanned.command);
+  result.spec.launcher_args.assign(args.begin(), args.end());
   apply_hosts(result.spec, parsed, result.notes, environment);
   return result;
 }

@@ -13,6 +13,8 @@
 #include "launcher/job/dry_run.h"
 #include "launcher/job/job.h"
 #include "launcher/job/loop_probe.h"
+#include "launcher/job/moved_control.h"
+#include "launcher/job/slurm_relocation.h"
 #include "launcher/output/logging.h"
 #include "launcher/plan/open_files.h"
 #include "launcher/plan/placement.h"
@@ -129,6 +131,10 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
       local_hosts.add_remote(given.hosts[i].name);
     }
   }
+  if (must_move_to_allocation(given, environment, local_hosts)) {
+    watchdog.disarm();
+    return run_moved_to_allocation(given, environment);
+  }
   std::string alias_note;
   JobSpec spec = given.elastic.discovery_script.empty()
                      ? given
@@ -148,6 +154,7 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
     watchdog.disarm();
     return print_dry_run(spec, start, environment, std::cout);
   }
+  const ControlLink moved_from(environment);  // signals from the hvdrun that moved here
   asio::io_context io(1);
   Console console(io);
   LogRoute log_route(console, spec.log_level);

@@ -98,6 +98,8 @@ struct JobSpec {
   std::string ssh_host_key_check = "accept-new";  // --ssh-host-key-check yes|accept-new|no
   std::string rendezvous_addr;  // --rendezvous-addr; empty: per host, the route's address
   std::string remote_hvdrun;    // --remote-hvdrun; empty: this hvdrun's own path
+  // hvdrun's own arguments as given (after argv[0]): the same command, run elsewhere.
+  std::vector<std::string> launcher_args{};
   // How remote hosts' node agents start (--launcher): over SSH, through one srun step of the
   // Slurm allocation (auto: slurm when the hosts came from the allocation), or by each node
   // itself (--nnodes: they connect to the --rdzv-endpoint port).

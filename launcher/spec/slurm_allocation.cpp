@@ -19,19 +19,28 @@ std::optional<SlurmAllocation> slurm_allocation(const std::map<std::string, std:
   if (!job) return std::nullopt;
   const bool in_step = find(env, "SLURM_STEP_ID") != nullptr;
   std::string list_name, counts_name;
+  // hvdrun moved from outside the allocation into its step on the first node: the allocation
+  // is the one it saw before (the step's own variables name only that node).
+  const bool moved = find(env, kSlurmMoved) != nullptr;
+  if (moved) {
+    list_name = kSlurmMovedNodes;
+    counts_name = kSlurmMovedTasks;
+  }
   for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    if (moved) break;
     if (std::string(name).starts_with("SLURM_STEP") && !in_step) continue;
     if (find(env, name)) {
       list_name = name;
       break;
     }
   }
-  if (list_name.empty()) {
+  if (list_name.empty() || !find(env, list_name)) {
     throw UsageError("SLURM_JOB_ID=" + *job +
                      " is set but SLURM_JOB_NODELIST is not: give the hosts with -H or "
                      "--hostfile");
   }
   for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+    if (moved) break;
     if (std::string(name).starts_with("SLURM_STEP") && list_name != "SLURM_STEP_NODELIST") continue;
     if (find(env, name)) {
       counts_name = name;

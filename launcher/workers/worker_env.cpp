@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "launcher/output/logging.h"
+#include "launcher/spec/slurm_allocation.h"
 #include "launcher/stacks/python_hook.h"
 #include "rendezvous/env_names.h"
 
@@ -72,7 +73,9 @@ bool launcher_owned(const std::string& name) {
   for (const char* owned :
        {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname, env::kStartTimeout,
         env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout,
-        env::kTimelineCollectives, kStacksDirEnv, kStacksSignalEnv}) {
+        env::kTimelineCollectives, kStacksDirEnv, kStacksSignalEnv,
+        // The move of hvdrun into its Slurm allocation: for hvdrun alone.
+        kSlurmMoved, kSlurmMovedNodes, kSlurmMovedTasks, kSlurmControlPort, kSlurmControlSecret}) {
     if (name == owned) return true;
   }
   return false;

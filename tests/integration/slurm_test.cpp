@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "tests/integration/elastic_jobs.h"
@@ -32,9 +33,16 @@ TEST(Slurm, SallocWithNoHostFlagsTrainsOnEveryNode) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "hosts from Slurm job")) << r.err;
   EXPECT_TRUE(contains(r.err, "hvds-n[1-3] (3 hosts, 6 slots)")) << r.err;
-  for (int node = 1; node <= 3; ++node) {
+  // salloc's shell runs outside the allocation (in the root network namespace): hvdrun moves
+  // to the first node, runs rank 0 and the rendezvous there, and starts the others' agents.
+  EXPECT_TRUE(contains(r.err, "this machine is not in Slurm job ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "running the job from its first node, hvds-n1")) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 0 on hvds-n1 (pid ")) << r.err;
+  EXPECT_FALSE(contains(r.err, "node agent of hvds-n1 (")) << r.err;
+  for (int node = 2; node <= 3; ++node) {
     EXPECT_TRUE(contains(r.err, "node agent of hvds-n" + std::to_string(node) + " (")) << r.err;
   }
+  EXPECT_EQ(r.err.find("hosts from Slurm job"), r.err.rfind("hosts from Slurm job")) << r.err;
   EXPECT_TRUE(contains(r.out, "[0]<stdout>:all 6 ranks agree")) << r.out << r.err;
   EXPECT_TRUE(wait_nodes_idle(seconds(10)).empty()) << joined(wait_nodes_idle(seconds(0)));
 }
@@ -124,6 +132,25 @@ pid_t wait_agent_on(int node, milliseconds deadline) {
   return pid;
 }
 
+// The child of `parent` whose command is `name` (from /proc/<pid>/stat), or -1.
+pid_t child_named(pid_t parent, const std::string& name) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    std::getline(stat, text);
+    const auto open = text.find('('), close = text.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && text.substr(open + 1, close - open - 1) == name) return std::stoi(pid);
+  }
+  return -1;
+}
+
 TEST(Slurm, AKilledNodeAgentFailsAStaticJobNamingItsNode) {
   REQUIRE_SLURM();
   HvdrunProcess job("/usr/bin/salloc",
@@ -153,6 +180,26 @@ TEST(Slurm, ScancelLeavesNothingOnAnyNode) {
   ASSERT_EQ(std::system("SLURM_CONF=/tmp/hvds-slurm/slurm.conf scancel -n hvdrun-scancel-test"), 0);
   const auto r = job.finish(seconds(60));
   EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
+// Ctrl-C to an hvdrun that moved into its allocation (salloc's shell runs outside it) reaches
+// the moved hvdrun (scancel --signal on its step) and ends the job there as it would here:
+// exit status 130, nothing left on any node.
+TEST(Slurm, CtrlCToAMovedHvdrunEndsTheJobOnEveryNode) {
+  REQUIRE_SLURM();
+  HvdrunProcess job("/usr/bin/salloc",
+                    {"-N", "3", "-n", "3", HVDRUN_BINARY, "/bin/sh", "-c", "exec sleep 60"},
+                    slurm_env(), "/dev/null");
+  ASSERT_GT(wait_agent_on(3, seconds(20)), 0);
+  std::this_thread::sleep_for(milliseconds(500));
+  const pid_t outer = child_named(job.pid(), "hvdrun");
+  ASSERT_GT(outer, 0);
+  ASSERT_EQ(::kill(outer, SIGINT), 0);
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_TRUE(contains(r.err, "running the job from its first node, hvds-n1")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: interrupted (SIGINT), terminating 3 ranks")) << r.err;
   EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
 }
 
