@@ -29,23 +29,33 @@ void run_until(boost::asio::io_context& io, const std::function<bool()>& done) {
   }
 }
 
-TEST(DiscoveryScript, TheOutputIsParsedOffTheIoThreadAndDoneComesOnIt) {
+// One run of `script` with `refine`, to its end (10 s at most); `done_on`: the thread of `done`.
+std::optional<DiscoveryResult> run_once(const std::string& command, DiscoveryScript::Refine refine,
+                                        std::thread::id* done_on = nullptr) {
   boost::asio::io_context io;
   Watchdog watchdog;
-  const ElasticSpec spec = spec_of("printf 'node-a:2\\nnode-b\\n'");
+  const ElasticSpec spec = spec_of(command);
   DiscoveryScript script(io, watchdog, spec, {});
   std::optional<DiscoveryResult> result;
-  std::thread::id done_on, refined_on;
   script.run(
       [&](DiscoveryResult r) {
-        done_on = std::this_thread::get_id();
+        if (done_on) *done_on = std::this_thread::get_id();
         result = std::move(r);
       },
+      std::move(refine));
+  run_until(io, [&] { return result.has_value(); });
+  return result;
+}
+
+TEST(DiscoveryScript, TheOutputIsParsedOffTheIoThreadAndDoneComesOnIt) {
+  std::thread::id done_on, refined_on;
+  const auto result = run_once(
+      "printf 'node-a:2\\nnode-b\\n'",
       [&](DiscoveryResult& r) {
         refined_on = std::this_thread::get_id();
         r.note = std::to_string(r.hosts.size()) + " hosts";
-      });
-  run_until(io, [&] { return result.has_value(); });
+      },
+      &done_on);
   ASSERT_TRUE(result);
   EXPECT_EQ(result->error, "");
   ASSERT_EQ(result->hosts.size(), 2u);
@@ -58,13 +68,7 @@ TEST(DiscoveryScript, TheOutputIsParsedOffTheIoThreadAndDoneComesOnIt) {
 }
 
 TEST(DiscoveryScript, AnOutputThatDoesNotParseIsAFailure) {
-  boost::asio::io_context io;
-  Watchdog watchdog;
-  const ElasticSpec spec = spec_of("echo 'node-a:x'");
-  DiscoveryScript script(io, watchdog, spec, {});
-  std::optional<DiscoveryResult> result;
-  script.run([&](DiscoveryResult r) { result = std::move(r); });
-  run_until(io, [&] { return result.has_value(); });
+  const auto result = run_once("echo 'node-a:x'", {});
   ASSERT_TRUE(result);
   EXPECT_NE(result->error.find("node-a:x"), std::string::npos) << result->error;
 }

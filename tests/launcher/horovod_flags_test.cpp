@@ -10,11 +10,11 @@
 #include "hvdrun/error.h"
 #include "launcher/cli/cli.h"
 #include "launcher/cli/horovod_check.h"
+#include "tests/launcher/cli_test_util.h"
 
 namespace hvdrun::launcher {
 namespace {
 
-using Env = std::map<std::string, std::string>;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -28,18 +28,11 @@ Env tuning_of(std::vector<std::string> args, const Env& env = {}) {
   return result.spec.tuning_env;
 }
 
-std::string error_of(std::vector<std::string> args) {
+// The one-line UsageError of a job of `args` (-np 1 before them, a program after).
+std::string job_error_of(std::vector<std::string> args) {
   args.insert(args.begin(), {"-np", "1"});
   args.push_back("prog");
-  try {
-    parse_cli(std::span<const std::string>(args), {});
-  } catch (const UsageError& e) {
-    const std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    return message;
-  }
-  ADD_FAILURE() << "no UsageError";
-  return {};
+  return error_of(std::move(args));
 }
 
 // A YAML file for the duration of a test.
@@ -147,20 +140,21 @@ TEST(HorovodFlags, TimelineMarkCyclesOnlyWithATimeline) {
 }
 
 TEST(HorovodFlags, BadValuesNameTheFlag) {
-  EXPECT_THAT(error_of({"--fusion-threshold-mb", "-1"}),
+  EXPECT_THAT(job_error_of({"--fusion-threshold-mb", "-1"}),
               HasSubstr("--fusion-threshold-mb '-1': expected a whole number >= 0"));
-  EXPECT_THAT(error_of({"--fusion-threshold-mb", "1.5"}), HasSubstr("--fusion-threshold-mb '1.5'"));
-  EXPECT_THAT(error_of({"--cycle-time-ms", "soon"}), HasSubstr("--cycle-time-ms 'soon'"));
-  EXPECT_THAT(error_of({"--autotune", "--autotune-gaussian-process-noise", "1.5"}),
+  EXPECT_THAT(job_error_of({"--fusion-threshold-mb", "1.5"}),
+              HasSubstr("--fusion-threshold-mb '1.5'"));
+  EXPECT_THAT(job_error_of({"--cycle-time-ms", "soon"}), HasSubstr("--cycle-time-ms 'soon'"));
+  EXPECT_THAT(job_error_of({"--autotune", "--autotune-gaussian-process-noise", "1.5"}),
               HasSubstr("between 0 and 1"));
-  EXPECT_THAT(error_of({"--hierarchical-allreduce", "--no-hierarchical-allreduce"}),
+  EXPECT_THAT(job_error_of({"--hierarchical-allreduce", "--no-hierarchical-allreduce"}),
               HasSubstr("cannot be used together"));
 }
 
 TEST(HorovodFlags, PrefixesFollowArgparse) {
   EXPECT_THAT(tuning_of({"--fusion", "8"}),
               ElementsAre(Pair("HOROVOD_FUSION_THRESHOLD", "8388608")));
-  EXPECT_THAT(error_of({"--hier"}), HasSubstr("ambiguous option '--hier'"));
+  EXPECT_THAT(job_error_of({"--hier"}), HasSubstr("ambiguous option '--hier'"));
 }
 
 TEST(HorovodFlags, MpiOnlyFlagsAreRefusedWithTheReason) {
@@ -169,7 +163,7 @@ TEST(HorovodFlags, MpiOnlyFlagsAreRefusedWithTheReason) {
                                                {"--mpi-args", "-x A"},
                                                {"-b", "--bind-to none"},
                                                {"--binding-args", "x"}}) {
-    const auto message = error_of(args);
+    const auto message = job_error_of(args);
     EXPECT_THAT(message, HasSubstr(args[0])) << message;
     EXPECT_THAT(message, HasSubstr("hvdrun runs Horovod in Gloo mode")) << message;
   }
@@ -182,9 +176,9 @@ TEST(HorovodFlags, TcpDisablesNcclInfiniBand) {
 
 // Every switch writing the same variable conflicts with the ones writing the other value.
 TEST(HorovodFlags, OppositeSwitchesOfOneVariableConflict) {
-  EXPECT_THAT(error_of({"--log-hide-timestamp", "--no-log-hide-timestamp"}),
+  EXPECT_THAT(job_error_of({"--log-hide-timestamp", "--no-log-hide-timestamp"}),
               HasSubstr("cannot be used together"));
-  EXPECT_THAT(error_of({"--log-without-timestamp", "--no-log-hide-timestamp"}),
+  EXPECT_THAT(job_error_of({"--log-without-timestamp", "--no-log-hide-timestamp"}),
               HasSubstr("cannot be used together"));
   EXPECT_THAT(tuning_of({"--log-without-timestamp", "--log-hide-timestamp"}),
               ElementsAre(Pair("HOROVOD_LOG_HIDE_TIME", "1")));
@@ -278,28 +272,28 @@ TEST(HorovodFlags, FlagsAndExportsOverTheFile) {
             (Env{{"HOROVOD_FUSION_THRESHOLD", "1048576"},
                  {"HOROVOD_HIERARCHICAL_ALLREDUCE", "0"},
                  {"HOROVOD_LOG_LEVEL", "TRACE"}}));
-  EXPECT_THAT(error_of({"--cycle-time-ms", "2", "-x", "HOROVOD_CYCLE_TIME=9"}),
+  EXPECT_THAT(job_error_of({"--cycle-time-ms", "2", "-x", "HOROVOD_CYCLE_TIME=9"}),
               HasSubstr("-x HOROVOD_CYCLE_TIME and --cycle-time-ms both set HOROVOD_CYCLE_TIME"));
 }
 
 TEST(HorovodFlags, ConfigFileErrorsNameFileAndLine) {
   const ConfigFileOnDisk mpi("params:\n  cycle_time_ms: 1\ncontroller: mpi\n");
-  EXPECT_THAT(error_of({"--config-file", mpi.path}),
+  EXPECT_THAT(job_error_of({"--config-file", mpi.path}),
               HasSubstr(mpi.path + ":3: controller: mpi: hvdrun runs Horovod in Gloo mode"));
   const ConfigFileOnDisk bad_value("params:\n  fusion_threshold_mb: lots\n");
-  EXPECT_THAT(error_of({"--config-file", bad_value.path}),
+  EXPECT_THAT(job_error_of({"--config-file", bad_value.path}),
               HasSubstr(bad_value.path + ":2: params.fusion_threshold_mb 'lots'"));
   const ConfigFileOnDisk bad_bool("timeline:\n  filename: x\n  mark_cycles: maybe\n");
   EXPECT_THAT(
-      error_of({"--config-file", bad_bool.path}),
+      job_error_of({"--config-file", bad_bool.path}),
       HasSubstr(bad_bool.path + ":3: timeline.mark_cycles 'maybe': expected true or false"));
   const ConfigFileOnDisk bad_yaml("params: [1, 2\n");
-  EXPECT_THAT(error_of({"--config-file", bad_yaml.path}), HasSubstr("not valid YAML"));
-  EXPECT_THAT(error_of({"--config-file", "/nonexistent/hvdrun.yaml"}),
+  EXPECT_THAT(job_error_of({"--config-file", bad_yaml.path}), HasSubstr("not valid YAML"));
+  EXPECT_THAT(job_error_of({"--config-file", "/nonexistent/hvdrun.yaml"}),
               HasSubstr("cannot read --config-file '/nonexistent/hvdrun.yaml': No such file"));
-  EXPECT_THAT(error_of({"--config-file", "/tmp"}),
+  EXPECT_THAT(job_error_of({"--config-file", "/tmp"}),
               HasSubstr("cannot read --config-file '/tmp': Is a directory"));
-  EXPECT_THAT(error_of({"--config-file", "/dev/zero"}),
+  EXPECT_THAT(job_error_of({"--config-file", "/dev/zero"}),
               HasSubstr("cannot read --config-file '/dev/zero': larger than 64 MiB"));
 }
 
@@ -348,7 +342,7 @@ TEST(HorovodFlags, ConfigFileSwitchesTakeNumbersAndYamlBooleans) {
   for (const char* value :
        {"\"no\"", "'false'", "n", "[1]", "!!str 0", "0e5", "0x0p0", "0o0", "0:00"}) {
     const ConfigFileOnDisk bad(std::string("params:\n  torus_allreduce: ") + value + "\n");
-    EXPECT_THAT(error_of({"--config-file", bad.path}),
+    EXPECT_THAT(job_error_of({"--config-file", bad.path}),
                 HasSubstr(bad.path + ":2: params.torus_allreduce"))
         << value;
   }
@@ -371,13 +365,13 @@ TEST(HorovodFlags, ConfigFileMergeKeysApply) {
   EXPECT_THAT(result.notes, ElementsAre(file.path + ":1: unknown section 'base' ignored",
                                         file.path + ":4: unknown section 'more' ignored"));
   const ConfigFileOnDisk list_key("params:\n  [a, b]: 1\n");
-  EXPECT_THAT(error_of({"--config-file", list_key.path}),
+  EXPECT_THAT(job_error_of({"--config-file", list_key.path}),
               HasSubstr(list_key.path + ":2: expected a plain key, not a list or mapping"));
   // Aliases merged eight at a time: 8^depth entries (or, of empty mappings, merges) unless
   // every merge counts toward a bound.
   for (const auto& [leaf, depth] : {std::pair{"{cycle_time_ms: 1}", 30}, std::pair{"{}", 10}}) {
     const ConfigFileOnDisk bomb(merge_bomb(leaf, depth));
-    EXPECT_THAT(error_of({"--config-file", bomb.path}),
+    EXPECT_THAT(job_error_of({"--config-file", bomb.path}),
                 HasSubstr("merge keys (<<) bring in too many entries"))
         << leaf;
   }
@@ -387,7 +381,7 @@ TEST(HorovodFlags, ConfigFileMergeKeysApply) {
   EXPECT_EQ(tuning_of({"--config-file", two_merges.path}),
             (Env{{"HOROVOD_TORUS_ALLREDUCE", "0"}, {"HOROVOD_CYCLE_TIME", "2"}}));
   const ConfigFileOnDisk bad_merge("params:\n  <<: 5\n");
-  EXPECT_THAT(error_of({"--config-file", bad_merge.path}),
+  EXPECT_THAT(job_error_of({"--config-file", bad_merge.path}),
               HasSubstr(bad_merge.path + ":2: <<: expected a mapping or a list of mappings"));
 }
 
