@@ -65,11 +65,13 @@ void CollectiveProgress::reset() noexcept {
   entered_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
   for (auto& slot : samples_) slot.sequence.store(0, std::memory_order_relaxed);
-  taken_.store(0, std::memory_order_relaxed);
+  const std::uint64_t resets = (taken_.load(std::memory_order_relaxed) >> 32) + 1;
+  taken_.store(resets << 32, std::memory_order_release);
 }
 
 std::vector<rdzv::TimedSample> CollectiveProgress::take_samples() {
-  const std::uint32_t after = taken_.load(std::memory_order_relaxed);
+  std::uint64_t taken = taken_.load(std::memory_order_acquire);
+  const auto after = static_cast<std::uint32_t>(taken);
   const std::int64_t now = precise_ns();
   std::vector<rdzv::TimedSample> out;
   for (const Slot& slot : samples_) {
@@ -89,7 +91,12 @@ std::vector<rdzv::TimedSample> CollectiveProgress::take_samples() {
   std::sort(out.begin(), out.end(),
             [](const auto& a, const auto& b) { return a.sequence < b.sequence; });
   if (out.size() > rdzv::kMaxProgressSamples) out.resize(rdzv::kMaxProgressSamples);
-  if (!out.empty()) taken_.store(out.back().sequence, std::memory_order_relaxed);
+  if (!out.empty()) {
+    const std::uint64_t next = (taken >> 32) << 32 | out.back().sequence;
+    if (!taken_.compare_exchange_strong(taken, next, std::memory_order_acq_rel)) {
+      return {};  // a new generation began meanwhile: these samples are the old one's
+    }
+  }
   return out;
 }
 

@@ -56,7 +56,9 @@ class CollectiveProgress {
   std::uint32_t every_ = kSampleEvery;  // set before the first collective
   std::int64_t sample_start_ns_ = 0;    // the collective's thread only
   std::array<Slot, kSampleSlots> samples_{};
-  std::atomic<std::uint32_t> taken_{0};  // the last sequence number take_samples() gave
+  // The generation's count of resets << 32 | the last sequence number take_samples() gave: a
+  // take that overlaps a reset does not store an old generation's number into the new one.
+  std::atomic<std::uint64_t> taken_{0};
 };
 
 // Enters on construction, leaves on destruction (also when the collective throws).

@@ -16,13 +16,22 @@ std::uint32_t CollectiveGroup::wait_us(const rdzv::TimedCollective& member) cons
 }
 
 std::vector<CollectiveGroup> CollectiveGroups::add(std::vector<rdzv::TimedCollective> samples,
-                                                   std::size_t size) {
+                                                   std::uint32_t generation, std::size_t size) {
+  if (size > 0) sizes_[generation] = size;  // 0: it forms, nobody has joined it yet
+  while (sizes_.size() > 16) sizes_.erase(sizes_.begin());
   std::vector<CollectiveGroup> out;
   for (auto& sample : samples) {
+    const auto known = sizes_.find(sample.generation);
+    if (known == sizes_.end()) continue;  // a generation long gone
     const auto key = std::make_pair(sample.generation, sample.sequence);
     Pending& pending = pending_[key];
-    pending.size = std::max<std::size_t>(size, 1);
-    pending.group.members.push_back(std::move(sample));
+    pending.size = known->second;
+    auto& members = pending.group.members;
+    if (std::any_of(members.begin(), members.end(),
+                    [&](const auto& m) { return m.worker == sample.worker; })) {
+      continue;
+    }
+    members.push_back(std::move(sample));
     if (pending.group.members.size() >= pending.size) {
       pending.group.complete = true;
       out.push_back(std::move(pending.group));

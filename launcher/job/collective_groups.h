@@ -29,9 +29,12 @@ class CollectiveGroups {
  public:
   static constexpr std::size_t kMaxPending = 16384;
 
-  // Samples of a generation of `size` members (samples of an earlier generation may be mixed
-  // in). Returns the collectives now complete, and those given up to keep the bound.
-  std::vector<CollectiveGroup> add(std::vector<rdzv::TimedCollective> samples, std::size_t size);
+  // Samples, most of generation `generation` of `size` members (0: still forming) (samples of an
+  // earlier one may be mixed in: each completes with its own generation's size, as it was given
+  // then). A worker's second sample of one collective is ignored. Returns the collectives now
+  // complete, and those given up to keep the bound.
+  std::vector<CollectiveGroup> add(std::vector<rdzv::TimedCollective> samples,
+                                   std::uint32_t generation, std::size_t size);
   // Every collective still waiting for a member, given up (the job ends).
   std::vector<CollectiveGroup> flush();
   std::size_t pending() const noexcept { return pending_.size(); }
@@ -42,6 +45,7 @@ class CollectiveGroups {
     CollectiveGroup group;
   };
   std::map<std::pair<std::uint32_t, std::uint32_t>, Pending> pending_;  // (generation, seq)
+  std::map<std::uint32_t, std::size_t> sizes_;  // generation -> its size (the last few)
 };
 
 }  // namespace hvdrun::launcher

@@ -160,7 +160,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void trace_collectives(const std::vector<CollectiveGroup>& groups);
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
-  void kill_lost(std::uint32_t key);
+  void kill_lost(std::uint32_t key, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
   void warn_if_stdin_not_read() const;
 

@@ -148,18 +148,20 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
 void Job::worker_lost(std::uint32_t key, const std::string& why) {
   if (!state_.active()) return;
   WorkerRecord* record = workers_.find(WorkerKey{key});
-  if (!record || record->end() || !record->lost.empty()) return;
-  record->lost = "missed its heartbeats (" + why + "): killed";
+  if (!record || record->end()) return;
   if (!membership_ && state_.is(JobState::kRunning)) {
-    dump_stacks("heartbeat timeout", {record->slot().rank}, [this, key] { kill_lost(key); });
+    dump_stacks("heartbeat timeout", {record->slot().rank},
+                [this, key, why] { kill_lost(key, why); });
     return;
   }
-  kill_lost(key);
+  kill_lost(key, why);
 }
 
-void Job::kill_lost(std::uint32_t key) {
+// The lost worker is killed, unless it ended meanwhile (then its own end is its failure).
+void Job::kill_lost(std::uint32_t key, const std::string& why) {
   WorkerRecord* record = workers_.find(WorkerKey{key});
   if (!state_.active() || !record || record->end()) return;
+  record->lost = "missed its heartbeats (" + why + "): killed";
   pools_.signal(record->id, SIGKILL);
   if (pools_.connected(record->id.host)) {
     // Over a cut-off network neither the kill nor the end may get through: the worker ends

@@ -45,7 +45,8 @@ void Job::watch_progress() {
 void Job::take_samples() {
   auto samples = faces_.take_samples();
   if (samples.empty()) return;
-  const auto groups = collective_groups_.add(std::move(samples), faces_.progress().size());
+  const auto groups =
+      collective_groups_.add(std::move(samples), faces_.generation(), faces_.progress().size());
   for (const auto& group : groups) {
     stragglers_.add(group);
     if (straggler_watch_) straggler_watch_->add(group);
@@ -66,7 +67,10 @@ void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
   });
   const auto now = Clock::now();
   const std::size_t min_np = static_cast<std::size_t>(*spec_.elastic.min_np);
-  if (membership_->live() - on_host.size() + membership_->free_slots(now) < min_np) {
+  // Signed: the host's workers may include newcomers that are no members yet.
+  const long left = static_cast<long>(membership_->live()) - static_cast<long>(on_host.size()) +
+                    static_cast<long>(membership_->free_slots(now));
+  if (left < static_cast<long>(min_np)) {
     if (!std::exchange(straggler_kept_said_, true)) {
       note("straggler: " + verdict.describe() + "; host " + pools_.host_name(host) +
            " stays: without it fewer than --min-np " + std::to_string(min_np) +
@@ -85,7 +89,7 @@ void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
     pools_.signal(id, SIGKILL);
     workers_.erase(id);  // its end, when it comes, is ignored
   }
-  straggler_watch_.emplace(spec_.elastic.straggler_margin);  // a new window for the next ones
+  straggler_watch_->start_after(faces_.generation());  // a new window, in the next generation
   trace_event("straggler excluded",
               {{"host", pools_.host_name(host)}, {"why", verdict.describe()}});
   note(reason + "; host " + pools_.host_name(host) + " unused for " +

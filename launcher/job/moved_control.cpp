@@ -2,8 +2,8 @@
 #include "launcher/job/moved_control.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -11,17 +11,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "hvdrun/error.h"
+#include "launcher/agent/agent_auth.h"
 #include "launcher/output/logging.h"
 #include "rendezvous/auth.h"
 
 namespace hvdrun::launcher {
 namespace {
 
-constexpr auto kSecretTime = std::chrono::seconds(10);
-constexpr std::size_t kMaxSecret = 256;  // the secret (64 hex digits) and its newline
+using namespace std::chrono_literals;
+
+constexpr auto kHandshakeTime = 10s;
+constexpr auto kConnectTime = 5s;
 
 bool forwarded(int signo) {
   for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT}) {
@@ -30,46 +34,116 @@ bool forwarded(int signo) {
   return false;
 }
 
+void wake(const UniqueFd& eventfd) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(eventfd.get(), &one, sizeof one);
+}
+
+// A connection to host:port within `deadline`, or an invalid descriptor.
+UniqueFd connect_within(const std::string& host, std::uint16_t port,
+                        std::chrono::steady_clock::time_point deadline) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (!fd.valid() || ::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) return {};
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno != EINPROGRESS) return {};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd.get(), POLLOUT, 0};
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (::poll(&p, 1, static_cast<int>(std::max<long>(0, left.count()))) != 1 ||
+        ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &error, &size) != 0 || error != 0) {
+      return {};
+    }
+  }
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 }  // namespace
 
 ControlPort::ControlPort()
-    : listen_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)),
+    : listen_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)),
+      stop_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       secret_(rdzv::make_secret()) {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  if (!listen_.valid() || ::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) ||
-      ::listen(listen_.get(), 8)) {
+  if (!listen_.valid() || !stop_.valid() ||
+      ::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_.get(), 64) != 0) {
     throw Error(std::string("cannot listen for the moved hvdrun: ") + std::strerror(errno));
   }
   socklen_t size = sizeof addr;
   ::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&addr), &size);
   port_ = ntohs(addr.sin_port);
+  accept_thread_ = std::thread([this] { accept_loop(); });
 }
 
-void ControlPort::accept_one() {
-  UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  if (!fd.valid() || link_.valid()) return;
-  // The secret and a newline, within kSecretTime and kMaxSecret bytes.
-  std::string got;
-  const auto deadline = std::chrono::steady_clock::now() + kSecretTime;
-  while (got.size() < kMaxSecret && got.find('\n') == std::string::npos) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd p{fd.get(), POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
-    char buffer[kMaxSecret];
-    const ssize_t n = ::read(fd.get(), buffer, kMaxSecret - got.size());
-    if (n <= 0) return;
-    got.append(buffer, static_cast<std::size_t>(n));
-  }
-  if (got != secret_ + "\n") return;
-  link_ = std::move(fd);
+ControlPort::~ControlPort() {
+  wake(stop_);
+  accept_thread_.join();  // no handshake starts after this
+  std::unique_lock lock(mutex_);
+  stopping_ = true;
+  for (const auto& [fd, thread] : handshaking_) ::shutdown(fd, SHUT_RDWR);
+  idle_.wait(lock, [this] { return handshaking_.empty(); });
+  std::vector<std::thread> done;
+  done.swap(finished_);
+  lock.unlock();
+  for (auto& thread : done) thread.join();
+}
+
+bool ControlPort::connected() const {
+  std::lock_guard lock(mutex_);
+  return link_.valid();
 }
 
 bool ControlPort::send(int signo) {
+  std::lock_guard lock(mutex_);
   if (!link_.valid()) return false;
   const char byte = static_cast<char>(signo);
   return ::send(link_.get(), &byte, 1, MSG_NOSIGNAL) == 1;
+}
+
+void ControlPort::accept_loop() {
+  for (;;) {
+    pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) continue;
+    if (fds[1].revents != 0) return;
+    UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!fd.valid()) continue;
+    std::vector<std::thread> done;
+    std::lock_guard lock(mutex_);
+    done.swap(finished_);
+    for (auto& thread : done) thread.join();  // each has left the lock: it ends now
+    if (link_.valid() || handshaking_.size() >= kMaxHandshakes) continue;  // closed
+    const int raw = fd.get();
+    auto& thread = handshaking_[raw];
+    try {
+      thread = std::thread([this, fd = std::move(fd)]() mutable { handshake(std::move(fd)); });
+    } catch (const std::system_error&) {
+      handshaking_.erase(raw);
+    }
+  }
+}
+
+void ControlPort::handshake(UniqueFd fd) {
+  bool proved = false;
+  try {
+    agent::launcher_handshake(fd.get(), secret_, std::chrono::steady_clock::now() + kHandshakeTime);
+    proved = true;
+  } catch (const Error&) {
+  }
+  std::lock_guard lock(mutex_);
+  const int raw = fd.get();
+  if (proved && !link_.valid() && !stopping_) link_ = std::move(fd);
+  fd.reset();  // a stranger's, or a second one: closed before the port may go
+  const auto self = handshaking_.find(raw);
+  finished_.push_back(std::move(self->second));
+  handshaking_.erase(self);
+  if (handshaking_.empty()) idle_.notify_all();
 }
 
 ControlLink::ControlLink(const std::map<std::string, std::string>& env)
@@ -78,17 +152,15 @@ ControlLink::ControlLink(const std::map<std::string, std::string>& env)
   const auto secret = env.find(kSlurmControlSecret);
   const auto host = env.find("SLURM_LAUNCH_NODE_IPADDR");
   if (port == env.end() || secret == env.end() || host == env.end()) return;
-  fd_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(std::atoi(port->second.c_str())));
-  const std::string line = secret->second + "\n";
-  if (::inet_pton(AF_INET, host->second.c_str(), &addr.sin_addr) != 1 ||
-      ::connect(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::send(fd_.get(), line.data(), line.size(), MSG_NOSIGNAL) !=
-          static_cast<ssize_t>(line.size())) {
+  const auto deadline = std::chrono::steady_clock::now() + kConnectTime;
+  fd_ = connect_within(host->second, static_cast<std::uint16_t>(std::atoi(port->second.c_str())),
+                       deadline);
+  try {
+    if (!fd_.valid()) throw NetworkError("no connection within 5 s");
+    agent::agent_handshake(fd_.get(), secret->second, deadline + kHandshakeTime);
+  } catch (const Error& e) {
     note("warning: cannot reach the hvdrun this one moved from (" + host->second + ":" +
-         port->second + "): signals sent to it will end the job at once");
+         port->second + ": " + e.what() + "): a signal sent to it ends the job at once");
     fd_.reset();
     return;
   }
@@ -96,8 +168,7 @@ ControlLink::ControlLink(const std::map<std::string, std::string>& env)
 }
 
 ControlLink::~ControlLink() {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const auto n = ::write(stop_.get(), &one, sizeof one);
+  wake(stop_);
   if (thread_.joinable()) thread_.join();
 }
 

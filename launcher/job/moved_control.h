@@ -2,17 +2,22 @@
 // to the moved hvdrun over one TCP connection: srun cannot pass them (a SIGTERM to srun kills
 // the step at once), and `scancel --signal` would signal every process of the step (the
 // agents' srun among them). The hvdrun that moved listens (ControlPort); the moved one
-// connects back to the address srun ran from ($SLURM_LAUNCH_NODE_IPADDR), proves the secret
-// both were given, and raises each signal it is sent on itself (ControlLink), so that it acts
-// there as it would have here. Input before the secret is bounded (256 bytes, 10 s).
+// connects back to the address srun ran from ($SLURM_LAUNCH_NODE_IPADDR) within 5 s, both
+// prove a secret of this move with the node agents' handshake (agent_auth.h), and the moved
+// one raises each signal it is then sent on itself (ControlLink), so that it acts there as it
+// would have here. The port takes connections on a thread of its own, each handshake on a
+// thread (at most kMaxHandshakes at once, 10 s each): a stranger that connects and says
+// nothing delays nobody.
 #pragma once
 
-#include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <optional>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/unique_fd.h"
 #include "launcher/spec/slurm_allocation.h"
@@ -21,26 +26,40 @@ namespace hvdrun::launcher {
 
 class ControlPort {
  public:
-  ControlPort();  // listens on every address, on a free port; throws hvdrun::Error
+  static constexpr std::size_t kMaxHandshakes = 16;
+
+  ControlPort();   // listens on every address, on a free port; throws hvdrun::Error
+  ~ControlPort();  // stops taking connections, ends the handshakes, joins every thread
+  ControlPort(const ControlPort&) = delete;
+  ControlPort& operator=(const ControlPort&) = delete;
+
   std::uint16_t port() const noexcept { return port_; }
   const std::string& secret() const noexcept { return secret_; }
-  // Takes a pending connection that proves the secret (never blocks: call it when poll says
-  // the listening descriptor is readable). Others are closed.
-  void accept_one();
-  int listen_fd() const noexcept { return listen_.get(); }
-  bool connected() const noexcept { return link_.valid(); }
+  // Once a connection proved the secret (the first one that does is kept).
+  bool connected() const;
   // Sends `signo` to the moved hvdrun; false without a connection.
   bool send(int signo);
 
  private:
+  void accept_loop();
+  void handshake(UniqueFd fd);
+
   UniqueFd listen_;
-  UniqueFd link_;
+  UniqueFd stop_;  // eventfd: the accept loop ends
   std::uint16_t port_ = 0;
   std::string secret_;
+  mutable std::mutex mutex_;
+  std::condition_variable idle_;
+  UniqueFd link_;
+  std::map<int, std::thread> handshaking_;  // by descriptor
+  std::vector<std::thread> finished_;
+  bool stopping_ = false;
+  std::thread accept_thread_;  // last
 };
 
 // In the moved hvdrun: connects (if the environment names a control port) and raises what
-// comes. Destruction closes the connection and joins its thread.
+// comes. Build it once the job's signal handlers are in place, and destroy it before them.
+// Destruction closes the connection and joins its thread.
 class ControlLink {
  public:
   explicit ControlLink(const std::map<std::string, std::string>& env);

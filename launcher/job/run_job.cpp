@@ -154,7 +154,6 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
     watchdog.disarm();
     return print_dry_run(spec, start, environment, std::cout);
   }
-  const ControlLink moved_from(environment);  // signals from the hvdrun that moved here
   asio::io_context io(1);
   Console console(io);
   LogRoute log_route(console, spec.log_level);
@@ -172,6 +171,8 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   }
   note_omp_default(spec, slots, environment);
   job.launch();
+  // Signals from the hvdrun that moved here, once the job's handlers are in (gone before them).
+  const ControlLink moved_from(environment);
   std::optional<LoopProbe> probe;  // how long a handler holds the loop, for --verbose
   if (spec.verbose) probe.emplace(io);
   io.run();

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -30,8 +31,8 @@ std::string joined(const std::vector<HostSpec>& hosts, bool slots) {
 }
 
 // Waits for srun, passing the signals hvdrun gets on to the moved hvdrun (moved_control.h);
-// srun's end as hvdrun's exit status. Before the moved hvdrun connected, a signal ends the
-// step through srun, at once.
+// srun's end as hvdrun's exit status. Before the moved hvdrun connected, INT, TERM and HUP end
+// the step through srun, at once; the others are said and dropped.
 int wait_forwarding(Child& srun, ControlPort& control) {
   sigset_t set;
   sigemptyset(&set);
@@ -45,17 +46,16 @@ int wait_forwarding(Child& srun, ControlPort& control) {
       ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
       return end->shell_code();
     }
-    if (!control.connected()) {
-      pollfd p{control.listen_fd(), POLLIN, 0};
-      if (::poll(&p, 1, 0) > 0) control.accept_one();
-    }
     timespec tick{0, 50'000'000};
     siginfo_t info{};
     const int signo = ::sigtimedwait(&set, &info, &tick);
     if (signo <= 0 || signo == SIGCHLD) continue;
-    if (!control.send(signo)) {
+    if (control.send(signo)) continue;
+    if (signo == SIGINT || signo == SIGTERM || signo == SIGHUP) {
       note(signal_name(signo) + " before the moved hvdrun answered: ending its step through srun");
       srun.signal_process(SIGTERM);
+    } else {
+      note(signal_name(signo) + " before the moved hvdrun answered: not passed on");
     }
   }
 }
@@ -117,7 +117,9 @@ int run_moved_to_allocation(const JobSpec& spec, const std::map<std::string, std
        "'s allocation: running the job from its first node, " + first);
   SpawnOptions options;
   options.capture_output = false;
-  options.stdin_fd = 0;
+  // srun passes its stdin to the moved hvdrun (rank 0's): a file or a pipe, not a terminal,
+  // which srun, in a process group of its own, could not read from the background.
+  options.stdin_fd = ::isatty(0) ? -1 : 0;
   Spawned spawned = spawn(argv, environment, options);
   if (const int err = exec_error(spawned); err != 0) {
     throw Error("--launcher slurm: cannot run 'srun': " + std::string(std::strerror(err)));

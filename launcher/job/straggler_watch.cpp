@@ -26,6 +26,11 @@ void StragglerWatch::add(const CollectiveGroup& group) {
   if (window_.size() > kWindow) window_.pop_front();
 }
 
+void StragglerWatch::start_after(std::uint32_t generation) {
+  generation_ = generation + 1;
+  window_.clear();
+}
+
 std::optional<StragglerWatch::Verdict> StragglerWatch::verdict() const {
   if (window_.size() < kWindow) return std::nullopt;
   std::map<std::uint32_t, std::size_t> last_counts;

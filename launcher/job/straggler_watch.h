@@ -36,6 +36,9 @@ class StragglerWatch {
   void add(const CollectiveGroup& group);
   // The straggler, once the window is full and one worker is persistently the slowest.
   std::optional<Verdict> verdict() const;
+  // A straggler was acted on in `generation`: its collectives, and those of earlier ones, no
+  // longer count; the window starts again empty.
+  void start_after(std::uint32_t generation);
 
  private:
   struct Entry {

@@ -116,10 +116,16 @@ void AgentListener::accept_loop() {
                   " closed: " + std::to_string(kMaxHandshakes) + " handshakes already under way");
       continue;
     }
+    // The entry first, then its thread (which waits for this lock before it ends): a failed
+    // insert never leaves a joinable thread behind.
     const int raw = fd.get();
-    handshaking_.emplace(raw, std::thread([this, fd = std::move(fd), who]() mutable {
-                           serve_connection(std::move(fd), who);
-                         }));  // it waits for this lock before it ends
+    auto& thread = handshaking_[raw];
+    try {
+      thread = std::thread(
+          [this, fd = std::move(fd), who]() mutable { serve_connection(std::move(fd), who); });
+    } catch (const std::system_error&) {
+      handshaking_.erase(raw);  // no thread: the connection closes with `fd`
+    }
   }
 }
 

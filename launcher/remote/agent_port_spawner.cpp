@@ -54,13 +54,10 @@ AgentPortSpawner::AgentPortSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOpt
           listener_->fail_all(how + " before the node agent of this host connected");
         });
   }
-  const auto deadline = Clock::now() + this->options().start_timeout;
   for (const auto& node : nodes) {
-    add_link(
-        [this, node, deadline](SocketCanceller& canceller) {
-          return listener_->wait_for(node, deadline, canceller);
-        },
-        deadline);
+    add_link([this, node](SocketCanceller& canceller, Clock::time_point deadline) {
+      return listener_->wait_for(node, deadline, canceller);
+    });
   }
 }
 
@@ -71,13 +68,11 @@ AgentPortSpawner::~AgentPortSpawner() {
 }
 
 std::size_t AgentPortSpawner::add_host(RemoteHost host) {
-  return add_link(
-      [name = host.name](SocketCanceller&) -> AgentConnection {
-        throw Error("host '" + name +
-                    "' came from the discovery script: only the hosts whose node agents connect "
-                    "to hvdrun (a Slurm allocation's nodes, --nnodes) can run workers here");
-      },
-      Clock::now());
+  return add_link([name = host.name](SocketCanceller&, Clock::time_point) -> AgentConnection {
+    throw Error("host '" + name +
+                "' came from the discovery script: only the hosts whose node agents connect "
+                "to hvdrun (a Slurm allocation's nodes, --nnodes) can run workers here");
+  });
 }
 
 }  // namespace hvdrun::launcher::ssh

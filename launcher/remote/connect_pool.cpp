@@ -16,7 +16,8 @@ ConnectPool::~ConnectPool() {
 void ConnectPool::post(std::function<void()> connect) {
   std::lock_guard lock(mutex_);
   queue_.push_back(std::move(connect));
-  if (idle_ == 0 && threads_.size() < max_threads_) {
+  // The idle threads take one each (some may not have woken yet): more work starts more.
+  if (queue_.size() > idle_ && threads_.size() < max_threads_) {
     threads_.emplace_back([this] { work(); });
   }
   changed_.notify_all();

@@ -8,9 +8,9 @@
 
 namespace hvdrun::launcher::ssh {
 
-HostLink::HostLink(std::size_t index, Clock::time_point deadline, const RemoteEvents& events,
-                   LinkLoop& loop)
-    : index_(index), deadline_(deadline), events_(events), loop_(loop) {}
+HostLink::HostLink(std::size_t index, std::chrono::milliseconds start_timeout,
+                   const RemoteEvents& events, LinkLoop& loop)
+    : index_(index), start_timeout_(start_timeout), events_(events), loop_(loop) {}
 
 void HostLink::request_stop() {
   {
@@ -62,6 +62,7 @@ std::deque<HostLink::Command> HostLink::take_commands(bool& stop) {
 }
 
 void HostLink::connect(const AgentConnector& connector) {
+  deadline_ = Clock::now() + start_timeout_;
   if (stopping()) return loop_.adopt_failed(*this, "stopped before it connected");
   AgentConnection connection;
   const auto failed = [this](SshFailure failure, const std::string& message) {
@@ -72,7 +73,7 @@ void HostLink::connect(const AgentConnector& connector) {
     loop_.adopt_failed(*this, message);
   };
   try {
-    connection = connector(canceller_);
+    connection = connector(canceller_, deadline_);
   } catch (const SshError& e) {
     return failed(e.failure(), e.what());
   } catch (const Error& e) {

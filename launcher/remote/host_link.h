@@ -35,8 +35,9 @@ class HostLink {
   };
   using Command = std::variant<Start, Signal, Stacks, JobEnd>;
 
-  // `events` and `loop` must outlive the link.
-  HostLink(std::size_t index, Clock::time_point deadline, const RemoteEvents& events,
+  // `events` and `loop` must outlive the link. `start_timeout`: for the connect and the
+  // workers' start, counted from when the connect begins.
+  HostLink(std::size_t index, std::chrono::milliseconds start_timeout, const RemoteEvents& events,
            LinkLoop& loop);
   HostLink(const HostLink&) = delete;
   HostLink& operator=(const HostLink&) = delete;
@@ -59,13 +60,15 @@ class HostLink {
   bool has_commands() const noexcept { return queued_.load(std::memory_order_acquire); }
   bool stopping() const;
   std::size_t index() const noexcept { return index_; }
+  // The connect's start plus the start timeout (set by connect(), before the loop reads it).
   Clock::time_point deadline() const noexcept { return deadline_; }
 
  private:
   void push(Command command);
 
   const std::size_t index_;
-  const Clock::time_point deadline_;
+  const std::chrono::milliseconds start_timeout_;
+  Clock::time_point deadline_{};
   const RemoteEvents& events_;
   LinkLoop& loop_;
   SocketCanceller canceller_;

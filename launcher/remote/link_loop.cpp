@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <variant>
 
+#include "hvdrun/error.h"
 #include "launcher/remote/agent_channel.h"
 #include "launcher/remote/host_link.h"
 
@@ -41,10 +44,12 @@ struct LinkLoop::Served {
 };
 
 LinkLoop::LinkLoop(const RemoteSpawnOptions& options, const RemoteEvents& events)
-    : options_(options),
-      events_(events),
-      wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      thread_([this] { run(); }) {}
+    : options_(options), events_(events), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!wake_.valid()) {
+    throw Error(std::string("cannot create the link loop's eventfd: ") + std::strerror(errno));
+  }
+  thread_ = std::thread([this] { run(); });
+}
 
 LinkLoop::~LinkLoop() {
   release_all();

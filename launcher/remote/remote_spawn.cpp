@@ -23,9 +23,9 @@ std::string address_without_port(const std::string& peer) {
 }
 
 // An SSH session to `host`, and on it the channel running its node agent.
-AgentConnector ssh_connector(RemoteHost host, const RemoteSpawnOptions& options,
-                             Clock::time_point deadline) {
-  return [host = std::move(host), &options, deadline](SocketCanceller& canceller) {
+AgentConnector ssh_connector(RemoteHost host, const RemoteSpawnOptions& options) {
+  return [host = std::move(host), &options](SocketCanceller& canceller,
+                                            Clock::time_point deadline) {
     const SshTarget target = resolve_target(host.user, host.name, options.ssh);
     SshSession session = SshSession::connect(target, options.ssh, deadline, &canceller);
     ssh_logger()->info("{} as {}: {}", session.where(), target.user,
@@ -63,8 +63,9 @@ void HostSpawner::close_links() {
   links_.clear();
 }
 
-std::size_t HostSpawner::add_link(AgentConnector connect, Clock::time_point deadline) {
-  links_.push_back(std::make_unique<HostLink>(links_.size(), deadline, events_, *loop_));
+std::size_t HostSpawner::add_link(AgentConnector connect) {
+  links_.push_back(
+      std::make_unique<HostLink>(links_.size(), options_.start_timeout, events_, *loop_));
   HostLink* link = links_.back().get();
   connects_->post([link, connect = std::move(connect)] { link->connect(connect); });
   return links_.size() - 1;
@@ -96,9 +97,7 @@ void HostSpawner::end_job(int status) {
 RemoteSpawner::RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options,
                              RemoteEvents events)
     : HostSpawner(std::move(options), std::move(events)) {
-  const auto deadline = Clock::now() + this->options().start_timeout;
-  for (auto& host : hosts)
-    add_link(ssh_connector(std::move(host), this->options(), deadline), deadline);
+  for (auto& host : hosts) add_link(ssh_connector(std::move(host), this->options()));
 }
 
 RemoteSpawner::~RemoteSpawner() {
@@ -106,8 +105,7 @@ RemoteSpawner::~RemoteSpawner() {
 }
 
 std::size_t RemoteSpawner::add_host(RemoteHost host) {
-  const auto deadline = Clock::now() + options().start_timeout;
-  return add_link(ssh_connector(std::move(host), options(), deadline), deadline);
+  return add_link(ssh_connector(std::move(host), options()));
 }
 
 }  // namespace hvdrun::launcher::ssh

@@ -99,9 +99,12 @@ struct AgentConnection {
   std::unique_ptr<AgentTransport> transport;
   HostReady ready;
 };
-// Connects, blocking until done, the deadline, or `canceller` is cancelled. Throws SshError
-// (its failure kind is reported) or another hvdrun::Error (reported as unreachable).
-using AgentConnector = std::function<AgentConnection(SocketCanceller& canceller)>;
+// Connects, blocking until done, `deadline` (the start timeout from when the connect began: a
+// connect waiting for a thread of the pool does not spend it), or `canceller` is cancelled.
+// Throws SshError (its failure kind is reported) or another hvdrun::Error (reported as
+// unreachable).
+using AgentConnector =
+    std::function<AgentConnection(SocketCanceller& canceller, Clock::time_point deadline)>;
 
 class ConnectPool;
 class HostLink;
@@ -120,8 +123,8 @@ class HostSpawner {
   HostSpawner(const HostSpawner&) = delete;
   HostSpawner& operator=(const HostSpawner&) = delete;
 
-  // Connects to one more host (an elastic job's discovered host), with its own connect
-  // deadline; returns its index for the events and start_workers().
+  // Connects to one more host (an elastic job's discovered host); returns its index for the
+  // events and start_workers().
   virtual std::size_t add_host(RemoteHost host) = 0;
   // Starts workers on a host (after its on_host_ready; earlier calls are queued). A worker not
   // started by the start deadline fails to start.
@@ -142,7 +145,7 @@ class HostSpawner {
   // subclass destructor, before what its connectors use goes away.
   void close_links();
   // A new link, index links().size() - 1 after the call.
-  std::size_t add_link(AgentConnector connect, Clock::time_point deadline);
+  std::size_t add_link(AgentConnector connect);
   const RemoteSpawnOptions& options() const { return options_; }
 
  private:

@@ -117,11 +117,13 @@ LocalHosts::~LocalHosts() = default;
 
 bool LocalHosts::contains(std::string_view name_as_written) {
   auto name = lowercase(name_as_written);
+  {
+    std::lock_guard lock(mutex_);
+    if (const auto it = answers_.find(name); it != answers_.end()) return it->second;
+  }
+  const bool local = look_up(name);  // maybe DNS: not under the lock
   std::lock_guard lock(mutex_);
-  if (const auto it = answers_.find(name); it != answers_.end()) return it->second;
-  const bool local = look_up(name);
-  answers_.emplace(std::move(name), local);
-  return local;
+  return answers_.emplace(std::move(name), local).first->second;
 }
 
 void LocalHosts::add_remote(std::string_view name) {

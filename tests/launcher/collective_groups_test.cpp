@@ -19,9 +19,9 @@ rdzv::TimedCollective timed(std::uint32_t worker, std::uint32_t generation, std:
 
 TEST(CollectiveGroups, ACollectiveIsCompleteOnceEveryMemberTimedIt) {
   CollectiveGroups groups;
-  EXPECT_TRUE(groups.add({timed(0, 1, 1, 900), timed(1, 1, 1, 400)}, 3).empty());
+  EXPECT_TRUE(groups.add({timed(0, 1, 1, 900), timed(1, 1, 1, 400)}, 1, 3).empty());
   EXPECT_EQ(groups.pending(), 1u);
-  const auto out = groups.add({timed(2, 1, 1, 1000), timed(0, 1, 2, 5)}, 3);
+  const auto out = groups.add({timed(2, 1, 1, 1000), timed(0, 1, 2, 5)}, 1, 3);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].complete);
   ASSERT_EQ(out[0].members.size(), 3u);
@@ -35,13 +35,28 @@ TEST(CollectiveGroups, ACollectiveIsCompleteOnceEveryMemberTimedIt) {
 
 TEST(CollectiveGroups, TheSameNumberInAnotherGenerationIsAnotherCollective) {
   CollectiveGroups groups;
-  EXPECT_TRUE(groups.add({timed(0, 1, 7, 10), timed(1, 2, 7, 10)}, 2).empty());
+  EXPECT_TRUE(groups.add({timed(0, 1, 7, 10)}, 1, 2).empty());
+  EXPECT_TRUE(groups.add({timed(1, 2, 7, 10)}, 2, 2).empty());
   EXPECT_EQ(groups.pending(), 2u);
+}
+
+// A late sample of an earlier generation completes with that generation's size, not the
+// current one's; a worker's second sample of a collective counts once.
+TEST(CollectiveGroups, EachGenerationKeepsItsSizeAndAWorkerCountsOnce) {
+  CollectiveGroups groups;
+  EXPECT_TRUE(groups.add({timed(0, 1, 3, 10), timed(0, 1, 3, 10)}, 1, 2).empty());
+  EXPECT_TRUE(groups.add({}, 2, 4).empty());  // generation 2 of 4 members
+  const auto out = groups.add({timed(1, 1, 3, 10)}, 2, 4);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].complete);
+  EXPECT_EQ(out[0].members.size(), 2u);
+  EXPECT_TRUE(groups.add({timed(5, 9, 1, 10)}, 2, 4).empty());  // generation 9: never seen
+  EXPECT_EQ(groups.pending(), 0u);
 }
 
 TEST(CollectiveGroups, ARankOfItsOwnIsCompleteAtOnce) {
   CollectiveGroups groups;
-  const auto out = groups.add({timed(0, 1, 1, 10)}, 1);
+  const auto out = groups.add({timed(0, 1, 1, 10)}, 1, 1);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].complete);
   EXPECT_EQ(out[0].wait_us(out[0].members[0]), 0u);
@@ -53,7 +68,7 @@ TEST(CollectiveGroups, PastTheBoundTheOldestAreGivenUpIncomplete) {
   for (std::uint32_t seq = 1; seq <= CollectiveGroups::kMaxPending + 5; ++seq) {
     samples.push_back(timed(0, 1, seq, 1));
   }
-  const auto out = groups.add(samples, 2);
+  const auto out = groups.add(samples, 1, 2);
   ASSERT_EQ(out.size(), 5u);
   EXPECT_FALSE(out[0].complete);
   EXPECT_EQ(out[0].members[0].sequence, 1u);

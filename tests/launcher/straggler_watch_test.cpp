@@ -67,6 +67,19 @@ TEST(StragglerWatch, ANewGenerationStartsANewWindow) {
   EXPECT_FALSE(watch.verdict());
 }
 
+TEST(StragglerWatch, AfterActingOnAStragglerItsGenerationNoLongerCounts) {
+  StragglerWatch watch(milliseconds(1));
+  for (std::size_t i = 0; i < StragglerWatch::kWindow; ++i) watch.add(collective(3, 2, 5'000));
+  ASSERT_TRUE(watch.verdict());
+  watch.start_after(3);
+  EXPECT_FALSE(watch.verdict());
+  for (std::size_t i = 0; i < StragglerWatch::kWindow; ++i) watch.add(collective(3, 2, 5'000));
+  EXPECT_FALSE(watch.verdict()) << "late groups of generation 3 are ignored";
+  for (std::size_t i = 0; i < StragglerWatch::kWindow; ++i) watch.add(collective(4, 1, 5'000));
+  ASSERT_TRUE(watch.verdict());
+  EXPECT_EQ(watch.verdict()->worker, 1u);
+}
+
 TEST(StragglerWatch, IncompleteCollectivesSayNothing) {
   StragglerWatch watch(milliseconds(1));
   for (std::size_t i = 0; i < 2 * StragglerWatch::kWindow; ++i) {

@@ -14,7 +14,7 @@ rdzv::TimedCollective timed(std::uint32_t worker, std::uint32_t seq, std::uint32
 // As the job does: the samples grouped by collective, the groups to the stats.
 void feed(StragglerStats& stats, CollectiveGroups& groups,
           std::vector<rdzv::TimedCollective> samples, std::size_t size) {
-  for (const auto& group : groups.add(std::move(samples), size)) stats.add(group);
+  for (const auto& group : groups.add(std::move(samples), 0, size)) stats.add(group);
 }
 
 TEST(Stragglers, TheRankThatSpendsLeastTimeInsideArrivedLast) {
