@@ -135,10 +135,6 @@ class Job final : private RendezvousEvents, private PoolEvents {
   // job_stalls.cpp: collectives that wait too long, and the ranks' stacks.
   void watch_progress();
   void check_stalls();
-  void take_samples();
-  // --exclude-stragglers: the host of a rank persistently the last to arrive cools down and the
-  // others re-form without it (if --min-np workers remain).
-  void exclude_straggler(const StragglerWatch::Verdict& verdict);
   // Collects the stacks of this machine's running ranks into one file per rank, prints the top
   // frames of `culprits` (every rank if none, a few at most), then calls `then` (at once when
   // a collection already runs or no rank runs here).
@@ -150,6 +146,11 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void finish_dump_if_complete();
   void finish_dump();
   void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
+  // job_stragglers.cpp: the timed collectives, for the stragglers and the timeline.
+  void take_samples();
+  // --exclude-stragglers: the host of a rank persistently the last to arrive cools down and the
+  // others re-form without it (if --min-np workers remain).
+  void exclude_straggler(const StragglerWatch::Verdict& verdict);
   // job_timeline.cpp: what --timeline records.
   void trace_event(const std::string& name, const Timeline::Args& args = {});
   void trace_workers_started(const std::vector<WorkerId>& ids);

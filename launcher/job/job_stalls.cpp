@@ -1,11 +1,8 @@
 // The job's hang forensics (job.h): every second, what the members of the running generation
 // last said of their collectives (stall_check.h); a stall is said once, and ends the job after
-// --stall-shutdown; the stragglers. The ranks' stacks (stack_collector.h): on SIGQUIT, before a
-// stall ends the job, before the start timeout does, and at a Ctrl-C during a stall.
-#include <signal.h>
-
-#include <utility>
-
+// --stall-shutdown; the straggler report (the samples: job_stragglers.cpp). The ranks' stacks
+// (stack_collector.h): on SIGQUIT, before a stall ends the job, before the start timeout does, and
+// at a Ctrl-C during a stall.
 #include "common/duration_text.h"
 #include "launcher/job/job.h"
 #include "launcher/output/logging.h"
@@ -40,63 +37,6 @@ void Job::watch_progress() {
     }
     watch_progress();
   });
-}
-
-void Job::take_samples() {
-  auto samples = faces_.take_samples();
-  if (samples.empty()) return;
-  const auto groups =
-      collective_groups_.add(std::move(samples), faces_.generation(), faces_.progress().size());
-  for (const auto& group : groups) {
-    stragglers_.add(group);
-    if (straggler_watch_) straggler_watch_->add(group);
-  }
-  trace_collectives(groups);
-  if (straggler_watch_ && state_.is(JobState::kRunning)) {
-    if (const auto verdict = straggler_watch_->verdict()) exclude_straggler(*verdict);
-  }
-}
-
-void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
-  const WorkerRecord* straggler = workers_.find(WorkerKey{verdict.worker});
-  if (straggler == nullptr || straggler->end()) return;
-  const std::size_t host = straggler->id.host;
-  std::vector<WorkerId> on_host;
-  workers_.for_each([&](const WorkerRecord& r) {
-    if (r.id.host == host && !r.end()) on_host.push_back(r.id);
-  });
-  const auto now = Clock::now();
-  const std::size_t min_np = static_cast<std::size_t>(*spec_.elastic.min_np);
-  // Signed: the host's workers may include newcomers that are no members yet.
-  const long left = static_cast<long>(membership_->live()) - static_cast<long>(on_host.size()) +
-                    static_cast<long>(membership_->free_slots(now));
-  if (left < static_cast<long>(min_np)) {
-    if (!std::exchange(straggler_kept_said_, true)) {
-      note("straggler: " + verdict.describe() + "; host " + pools_.host_name(host) +
-           " stays: without it fewer than --min-np " + std::to_string(min_np) +
-           " workers would be left");
-    }
-    return;
-  }
-  const std::string reason = "straggler: " + verdict.describe() +
-                             " (--exclude-stragglers, margin " +
-                             describe_duration(spec_.elastic.straggler_margin) + ")";
-  generations_.current().ended = now;
-  generations_.current().end_reason = reason;
-  const auto cooldown = membership_->cool_down(host, now);
-  for (const WorkerId& id : on_host) {
-    membership_->remove(workers_.find(id)->key.value);
-    pools_.signal(id, SIGKILL);
-    workers_.erase(id);  // its end, when it comes, is ignored
-  }
-  straggler_watch_->start_after(faces_.generation());  // a new window, in the next generation
-  trace_event("straggler excluded",
-              {{"host", pools_.host_name(host)}, {"why", verdict.describe()}});
-  note(reason + "; host " + pools_.host_name(host) + " unused for " +
-       std::to_string(cooldown.count()) + " s; re-forming with " +
-       plural(membership_->live(), "worker") + " (" + plural(on_host.size(), "worker") +
-       " stopped there)");
-  reform(rdzv::Handover::kBroken, reason);
 }
 
 void Job::check_stalls() {
