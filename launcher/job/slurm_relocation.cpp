@@ -68,10 +68,11 @@ bool must_move_to_allocation(const JobSpec& spec, const std::map<std::string, st
     return false;
   }
   if (env.contains(kSlurmMoved)) return false;
-  for (const auto& host : spec.hosts) {
-    if (local_hosts.contains(host.name)) return false;
-  }
-  return true;
+  // On a node of the job (a step, the batch script): SLURMD_NODENAME is set. Otherwise only the
+  // first node is looked up: hvdrun on another node of the allocation moves to the first one
+  // too, which is where it should run; one lookup, not one per node.
+  if (env.contains("SLURMD_NODENAME")) return false;
+  return !local_hosts.contains(spec.hosts.front().name);
 }
 
 std::vector<std::string> srun_move_command(const std::string& srun, bool external_launcher,

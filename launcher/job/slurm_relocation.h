@@ -18,7 +18,8 @@
 
 namespace hvdrun::launcher {
 
-// A Slurm job whose hvdrun runs on none of its hosts, and was not moved already.
+// A Slurm job whose hvdrun runs outside its allocation (not in a step, not on its first node),
+// and was not moved already.
 bool must_move_to_allocation(const JobSpec& spec, const std::map<std::string, std::string>& env,
                              LocalHosts& local_hosts);
 
