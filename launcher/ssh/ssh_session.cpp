@@ -3,6 +3,7 @@
 #include "launcher/ssh/ssh_session.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,7 +42,13 @@ struct SshSession::State {
       libssh2_session_set_blocking(session, 1);
       libssh2_session_set_timeout(session, 1000);
       libssh2_session_disconnect(session, "hvdrun: done");
-      libssh2_session_free(session);
+      if (libssh2_session_free(session) != 0) {
+        // A peer that stopped answering (its host cut off) keeps the free waiting, up to the
+        // timeout, for its channels' close: with the socket shut down, libssh2 takes the
+        // connection as gone and frees everything.
+        ::shutdown(socket.get(), SHUT_RDWR);
+        libssh2_session_free(session);
+      }
     }
     if (canceller != nullptr) canceller->detach();  // before the socket closes
   }
