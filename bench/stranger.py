@@ -50,8 +50,9 @@ def main():
     while time.monotonic() < end and not stop:
         for i in range(8):
             key = f"stranger{n}-{i}:0"
+            address = f"10.9.{i}.{n % 250 + 1}:4242"  # a worker address it made up
             put = (f"PUT /worker_addresses/{key} HTTP/1.1\r\nHost: h\r\n"
-                   f"Content-Length: 4\r\n\r\nxxxx").encode()
+                   f"Content-Length: {len(address)}\r\n\r\n{address}").encode()
             get = f"GET /rank_and_size/{key} HTTP/1.1\r\nHost: h\r\n\r\n".encode()
             for payload in (put, get):
                 sent += 1
