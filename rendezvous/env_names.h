@@ -13,6 +13,9 @@ inline constexpr const char* kSecret = "HVDRUN_SECRET";
 inline constexpr const char* kSlot = "HVDRUN_SLOT";
 // 1 in an elastic job: libhvdrun re-forms after a generation ends (hvdrun/elastic.h).
 inline constexpr const char* kElastic = "HVDRUN_ELASTIC";
+// 1 for a warm spare (hvdrun --spares): its hvdrun::init() waits, in no generation, until
+// the launcher promotes it into one (or says it is not needed: NotMemberError).
+inline constexpr const char* kSpare = "HVDRUN_SPARE";
 // --elastic-timeout in seconds: a survivor waits that long, and 10 s more, for its generation
 // to end and then as long again for the next to form (the launcher decides first).
 inline constexpr const char* kElasticTimeout = "HVDRUN_ELASTIC_TIMEOUT";

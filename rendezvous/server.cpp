@@ -74,6 +74,18 @@ std::vector<TimedCollective> Server::take_samples() {
   return impl_->take_samples();
 }
 
+void Server::add_spare(std::uint32_t key) {
+  impl_->add_spare(key);
+}
+
+void Server::dismiss_spare(std::uint32_t key, const std::string& why) {
+  impl_->dismiss_spare(key, why);
+}
+
+std::size_t Server::parked_spares() const noexcept {
+  return impl_->parked_spares();
+}
+
 void Server::close() {
   impl_->close();
 }

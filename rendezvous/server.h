@@ -135,6 +135,15 @@ class Server {
   // pushed (kBroken, kHostsUpdated) or the refusal (kRestart). Returns the new number.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
   std::uint32_t generation() const noexcept;
+  // Warm spares: worker `key` is a spare. Its Join is held, in no generation, until a
+  // generation that has it as a member starts (its Join is then that generation's), or until
+  // dismiss_spare(); heartbeats cover it meanwhile.
+  void add_spare(std::uint32_t key);
+  // The spare is not needed: its held Join (or its Join when it comes) is refused with
+  // kNotMember and `why`.
+  void dismiss_spare(std::uint32_t key, const std::string& why);
+  // The spares whose Join is held now.
+  std::size_t parked_spares() const noexcept;
   // The current generation's members, by rank, with their last progress reports; empty while
   // it forms (a member that has not joined has nothing to say).
   std::vector<MemberProgress> progress() const;

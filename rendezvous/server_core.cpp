@@ -153,7 +153,9 @@ std::uint32_t ServerCore::start_generation(std::vector<Member> members, Handover
                             reason.substr(0, kMaxString / 2)};
     std::vector<std::shared_ptr<Session>> workers;
     for (auto& [id, weak] : sessions_) {
-      if (auto s = weak.lock(); s && s->slot && s->is_open()) workers.push_back(std::move(s));
+      if (auto s = weak.lock(); s && s->slot && !s->parked && s->is_open()) {
+        workers.push_back(std::move(s));
+      }
     }
     for (auto& s : workers) {
       for (auto& wait : s->waits) {  // ended requests: the client drops them by generation
@@ -163,7 +165,10 @@ std::uint32_t ServerCore::start_generation(std::vector<Member> members, Handover
     }
   }
   log_->debug("generation {} forming: {} slots", generation_.number(), generation_.size());
-  return generation_.number();
+  std::erase_if(spare_keys_, [&](std::uint32_t key) { return generation_.has_member(key); });
+  const std::uint32_t number = generation_.number();
+  promote_spares();  // may complete the generation, and a callback may close the server
+  return number;
 }
 
 Generation* ServerCore::generation_numbered(std::uint32_t gen) {
@@ -307,6 +312,10 @@ void ServerCore::log_refusal(const std::string& peer, const std::string& why) {
 
 void ServerCore::session_gone(Session& session) {
   sessions_.erase(session.id());
+  if (session.parked && session.slot) {
+    const auto it = parked_.find(*session.slot);
+    if (it != parked_.end() && it->second.session.lock().get() == &session) parked_.erase(it);
+  }
   // A member's timed collectives outlive its connection (its last heartbeat came at its end).
   if (session.slot && !session.samples.empty() &&
       session.joined_generation == generation_.number()) {

@@ -15,8 +15,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -54,6 +56,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::vector<TimedCollective> take_samples();
   // See Server::start_generation.
   std::uint32_t start_generation(std::vector<Member> members, Handover how, std::string reason);
+  // See Server::add_spare, dismiss_spare, parked_spares.
+  void add_spare(std::uint32_t key);
+  void dismiss_spare(std::uint32_t key, const std::string& why);
+  std::size_t parked_spares() const noexcept { return parked_.size(); }
   const ServerOptions& options() const noexcept { return options_; }
   // What the server holds for all its clients together (kv_limits_for()'s max_held_bytes).
   MemoryBudget& budget() noexcept { return budget_; }
@@ -96,6 +102,11 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
 
   void on_auth(Session& session, const Auth& auth);
   void on_join(const std::shared_ptr<Session>& session, std::uint32_t gen, const Join& join);
+  // The Join enters generation `gen` (or is refused, closing the session).
+  void admit(const std::shared_ptr<Session>& session, std::uint32_t gen, const Join& join);
+  // A spare's Join is held; promote_spares() lets those the current generation has in.
+  void park(const std::shared_ptr<Session>& session, const Join& join);
+  void promote_spares();
   void on_kv_set(Session& session, std::uint32_t gen, KvSet set);
   void on_kv_get(const std::shared_ptr<Session>& session, std::uint32_t gen, const KvGet& get);
   void on_barrier(const std::shared_ptr<Session>& session, std::uint32_t gen, const Barrier& b);
@@ -136,6 +147,14 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   LogRate accept_pauses_;
   std::chrono::steady_clock::time_point first_join_{};
   KvStore kv_;
+  std::set<std::uint32_t> spare_keys_;  // spares not promoted nor dismissed yet
+  struct Parked {
+    std::weak_ptr<Session> session;
+    Join join;
+  };
+  std::map<std::uint32_t, Parked> parked_;  // spares' held Joins, by worker key
+  // Spares dismissed before their Join came: why, for their Join (one entry per spare).
+  std::map<std::uint32_t, std::string> dismissed_;
   NonceSource nonces_;
   LogRate refusals_;
   BarrierSet barriers_;

@@ -55,6 +55,18 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
     return refuse(*session, "second Join on one connection (already slot " +
                                 std::to_string(*session->slot) + ")");
   }
+  if (!generation_.position_of(join.slot)) {
+    if (spare_keys_.contains(join.slot)) return park(session, join);
+    if (const auto it = dismissed_.find(join.slot); it != dismissed_.end()) {
+      log_->info("closing {}: spare {}: {}", session->peer(), join.slot, it->second);
+      return session->fail(ErrorCode::kNotMember, it->second);
+    }
+  }
+  admit(session, gen, join);
+}
+
+void ServerCore::admit(const std::shared_ptr<Session>& session, std::uint32_t gen,
+                       const Join& join) {
   if (auto error = generation_.join(gen, join, session, session->peer_ip())) {
     // A worker the launcher left out (its slot was removed) is told so: no fault of anyone's.
     log_->log(error->code == ErrorCode::kNotMember ? spdlog::level::info : spdlog::level::warn,
@@ -62,6 +74,7 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
     return session->fail(error->code, std::move(error->text));
   }
   session->slot = join.slot;
+  session->parked = false;
   session->joined_generation = gen;
   session->progress.reset();  // of the generation before, if any
   session->samples.clear();
@@ -74,6 +87,58 @@ void ServerCore::on_join(const std::shared_ptr<Session>& session, std::uint32_t 
     asio::co_spawn(io_, start_timer(), asio::detached);
   }
   if (generation_.complete()) complete_generation();
+}
+
+void ServerCore::park(const std::shared_ptr<Session>& session, const Join& join) {
+  if (const auto it = parked_.find(join.slot); it != parked_.end()) {
+    if (auto held = it->second.session.lock(); held && held->is_open()) {
+      return session->fail(ErrorCode::kDuplicateSlot,
+                           "spare " + std::to_string(join.slot) + " already waits (pid " +
+                               std::to_string(it->second.join.pid) + "); refused pid " +
+                               std::to_string(join.pid));
+    }
+  }
+  session->slot = join.slot;
+  session->parked = true;
+  session->pid = join.pid;
+  parked_[join.slot] = Parked{session, join};
+  log_->debug("spare {} parked from {} (pid {}, host {})", join.slot, session->peer(), join.pid,
+              join.host);
+}
+
+void ServerCore::promote_spares() {
+  std::vector<std::pair<std::shared_ptr<Session>, Join>> promoted;
+  for (auto it = parked_.begin(); it != parked_.end();) {
+    if (!generation_.position_of(it->first)) {
+      ++it;
+      continue;
+    }
+    if (auto session = it->second.session.lock(); session && session->is_open()) {
+      promoted.emplace_back(std::move(session), it->second.join);
+    }
+    it = parked_.erase(it);
+  }
+  for (auto& [session, join] : promoted) {
+    log_->debug("spare {} (pid {}) promoted into generation {}", join.slot, join.pid,
+                generation_.number());
+    admit(session, generation_.number(), join);
+  }
+}
+
+void ServerCore::add_spare(std::uint32_t key) {
+  spare_keys_.insert(key);
+}
+
+void ServerCore::dismiss_spare(std::uint32_t key, const std::string& why) {
+  if (spare_keys_.erase(key) == 0) return;
+  const auto it = parked_.find(key);
+  if (it == parked_.end()) {
+    dismissed_.insert_or_assign(key, why.substr(0, kMaxString / 2));
+    return;
+  }
+  auto session = it->second.session.lock();
+  parked_.erase(it);
+  if (session && session->is_open()) session->fail(ErrorCode::kNotMember, why);
 }
 
 void ServerCore::complete_generation() {

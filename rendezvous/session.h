@@ -61,6 +61,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // Bookkeeping owned by ServerCore.
   std::optional<std::uint32_t> slot;    // the worker key, set once its first Join was accepted
   std::uint32_t joined_generation = 0;  // of its last accepted Join
+  // A spare's Join is held (no generation has it yet): it waits for its promotion.
+  bool parked = false;
   std::uint32_t pid = 0;
   std::chrono::steady_clock::time_point last_heard = std::chrono::steady_clock::now();
   bool lost_reported = false;              // its missed heartbeats were reported

@@ -35,6 +35,11 @@ std::chrono::milliseconds rejoin_wait(const Options& options) {
   return options.elastic_timeout + kLauncherDecidesFirst;
 }
 
+// How long a warm spare's first Join may wait for its promotion: the job's whole life, in
+// practice. The launcher ends it sooner (NotMemberError when the spare is not needed, or the
+// connection closed when the launcher is gone).
+constexpr std::chrono::hours kSpareWait{24 * 30};
+
 }  // namespace
 
 Runtime::Runtime(Options options) : options_(std::move(options)) {
@@ -162,7 +167,9 @@ std::unique_ptr<Communicator> Runtime::form_generation(bool rejoin, PreviousDevi
   progress_.reset();  // the next generation numbers its collectives from 1
   rdzv::Assignment assignment =
       rejoin ? client_->rejoin(request, rejoin_wait(options), rejoin_wait(options))
-             : client_->join(request, options.start_timeout);
+             : client_->join(request, options.spare && !assigned_
+                                          ? std::chrono::milliseconds(kSpareWait)
+                                          : options.start_timeout);
   const auto assigned = tcp::Clock::now();
   assigned_ = assignment.generation;
   const rdzv::Assign& a = assignment.assign;

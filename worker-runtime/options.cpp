@@ -134,6 +134,7 @@ Options parse_options(const EnvLookup& lookup) {
     options.start_timeout = parse_seconds(env::kStartTimeout, v);
   }
   if (auto v = get(env::kElastic); !v.empty()) options.elastic = parse_flag(env::kElastic, v);
+  if (auto v = get(env::kSpare); !v.empty()) options.spare = parse_flag(env::kSpare, v);
   if (auto v = get(env::kElasticTimeout); !v.empty()) {
     options.elastic_timeout = parse_seconds(env::kElasticTimeout, v);
   }

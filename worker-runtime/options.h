@@ -38,6 +38,7 @@ struct Options {
   std::chrono::milliseconds start_timeout{30000};     // HVDRUN_START_TIMEOUT (seconds)
   std::chrono::milliseconds timeout{60000};           // HVDRUN_TIMEOUT (seconds)
   bool elastic = false;                               // HVDRUN_ELASTIC
+  bool spare = false;                                 // HVDRUN_SPARE
   std::chrono::milliseconds elastic_timeout{600000};  // HVDRUN_ELASTIC_TIMEOUT (seconds)
   spdlog::level::level_enum log_level = spdlog::level::warn;
   std::string network_interface;  // HVDRUN_NETWORK_INTERFACE (data_address.h); empty: default

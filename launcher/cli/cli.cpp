@@ -97,6 +97,9 @@ void apply_elastic_settings(JobSpec& spec, const Parsed& parsed, const EnvFn& en
     }
   }
   spec.elastic.exclude_stragglers = parsed.flag("exclude-stragglers");
+  if (const auto v = parsed.value("spares")) {
+    spec.elastic.spares = parse_count(parsed.spelled("spares"), *v, 4096, "the spares", 0);
+  }
   if (const auto v = parsed.value("straggler-margin")) {
     spec.elastic.straggler_margin = std::chrono::milliseconds(
         parse_count(parsed.spelled("straggler-margin"), *v, 3'600'000, "the margin", 1));
@@ -341,7 +344,7 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
 void check_elastic(JobSpec& spec, const Parsed& parsed) {
   auto& e = spec.elastic;
   if (!spec.elastic_job()) {
-    for (const char* flag : {"exclude-stragglers", "straggler-margin"}) {
+    for (const char* flag : {"exclude-stragglers", "straggler-margin", "spares"}) {
       if (parsed.given(flag)) {
         throw UsageError(parsed.spelled(flag) +
                          " acts in elastic jobs only (--min-np, --max-np or "
@@ -354,6 +357,12 @@ void check_elastic(JobSpec& spec, const Parsed& parsed) {
     throw UsageError(parsed.spelled("exclude-stragglers") +
                      " and --max-restarts cannot be used together: a straggler's host leaves "
                      "while the survivors re-form, which --max-restarts replaces by restarts");
+  }
+  if (e.spares > 0 && !spec.survivors_reform()) {
+    throw UsageError(parsed.spelled("spares") +
+                     " and --max-restarts cannot be used together: a spare takes a failed "
+                     "worker's place while the survivors re-form, which --max-restarts replaces "
+                     "by restarts");
   }
   const int min = e.min_np.value_or(spec.num_proc);
   const int max = e.max_np.value_or(spec.num_proc);

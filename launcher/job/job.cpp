@@ -132,6 +132,7 @@ void Job::start_workers() {
   std::vector<WorkerId> ids;
   workers_.for_each([&](const WorkerRecord& r) { ids.push_back(r.id); });
   launch_workers(ids);
+  refill_spares();
   if (discovery_ && generations_.count() == 1) discovery_->poll();
 }
 
@@ -152,6 +153,11 @@ void Job::launch_workers(const std::vector<WorkerId>& ids) {
 }
 
 void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
+  if (WorkerRecord* spare = spares_.find(id)) {
+    if (spare->end()) return;
+    spares_.set_end(*spare, std::move(end));
+    return spare_ended(*spare);
+  }
   WorkerRecord* record = workers_.find(id);
   if (!record || record->end()) return;
   workers_.set_end(*record, std::move(end));
@@ -253,8 +259,12 @@ void Job::announce_failure() {
 }
 
 void Job::maybe_finish() {
+  // Every member ended: the spares are told they are not needed (stop_workers).
+  if (state_.is(JobState::kRunning) && workers_.running() == 0 && spares_.running() > 0) {
+    terminate();
+  }
   if (state_.is(JobState::kConnecting) || state_.is(JobState::kFinished) || announce_pending_ ||
-      workers_.running() > 0 || state_.is(JobState::kWaitingForSlots)) {
+      workers_.running() > 0 || spares_.running() > 0 || state_.is(JobState::kWaitingForSlots)) {
     return;
   }
   if (state_.is(JobState::kRestarting)) return start_next_generation();
@@ -313,6 +323,7 @@ void Job::print_summary() const {
     note(stragglers_.describe(3));
   }
   if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
+  if (const std::string text = describe_spares(); !text.empty()) note(text);
 }
 
 std::string Job::incomplete_output() const {

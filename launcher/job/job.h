@@ -159,6 +159,18 @@ class Job final : private RendezvousEvents, private PoolEvents {
                   const Timeline::Args& args);
   void trace_generation_end();
   void trace_collectives(const std::vector<CollectiveGroup>& groups);
+  // job_spares.cpp: warm spares (--spares).
+  // Starts spares on free slots until --spares wait (none once the job winds down).
+  void refill_spares();
+  // A spare's process ended: while the job runs, its host cools down and another starts.
+  void spare_ended(WorkerRecord& spare);
+  // A spare missed its heartbeats: killed; its end replaces it.
+  void spare_lost(WorkerRecord& spare, const std::string& why);
+  // The spare promoted by the next generation becomes one of its workers (a newcomer).
+  void promote_spare(const WorkerId& id);
+  // The job ends: every spare is told it is not needed (its init() throws NotMemberError).
+  void dismiss_spares();
+  std::string describe_spares() const;
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
   void kill_lost(std::uint32_t key, const std::string& why);
@@ -171,6 +183,14 @@ class Job final : private RendezvousEvents, private PoolEvents {
   RendezvousFaces faces_;  // first: the workers' environment needs its ports
   std::unique_ptr<Policy> policy_;
   WorkerTable workers_;  // the current generation's
+  WorkerTable spares_;   // warm spares running, in no generation (rank -1)
+  struct SpareCounts {
+    std::size_t started = 0, promoted = 0, replaced = 0, dismissed = 0;
+    std::vector<std::string> promotions;  // "pid-less" notes: "spare 5 as rank 3 after 4.1 s"
+  } spare_counts_;
+  std::map<WorkerId, Clock::time_point> spare_started_;  // running spares' start times
+  bool spares_dismissed_ = false;
+  bool spares_short_said_ = false;  // fewer free slots than --spares: said once
   GenerationLog generations_;
   JobStateMachine state_;
   std::optional<ElasticMembership> membership_;       // elastic jobs only

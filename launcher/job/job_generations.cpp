@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <limits>
+#include <set>
 #include <vector>
 
 #include "launcher/job/job.h"
@@ -131,9 +132,16 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   const std::size_t limit = !workers_.any_finished()  ? std::numeric_limits<std::size_t>::max()
                             : membership_->live() > 0 ? min_np
                                                       : 0;
-  std::vector<WorkerId> added;
+  std::vector<WorkerId> added, started;
+  std::set<WorkerId> promoted;  // spares: they run already
   for (const auto& w : membership_->fill(now, limit)) {
     added.push_back(w.id);
+    if (w.promoted) {
+      promote_spare(w.id);
+      promoted.insert(w.id);
+      continue;
+    }
+    started.push_back(w.id);
     workers_.add(w.id, WorkerKey{w.key}, Slot{});
   }
   next_key_ = membership_->next_key();
@@ -143,7 +151,11 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   const bool joins_survivors = added.size() < members.size();
   for (const auto& id : added) {
     WorkerRecord& record = *workers_.find(id);
-    sink_.add_worker(id, record.slot().rank, record.slot().host);
+    if (promoted.contains(id)) {
+      sink_.set_rank(id, record.slot().rank);
+    } else {
+      sink_.add_worker(id, record.slot().rank, record.slot().host);
+    }
     if (joins_survivors) workers_.set_newcomer(record);  // they trained before it
   }
   const std::size_t size = members.size();
@@ -163,9 +175,12 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
          "over the training's state, so it starts again from its initial state");
   } else if (!added.empty()) {
     note(generation + plural(size, "worker") + ", " + std::to_string(added.size()) +
-         " of them new");
+         " of them new" +
+         (promoted.empty() ? std::string()
+                           : " (" + std::to_string(promoted.size()) + " a warm spare)"));
   }
-  launch_workers(added);
+  launch_workers(started);
+  refill_spares();
   watch_cooldowns();
 }
 
@@ -201,10 +216,16 @@ void Job::wait_for_slots(const std::string& reason) {
 // At the next cooldown end: grow back towards --max-np (or end a wait for slots).
 void Job::watch_cooldowns() {
   const auto end = membership_->next_cooldown_end(Clock::now());
-  if (!end || membership_->live() >= static_cast<std::size_t>(*spec_.elastic.max_np)) return;
+  const bool spares_short = membership_->spares() < static_cast<std::size_t>(spec_.elastic.spares);
+  if (!end ||
+      (membership_->live() >= static_cast<std::size_t>(*spec_.elastic.max_np) && !spares_short)) {
+    return;
+  }
   cooldown_timer_.expires_at(*end);
   cooldown_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !state_.active()) return;
+    refill_spares();
+    if (membership_->live() >= static_cast<std::size_t>(*spec_.elastic.max_np)) return;
     if (membership_->free_slots(Clock::now()) == 0) return watch_cooldowns();
     slots_changed(SlotsChange::kAdded, "slots free again after a cooldown");
   });

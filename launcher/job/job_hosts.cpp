@@ -124,6 +124,10 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
          "loopback: not used (give --network-interface or --rendezvous-addr to allow remote "
          "hosts)");
   }
+  for (const auto& gone : change.removed_spares) {  // told to go; their ends are expected
+    if (WorkerRecord* spare = spares_.find(WorkerKey{gone.key})) spare->removed = true;
+    faces_.dismiss_spare(gone.key, "spare not needed: its slot left the job");
+  }
   std::string removed;
   for (const auto& gone : change.removed) {
     WorkerRecord* record = workers_.find(WorkerKey{gone.key});
@@ -147,6 +151,7 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
 // collected first (the lost one's among them: a rank stuck in its own code, or stopped).
 void Job::worker_lost(std::uint32_t key, const std::string& why) {
   if (!state_.active()) return;
+  if (WorkerRecord* spare = spares_.find(WorkerKey{key})) return spare_lost(*spare, why);
   WorkerRecord* record = workers_.find(WorkerKey{key});
   if (!record || record->end()) return;
   if (!membership_ && state_.is(JobState::kRunning)) {

@@ -115,7 +115,14 @@ void Job::forward_signal(const SignalEvent& signal) {
 
 // SIGTERM to every worker, SIGKILL to those left when the grace period ends.
 void Job::stop_workers() {
-  kill_all(SIGTERM);
+  dismiss_spares();
+  if (spares_.empty()) {
+    kill_all(SIGTERM);
+  } else {  // the spares were told to go: a SIGTERM would only cut that short
+    workers_.for_each([&](const WorkerRecord& r) {
+      if (!r.end()) pools_.signal(r.id, SIGTERM);
+    });
+  }
   const std::size_t generation = generations_.count();
   grace_timer_.expires_after(spec_.grace_period);
   grace_timer_.async_wait([this, generation](const boost::system::error_code& ec) {

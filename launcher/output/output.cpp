@@ -170,12 +170,22 @@ OutputSink::OutputSink(OutputOptions options, Console& console)
 }
 
 void OutputSink::add_worker(const WorkerId& id, int rank, std::string host) {
+  open_worker(id, rank, {}, std::move(host));
+}
+
+void OutputSink::add_spare(const WorkerId& id, std::uint32_t key, std::string host) {
+  open_worker(id, -1, "spare." + std::to_string(key), std::move(host));
+}
+
+void OutputSink::open_worker(const WorkerId& id, int rank, std::string label, std::string host) {
   auto& entry = workers_[id];
   entry.rank = rank;
+  entry.label = std::move(label);
   entry.host = std::move(host);
   if (!options_.directory) return;
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(*options_.directory) / rank_directory_name(rank, options_.num_proc);
+  fs::path dir = fs::path(*options_.directory) /
+                 (entry.label.empty() ? rank_directory_name(rank, options_.num_proc) : entry.label);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
@@ -198,7 +208,10 @@ void OutputSink::report_failure(int rank, bool is_err, const std::string& destin
 }
 
 void OutputSink::set_rank(const WorkerId& id, int rank) {
-  if (const auto it = workers_.find(id); it != workers_.end()) it->second.rank = rank;
+  if (const auto it = workers_.find(id); it != workers_.end()) {
+    it->second.rank = rank;
+    it->second.label.clear();
+  }
 }
 
 void OutputSink::write(const WorkerId& id, StreamKind stream, std::string_view bytes) {
@@ -287,7 +300,7 @@ void OutputSink::append(Cut& cut, std::string_view chunk) {
   } else {
     cut.out.append(cut.stamp).append("[");
     if (options_.prefix == OutputPrefix::kHostRank) cut.out.append(cut.worker.host).append(":");
-    cut.out.append(std::to_string(cut.worker.rank));
+    cut.out.append(cut.worker.label.empty() ? std::to_string(cut.worker.rank) : cut.worker.label);
     cut.out.append(cut.is_err ? "]<stderr>:" : "]<stdout>:").append(chunk);
   }
   if (!is_terminator(chunk.back()) && !cut.open_line) cut.out.push_back('\n');

@@ -89,6 +89,9 @@ class OutputSink {
   // --output-filename its files DIR/rank.N/{stdout,stderr} are created (truncated). Throws
   // UsageError naming the path on failure.
   void add_worker(const WorkerId& id, int rank, std::string host = {});
+  // A warm spare (no rank until promoted): its lines are prefixed "[spare.K]", its
+  // --output-filename files are in spare.K/ (K: its worker key), and a --ranks-filter hides it.
+  void add_spare(const WorkerId& id, std::uint32_t key, std::string host = {});
   // An elastic re-formation gave the worker a new rank: its later lines carry it (its
   // --output-filename files stay those of its first rank).
   void set_rank(const WorkerId& id, int rank);
@@ -125,6 +128,7 @@ class OutputSink {
  private:
   struct WorkerOutput {
     int rank = 0;
+    std::string label;                      // a spare's "spare.K" while it has no rank
     std::string host;                       // for --line-prefix host-rank
     std::array<LineSplitter, 2> splitters;  // stdout, stderr
     std::array<UniqueFd, 2> files;          // stdout, stderr; closed without a directory
@@ -168,6 +172,7 @@ class OutputSink {
   void send(Cut& cut);
   // Whether the console shows `rank`'s output (--ranks-filter).
   bool shown(int rank) const;
+  void open_worker(const WorkerId& id, int rank, std::string label, std::string host);
   // Reports a failed write of `rank`'s `stream` to `destination` once.
   void report_failure(int rank, bool is_err, const std::string& destination, int error);
   OutputOptions options_;

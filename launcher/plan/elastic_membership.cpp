@@ -26,7 +26,7 @@ void ElasticMembership::add(WorkerId id, std::uint32_t key, int rank) {
 }
 
 bool ElasticMembership::remove(std::uint32_t key) {
-  return workers_.erase(key) > 0;
+  return workers_.erase(key) + spares_.erase(key) > 0;
 }
 
 std::chrono::seconds ElasticMembership::cool_down(std::size_t host, Clock::time_point now) {
@@ -40,6 +40,7 @@ std::chrono::seconds ElasticMembership::cool_down(std::size_t host, Clock::time_
 std::vector<int> ElasticMembership::used_slots() const {
   std::vector<int> used(hosts_.size(), 0);
   for (const auto& [key, w] : workers_) ++used[w.id.host];
+  for (const auto& [key, w] : spares_) ++used[w.id.host];
   return used;
 }
 
@@ -50,17 +51,53 @@ std::size_t ElasticMembership::free_slots(Clock::time_point now) const {
     if (usable(hosts_[h], now))
       free += static_cast<std::size_t>(std::max(0, hosts_[h].slots - used[h]));
   }
+  for (const auto& [key, w] : spares_) free += hosts_[w.id.host].reachable ? 1 : 0;
   const std::size_t room = max_np_ > workers_.size() ? max_np_ - workers_.size() : 0;
   return std::min(free, room);
+}
+
+std::vector<ElasticMembership::Worker> ElasticMembership::add_spares(Clock::time_point now,
+                                                                     std::size_t want) {
+  std::vector<Worker> added;
+  if (spares_.size() >= want) return added;
+  std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member or a spare
+  for (const auto& [key, w] : workers_) taken[w.id.host].insert(w.id.slot);
+  for (const auto& [key, w] : spares_) taken[w.id.host].insert(w.id.slot);
+  for (std::size_t h = 0; h < hosts_.size() && spares_.size() < want; ++h) {
+    Host& host = hosts_[h];
+    if (!usable(host, now)) continue;
+    const auto& used = taken[h];
+    for (int slot = 0; slot < host.slots && spares_.size() < want; ++slot) {
+      if (used.contains(slot)) continue;
+      const WorkerId id{h, slot, host.incarnations[slot]++};
+      added.push_back(spares_.emplace(next_key_, Worker{id, next_key_, -1}).first->second);
+      ++next_key_;
+    }
+  }
+  return added;
 }
 
 std::vector<ElasticMembership::Worker> ElasticMembership::fill(Clock::time_point now,
                                                                std::size_t limit) {
   limit = std::min(limit, max_np_);
   std::vector<Worker> added;
+  // The spares first, oldest first: they run already. A host cooling down keeps its spares
+  // (the cooldown holds back new processes there); an unreachable one's are gone.
+  for (auto it = spares_.begin(); it != spares_.end() && workers_.size() < limit;) {
+    if (!hosts_[it->second.id.host].reachable) {
+      ++it;
+      continue;
+    }
+    Worker w = it->second;
+    it = spares_.erase(it);
+    workers_.emplace(w.key, w);
+    w.promoted = true;
+    added.push_back(w);
+  }
   if (workers_.size() >= limit) return added;
-  std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member
+  std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member or a spare
   for (const auto& [key, w] : workers_) taken[w.id.host].insert(w.id.slot);
+  for (const auto& [key, w] : spares_) taken[w.id.host].insert(w.id.slot);
   for (std::size_t h = 0; h < hosts_.size() && workers_.size() < limit; ++h) {
     Host& host = hosts_[h];
     if (!usable(host, now)) continue;
@@ -146,6 +183,12 @@ ElasticMembership::HostsChange ElasticMembership::update_hosts(const std::vector
     const Worker& w = entry.second;
     if (w.id.slot < hosts_[w.id.host].slots) return false;
     change.removed.push_back(w);
+    return true;
+  });
+  std::erase_if(spares_, [&](const auto& entry) {
+    const Worker& w = entry.second;
+    if (w.id.slot < hosts_[w.id.host].slots) return false;
+    change.removed_spares.push_back(w);
     return true;
   });
   return change;

@@ -4,6 +4,8 @@
 // Rank order of a generation: the longest-lived survivor first (it holds the state to
 // broadcast), then the other survivors in their previous rank order, then the newcomers in
 // the order they were started; local and cross ranks by host, as placement does.
+// Warm spares (--spares) take slots too, beyond --max-np: they are started on free slots and
+// wait, in no generation; fill() promotes them (oldest first) before it starts new workers.
 // Every operation is O(n log n) or better in hosts and workers. io thread only.
 #pragma once
 
@@ -28,6 +30,7 @@ class ElasticMembership {
     WorkerId id;
     std::uint32_t key = 0;  // HVDRUN_SLOT: in start order
     int rank = -1;          // in the current generation; -1: a newcomer
+    bool promoted = false;  // from fill(): a spare that runs already, now a member
   };
 
   // What a new host list changed (update_hosts).
@@ -35,6 +38,7 @@ class ElasticMembership {
     std::vector<std::size_t> added;       // hosts seen for the first time (their new indices)
     std::vector<std::size_t> added_from;  // for each, its place in the list given
     std::vector<Worker> removed;          // workers whose host or slot is gone: no longer members
+    std::vector<Worker> removed_spares;   // spares whose host or slot is gone
   };
 
   ElasticMembership(const std::vector<HostSpec>& hosts, int max_np,
@@ -42,7 +46,7 @@ class ElasticMembership {
 
   // A worker that runs (the first ones, placed by the launcher).
   void add(WorkerId id, std::uint32_t key, int rank);
-  // The worker is gone (failed, finished or killed); false if it was not a member.
+  // The worker (or spare) is gone (failed, finished or killed); false if it was neither.
   bool remove(std::uint32_t key);
   // The host's slots are not used until its cooldown ends: MIN, doubling with each failure
   // there, up to MAX. Returns the cooldown.
@@ -51,8 +55,13 @@ class ElasticMembership {
   // `limit` (at most max_np) at most; they become members (newcomers) with fresh keys.
   std::vector<Worker> fill(Clock::time_point now,
                            std::size_t limit = std::numeric_limits<std::size_t>::max());
-  // How many more fill() with no limit would add now.
+  // How many more fill() with no limit would add now (spares promoted included).
   std::size_t free_slots(Clock::time_point now) const;
+  // Spares to start on free slots of usable hosts (beyond --max-np) so that `want` spares
+  // exist, at most; they get fresh keys and are no members until fill() promotes them.
+  std::vector<Worker> add_spares(Clock::time_point now, std::size_t want);
+  std::size_t spares() const noexcept { return spares_.size(); }
+  bool is_spare(std::uint32_t key) const { return spares_.contains(key); }
   // The members of the next generation, in rank order, with their topology; the workers'
   // ranks become these.
   std::vector<rdzv::Member> next_generation();
@@ -90,6 +99,7 @@ class ElasticMembership {
   std::size_t max_np_;
   std::chrono::seconds cooldown_min_, cooldown_max_;
   std::map<std::uint32_t, Worker> workers_;  // by key: in start order
+  std::map<std::uint32_t, Worker> spares_;   // by key: not members yet
   std::uint32_t next_key_ = 0;
 };
 

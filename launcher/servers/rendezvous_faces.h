@@ -79,6 +79,10 @@ class RendezvousFaces {
   // Moves every face to the next generation; returns its MASTER_PORT (a fresh one: the old
   // one may still be in TIME_WAIT).
   std::uint16_t start_generation(GenerationStart start);
+  // Warm spares (rdzv::Server::add_spare, dismiss_spare): libhvdrun workers parked at their
+  // join until a generation has them.
+  void add_spare(std::uint32_t key) { server_.add_spare(key); }
+  void dismiss_spare(std::uint32_t key, const std::string& why) { server_.dismiss_spare(key, why); }
   // The job is over: both servers stop.
   void close();
 

@@ -46,6 +46,9 @@ struct ElasticSpec {
   std::optional<std::chrono::milliseconds> heartbeat_timeout;
   bool exclude_stragglers = false;                 // --exclude-stragglers
   std::chrono::milliseconds straggler_margin{50};  // --straggler-margin
+  // --spares: warm spares started with the job on free slots beyond --max-np, parked in their
+  // join (libhvdrun's init()) until a failure promotes one into the next generation.
+  int spares = 0;
 };
 
 // --line-prefix: what goes in front of each output line: "[3]<stdout>:" (rank, horovodrun's),

@@ -136,7 +136,7 @@ void LocalWorkers::spawn(const std::vector<std::string>& command, std::vector<La
          (started.size() == 1 ? " worker" : " workers") + " in " + millis_since(start));
     const std::string line = shell_command_line(command);
     for (const auto* w : started) {
-      note("rank " + std::to_string(w->slot.rank) + " on " + w->slot.host + " (pid " +
+      note(worker_label(w->slot) + " on " + w->slot.host + " (pid " +
            std::to_string(w->child.pid()) + "): " + line);
     }
   }
@@ -161,8 +161,7 @@ asio::awaitable<void> LocalWorkers::read_exec_report(Worker& w) {
   w.exec_errno = n == sizeof error ? error : 0;
   w.report_known = true;
   if (w.exec_errno != 0) {
-    note("rank " + std::to_string(w.slot.rank) + ": cannot run '" + program_ +
-         "': " + std::strerror(w.exec_errno));
+    note(worker_label(w.slot) + ": cannot run '" + program_ + "': " + std::strerror(w.exec_errno));
   }
   if (w.held_exit) report_exit(w, *std::exchange(w.held_exit, std::nullopt));
 }

@@ -140,7 +140,7 @@ void RemoteWorkers::start_on(std::size_t host, std::vector<WorkerLaunch> workers
     auto& running = running_[number];
     running.id = worker.id;
     running.host = host;
-    remote.push_back({number, "rank " + std::to_string(worker.slot.rank), spec_.command,
+    remote.push_back({number, worker_label(worker.slot), spec_.command,
                       ssh::remote_worker_environment(worker.env, keep_), cwd_});
   }
   starting_[host] = {workers.size(), 0, std::chrono::steady_clock::now()};

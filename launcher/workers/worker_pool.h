@@ -20,6 +20,11 @@ struct WorkerLaunch {
   std::vector<std::string> env;
 };
 
+// "rank 3", or "a spare" for a warm spare (rank -1: none until promoted).
+inline std::string worker_label(const Slot& slot) {
+  return slot.rank < 0 ? "a spare" : "rank " + std::to_string(slot.rank);
+}
+
 class WorkerPool {
  public:
   virtual ~WorkerPool() = default;

@@ -79,5 +79,20 @@ TEST(Cli, ExcludeStragglers) {
       HasSubstr("--exclude-stragglers and --max-restarts cannot be used together"));
 }
 
+TEST(Cli, Spares) {
+  EXPECT_EQ(spec_of({"-np", "2", "--min-np", "1", "p"}).elastic.spares, 0);
+  EXPECT_EQ(
+      spec_of({"-np", "2", "--min-np", "2", "--max-np", "2", "--spares", "3", "p"}).elastic.spares,
+      3);
+  EXPECT_THAT(error_of({"-np", "2", "--spares", "1", "p"}),
+              HasSubstr("--spares acts in elastic jobs only"));
+  EXPECT_THAT(error_of({"-np", "2", "--min-np", "1", "--max-restarts", "1", "--spares", "1", "p"}),
+              HasSubstr("--spares and --max-restarts cannot be used together"));
+  EXPECT_THAT(error_of({"-np", "2", "--min-np", "1", "--spares", "-1", "p"}),
+              HasSubstr("--spares"));
+  EXPECT_THAT(error_of({"-np", "2", "--min-np", "1", "--spares", "5000", "p"}),
+              HasSubstr("--spares"));
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

@@ -166,5 +166,69 @@ TEST(ElasticMembership, ScalesToAHundredThousandHostsAndSixtyFiveThousandWorkers
   EXPECT_EQ(m.free_slots(now), 10u);
 }
 
+// Spares take the slot left beyond --max-np, and are no members until a failure promotes one:
+// it is chosen before any new worker, even on a host cooling down, and the next generation
+// has it as a newcomer after the survivors.
+TEST(ElasticMembership, SparesWaitBeyondMaxNpAndArePromotedBeforeNewWorkers) {
+  auto m = three_workers(3);  // a:0, a:1, b:0; b:1 free
+  const auto now = Clock::now();
+  EXPECT_EQ(m.free_slots(now), 0u);
+  const auto spares = m.add_spares(now, 2);
+  ASSERT_EQ(spares.size(), 1u);  // one free slot only
+  EXPECT_EQ(spares[0].id.host, 1u);
+  EXPECT_EQ(spares[0].id.slot, 1);
+  EXPECT_EQ(spares[0].key, 3u);
+  EXPECT_TRUE(m.is_spare(3));
+  EXPECT_EQ(m.live(), 3u);
+  EXPECT_EQ(m.next_generation().size(), 3u);  // not a member
+  EXPECT_TRUE(m.add_spares(now, 2).empty());  // no other slot
+
+  ASSERT_TRUE(m.remove(1));  // rank 1 died on a
+  m.cool_down(1, now);       // b cools down: its spare is promoted all the same
+  EXPECT_EQ(m.free_slots(now), 1u);
+  const auto filled = m.fill(now);
+  ASSERT_EQ(filled.size(), 1u);
+  EXPECT_TRUE(filled[0].promoted);
+  EXPECT_EQ(filled[0].key, 3u);
+  EXPECT_EQ(m.spares(), 0u);
+  const auto members = m.next_generation();
+  ASSERT_EQ(members.size(), 3u);
+  EXPECT_EQ(members[2].worker, 3u);  // the newcomer comes last
+  EXPECT_EQ(members[2].slot.host, "b");
+  // The slot a:1 that rank 1 left takes the next spare; b, cooling down, gets none.
+  const auto next = m.add_spares(now, 1);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].id.host, 0u);
+  EXPECT_EQ(next[0].id.slot, 1);
+  EXPECT_EQ(next[0].id.incarnation, 1);
+}
+
+TEST(ElasticMembership, ASpareOnAnUnreachableHostIsNotPromotedAndAGoneSpareFreesItsSlot) {
+  auto m = three_workers(3);
+  const auto now = Clock::now();
+  ASSERT_EQ(m.add_spares(now, 1).size(), 1u);  // on b:1
+  m.set_reachable(1, false);
+  ASSERT_TRUE(m.remove(0));
+  EXPECT_EQ(m.free_slots(now), 1u);  // a:0 (the spare does not count)
+  const auto filled = m.fill(now);
+  ASSERT_EQ(filled.size(), 1u);
+  EXPECT_FALSE(filled[0].promoted);
+  EXPECT_EQ(filled[0].id.host, 0u);
+  EXPECT_TRUE(m.remove(3));  // the spare died with its host
+  EXPECT_FALSE(m.is_spare(3));
+  EXPECT_EQ(m.spares(), 0u);
+}
+
+TEST(ElasticMembership, ASpareWhoseSlotLeavesTheHostListIsRemoved) {
+  auto m = three_workers(3);
+  const auto now = Clock::now();
+  ASSERT_EQ(m.add_spares(now, 1).size(), 1u);  // on b:1
+  const auto change = m.update_hosts(hosts({{"a", 2}, {"b", 1}}));
+  EXPECT_TRUE(change.removed.empty());
+  ASSERT_EQ(change.removed_spares.size(), 1u);
+  EXPECT_EQ(change.removed_spares[0].key, 3u);
+  EXPECT_EQ(m.spares(), 0u);
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

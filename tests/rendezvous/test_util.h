@@ -52,6 +52,15 @@ class ServerThread {
     return io_.on_io(
         [&](Server& s) { return s.start_generation(std::move(members), how, std::move(reason)); });
   }
+  void add_spare(std::uint32_t key) {
+    io_.on_io([&](Server& s) { s.add_spare(key); });
+  }
+  void dismiss_spare(std::uint32_t key, const std::string& why) {
+    io_.on_io([&](Server& s) { s.dismiss_spare(key, why); });
+  }
+  std::size_t parked_spares() {
+    return io_.on_io([](Server& s) { return s.parked_spares(); });
+  }
 
  private:
   hvdrun::test::IoThread<Server> io_;

@@ -1,0 +1,143 @@
+// Warm spares (job.h, --spares): workers of the job's program started on free slots beyond
+// --max-np, parked in their join (libhvdrun's init(), HVDRUN_SPARE=1) in no generation. A
+// re-formation takes them (ElasticMembership::fill) before it starts new workers, so a failed
+// worker's place is filled without a cold start; a spare that dies is replaced (its host cools
+// down first, as a failed worker's does); when the job ends they are told they are not needed.
+#include <signal.h>
+
+#include "launcher/job/job.h"
+#include "launcher/output/logging.h"
+#include "launcher/workers/worker_env.h"
+#include "rendezvous/env_names.h"
+
+namespace hvdrun::launcher {
+
+void Job::refill_spares() {
+  const auto want = static_cast<std::size_t>(spec_.elastic.spares);
+  if (!membership_ || want == 0 || spares_dismissed_ || outcome_ ||
+      !state_.is(JobState::kRunning) || workers_.any_finished()) {
+    return;
+  }
+  const auto now = Clock::now();
+  const auto added = membership_->add_spares(now, want);
+  next_key_ = membership_->next_key();
+  std::vector<WorkerLaunch> launches;
+  std::vector<WorkerId> ids;
+  for (const auto& w : added) {
+    Slot slot;
+    slot.rank = -1;  // none until promoted (HOROVOD_RANK, RANK: -1)
+    slot.host_index = w.id.host;
+    slot.host = pools_.host_name(w.id.host);
+    spares_.add(w.id, WorkerKey{w.key}, slot);
+    faces_.add_spare(w.key);  // before it can join
+    sink_.add_spare(w.id, w.key, slot.host);
+    spare_started_[w.id] = now;
+    const WorkerRecord* rank0 = workers_.rank_zero();
+    auto env =
+        worker_environment(environment_, spec_, slot,
+                           pools_.rendezvous_for(w.id.host, rank0 ? rank0->id.host : 0), w.key);
+    env.push_back(std::string(env::kSpare) + "=1");
+    launches.push_back({w.id, slot, std::move(env)});
+    ids.push_back(w.id);
+  }
+  spare_counts_.started += added.size();
+  if (!launches.empty()) {
+    pools_.start(std::move(launches));
+    if (timeline_) {
+      for (const auto& id : ids) trace_started_[id] = now;
+    }
+    if (spec_.verbose) note("started " + plural(added.size(), "spare"));
+  }
+  if (membership_->spares() < want) {
+    if (generations_.count() > 1) {  // after a failure: its host cools down, as said
+      if (spec_.verbose) {
+        note(std::to_string(membership_->spares()) + " of --spares " + std::to_string(want) +
+             " wait; more start as slots free up");
+      }
+    } else if (!spares_short_said_ && spare_counts_.started == added.size()) {  // the first
+      spares_short_said_ = true;
+      note("warning: " + std::to_string(membership_->spares()) + " of --spares " +
+           std::to_string(want) +
+           " wait: no free slot beyond --max-np (spares need slots of their own; give the "
+           "hosts more)");
+    }
+    watch_cooldowns();  // a host cooling down may have room when it ends
+  }
+}
+
+void Job::promote_spare(const WorkerId& id) {
+  WorkerRecord* spare = spares_.find(id);
+  const auto started = spare_started_[id];
+  const WorkerKey key = spare->key;
+  trace_worker_ended(*spare);  // its parked span
+  spares_.erase(id);
+  spare_started_.erase(id);
+  workers_.add(id, key, Slot{});
+  if (timeline_) trace_started_[id] = Clock::now();
+  ++spare_counts_.promoted;
+  spare_counts_.promotions.push_back("spare " + std::to_string(key.value) + " (host " +
+                                     pools_.host_name(id.host) + ", waiting " +
+                                     millis_since(started) + ")");
+}
+
+void Job::spare_ended(WorkerRecord& spare) {
+  const WorkerId id = spare.id;
+  const std::uint32_t key = spare.key.value;
+  trace_worker_ended(spare);
+  membership_->remove(key);
+  faces_.dismiss_spare(key, "spare ended");
+  const std::string what = spare.lost.empty() ? spare.end()->what_happened() : spare.lost;
+  const std::string who = "spare " + std::to_string(key) + " (host " + pools_.host_name(id.host) +
+                          (spare.end()->pid ? ", pid " + std::to_string(spare.end()->pid) : "") +
+                          ")";
+  if (spare.removed || spares_dismissed_ || !state_.active() || outcome_) {
+    spares_.erase(id);
+    spare_started_.erase(id);
+    return maybe_finish();
+  }
+  spares_.erase(id);
+  spare_started_.erase(id);
+  ++spare_counts_.replaced;
+  const auto cooldown = membership_->cool_down(id.host, Clock::now());
+  trace_event("spare ended", {{"spare", who}, {"end", what}});
+  note(who + " " + what + " while it waited; host " + pools_.host_name(id.host) + " unused for " +
+       std::to_string(cooldown.count()) + " s; starting another spare");
+  refill_spares();
+}
+
+void Job::spare_lost(WorkerRecord& spare, const std::string& why) {
+  if (spare.end()) return;
+  spare.lost = "missed its heartbeats (" + why + "): killed";
+  pools_.signal(spare.id, SIGKILL);
+  if (pools_.connected(spare.id.host)) {  // a cut-off host may never report the end
+    const WorkerId lost = spare.id;
+    worker_exited(lost, ProcessEnd::lost_connection("host " + pools_.host_name(lost.host) +
+                                                    " stopped answering"));
+  }
+}
+
+void Job::dismiss_spares() {
+  if (spares_dismissed_) return;
+  spares_dismissed_ = true;
+  spares_.for_each([&](const WorkerRecord& r) {
+    if (r.end()) return;
+    ++spare_counts_.dismissed;
+    faces_.dismiss_spare(r.key.value, "spare not needed: the job is ending");
+  });
+}
+
+std::string Job::describe_spares() const {
+  const auto& c = spare_counts_;
+  if (c.started == 0) return {};
+  std::string text = "spares: " + std::to_string(c.started) + " started, " +
+                     std::to_string(c.promoted) + " promoted";
+  for (std::size_t i = 0; i < c.promotions.size() && i < 3; ++i) {
+    text += (i ? ", " : " (") + c.promotions[i];
+  }
+  if (!c.promotions.empty()) text += c.promotions.size() > 3 ? ", ...)" : ")";
+  text += ", " + std::to_string(c.replaced) + " replaced after they ended, " +
+          std::to_string(c.dismissed) + " not needed at the end";
+  return text;
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,98 @@
+// Integration: warm spares (--spares) with the real hvdrun and examples/train_elastic. A spare
+// starts with the job on a slot beyond --max-np and waits in hvdrun::init(); when a worker is
+// killed, the next generation takes the spare in its place, so the job keeps its size, and
+// the spare gets the state from rank 0 like any newcomer. A spare killed while it waits is
+// replaced; spares not needed at the end are told so and exit 0; none outlives hvdrun, also
+// when hvdrun is killed.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <regex>
+#include <thread>
+
+#include "tests/integration/elastic_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(Spares, AKilledWorkersPlaceGoesToTheSpareAndTheJobKeepsItsSize) {
+  TempDir dir;
+  HvdrunProcess job(elastic_job(dir,
+                                {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4",
+                                 "--spares", "1", "--blacklist-cooldown-range", "60", "60"},
+                                3));
+  const pid_t spare = pid_of_slot(dir, 4, 5);  // started with the job, before any failure
+  const pid_t victim = pid_of_slot(dir, 2, 5);
+  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: generation 1: 4 workers, 1 of them new (1 a warm spare)"))
+      << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 4u) << r.out;
+  ASSERT_TRUE(done.contains(spare)) << spare << "\n" << r.out;
+  EXPECT_FALSE(done.contains(victim));
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 4);  // at full size
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "applied 24576 samples of 24576; all ranks agree")) << r.out;
+  // The spare waited in init(): its first line is the one it printed as rank 3 of 4.
+  EXPECT_TRUE(contains(r.out, "]<stdout>:pid " + std::to_string(spare) + " starts as rank "))
+      << r.out;
+  EXPECT_TRUE(contains(r.err, "hvdrun: spares: 1 started, 1 promoted (spare 4 (host localhost, "))
+      << r.err;
+  // Two generations of 4.
+  const auto gens = generations(r.err);
+  ASSERT_EQ(gens.size(), 2u) << r.err;
+  EXPECT_EQ(gens[1].first, 4);
+}
+
+TEST(Spares, ASpareKilledWhileItWaitsIsReplacedAndTheLastIsToldItIsNotNeeded) {
+  TempDir dir;
+  HvdrunProcess job(elastic_job(dir,
+                                {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4",
+                                 "--spares", "1", "--blacklist-cooldown-range", "1", "1"},
+                                16));
+  const pid_t first = pid_of_slot(dir, 4, 5);
+  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_EQ(::kill(first, SIGKILL), 0);
+  const pid_t second = pid_of_slot(dir, 5, 6);  // after the 1 s cooldown of its host
+  const auto r = job.finish(seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: spare 4 (host localhost, pid " + std::to_string(first) +
+                                  ") was killed by signal SIGKILL (9) while it waited; host "
+                                  "localhost unused for 1 s; starting another spare"))
+      << r.err;
+  // No generation was lost to it: the members ran in one generation.
+  EXPECT_EQ(generations(r.err).size(), 0u) << r.err;  // the summary lists only re-formations
+  EXPECT_TRUE(contains(r.out, "applied 131072 samples of 131072; all ranks agree")) << r.out;
+  // The second spare was told it is not needed, and ended as a worker left out does.
+  EXPECT_TRUE(
+      contains(r.out, "[spare.5]<stdout>:pid " + std::to_string(second) + " left the job: "))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "spare not needed: the job is ending")) << r.out;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: spares: 2 started, 0 promoted, 1 replaced after they "
+                       "ended, 1 not needed at the end"))
+      << r.err;
+  EXPECT_FALSE(alive(second));
+}
+
+TEST(Spares, NoSpareOutlivesAKilledHvdrun) {
+  TempDir dir;
+  HvdrunProcess job(elastic_job(
+      dir, {"-H", "localhost:3", "-np", "2", "--min-np", "2", "--max-np", "2", "--spares", "1"},
+      20));
+  const pid_t spare = pid_of_slot(dir, 2, 3);
+  const std::vector<pid_t> all = {pid_of_slot(dir, 0, 3), pid_of_slot(dir, 1, 3), spare};
+  job.signal(SIGKILL);
+  job.finish(seconds(30));
+  EXPECT_TRUE(wait_until_gone(all, seconds(10)).empty());
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

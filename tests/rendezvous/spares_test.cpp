@@ -1,0 +1,134 @@
+// Warm spares at the rendezvous: a spare's Join is held in no generation (the generation forms
+// without it), a generation that has it as a member takes the held Join in and answers it with
+// its Assign, a dismissed spare is told it is not needed (NotMemberError, also when its Join
+// comes after), a second Join under a waiting spare's key is refused, a key never named a
+// spare is not held, and a spare's connection that closes leaves nothing held.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "hvdrun/error.h"
+#include "tests/rendezvous/test_util.h"
+
+namespace hvdrun::rdzv {
+namespace {
+
+using namespace std::chrono_literals;
+using test::kSecret;
+using test::kTimeout;
+using test::make_join;
+using test::make_slots;
+using test::ServerThread;
+using test::slot_options;
+
+// Workers 0..n-1 joined to generation 0, each on its own connection.
+std::vector<std::unique_ptr<Client>> join_workers(const ServerThread& server, int n) {
+  std::vector<std::unique_ptr<Client>> clients(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      auto& c = clients[static_cast<std::size_t>(i)];
+      c = std::make_unique<Client>(server.endpoint(), kSecret, kTimeout);
+      c->join(make_join(static_cast<std::uint32_t>(i)), kTimeout);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return clients;
+}
+
+void wait_parked(ServerThread& server, std::size_t n) {
+  for (int i = 0; i < 500 && server.parked_spares() != n; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(server.parked_spares(), n);
+}
+
+TEST(Spares, AParkedSpareIsPromotedIntoTheGenerationThatHasIt) {
+  ServerThread server(slot_options(2));
+  server.add_spare(7);
+  Client spare(server.endpoint(), kSecret, kTimeout);
+  auto assigned = std::async(std::launch::async, [&] { return spare.join(make_join(7), 60s); });
+  wait_parked(server, 1);
+  auto clients = join_workers(server, 2);  // generation 0 formed without the spare
+  EXPECT_EQ(assigned.wait_for(200ms), std::future_status::timeout);
+
+  // Worker 1 died: worker 0 and the spare form generation 1, the spare as rank 1.
+  const auto slots = make_slots(2);
+  server.start_generation({Member{0, slots[0]}, Member{7, slots[1]}}, Handover::kBroken,
+                          "rank 1 was killed");
+  EXPECT_EQ(server.parked_spares(), 0u);
+  std::thread survivor([&] { clients[0]->rejoin(make_join(0), kTimeout, kTimeout); });
+  ASSERT_EQ(assigned.wait_for(10s), std::future_status::ready);
+  const Assignment a = assigned.get();
+  survivor.join();
+  EXPECT_EQ(a.generation, 1u);
+  EXPECT_EQ(a.assign.rank, 1);
+  EXPECT_EQ(a.assign.size, 2);
+  // The promoted spare uses the generation like any member.
+  spare.set("from-spare", "v", kTimeout);
+  EXPECT_EQ(clients[0]->get("from-spare", kTimeout), "v");
+}
+
+TEST(Spares, ADismissedSpareIsToldItIsNotNeeded) {
+  ServerThread server(slot_options(1));
+  server.add_spare(3);
+  Client spare(server.endpoint(), kSecret, kTimeout);
+  auto assigned = std::async(std::launch::async, [&] { return spare.join(make_join(3), 60s); });
+  wait_parked(server, 1);
+  server.dismiss_spare(3, "spare not needed: the job is ending");
+  ASSERT_EQ(assigned.wait_for(10s), std::future_status::ready);
+  try {
+    assigned.get();
+    FAIL() << "a dismissed spare was assigned";
+  } catch (const NotMemberError& e) {
+    EXPECT_NE(std::string(e.what()).find("spare not needed: the job is ending"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(server.parked_spares(), 0u);
+  // A spare dismissed before it joined is told so when its Join comes.
+  server.add_spare(8);
+  server.dismiss_spare(8, "spare not needed: the job is ending");
+  Client late(server.endpoint(), kSecret, kTimeout);
+  EXPECT_THROW(late.join(make_join(8), 5s), NotMemberError);
+}
+
+TEST(Spares, ASecondJoinUnderAWaitingSparesKeyIsRefused) {
+  ServerThread server(slot_options(1));
+  server.add_spare(4);
+  Client spare(server.endpoint(), kSecret, kTimeout);
+  auto assigned = std::async(std::launch::async, [&] { return spare.join(make_join(4), 60s); });
+  wait_parked(server, 1);
+  Client twin(server.endpoint(), kSecret, kTimeout);
+  EXPECT_THROW(twin.join(make_join(4), 5s), Error);
+  EXPECT_EQ(server.parked_spares(), 1u);  // the first still waits
+  server.dismiss_spare(4, "done");
+  EXPECT_THROW(assigned.get(), NotMemberError);
+}
+
+TEST(Spares, AKeyNeverNamedASpareIsNoMember) {
+  ServerThread server(slot_options(1));
+  auto clients = join_workers(server, 1);
+  Client stranger(server.endpoint(), kSecret, kTimeout);
+  EXPECT_THROW(stranger.join(make_join(9), 5s), Error);
+  EXPECT_EQ(server.parked_spares(), 0u);
+}
+
+TEST(Spares, ASpareThatDisconnectsIsNoLongerHeld) {
+  ServerThread server(slot_options(1));
+  server.add_spare(5);
+  {
+    Client spare(server.endpoint(), kSecret, kTimeout);
+    std::thread joiner([&] {
+      try {
+        spare.join(make_join(5), 2s);
+      } catch (const Error&) {  // its wait ran out; the client goes below
+      }
+    });
+    wait_parked(server, 1);
+    joiner.join();
+  }
+  for (int i = 0; i < 500 && server.parked_spares() != 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(server.parked_spares(), 0u);
+}
+
+}  // namespace
+}  // namespace hvdrun::rdzv
