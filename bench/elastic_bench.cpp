@@ -5,6 +5,8 @@
 //   T_RESET     a survivor re-formed (elastic::run's reset callback)
 //   T_FIRST     a survivor's first completed allreduce after re-forming
 //   T_NEW_FIRST a newcomer's (key >= --initial) first completed allreduce
+//   T_FULL      with --full N: a worker's first completed allreduce in a generation of N
+//               ranks after a re-formation (a newcomer's: its first at N ranks)
 // Steps take --step-us; every worker stops after --steps in total.
 #include <fcntl.h>
 #include <signal.h>
@@ -30,6 +32,7 @@ struct Settings {
   long steps = 2000;
   long step_us = 500;
   int initial = 4;
+  int full = 0;
 };
 
 Settings parse(int argc, char** argv) {
@@ -37,7 +40,7 @@ Settings parse(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: elastic_bench STAMPS [--kill-key K] [--kill-after N] [--steps N] "
-                 "[--step-us US] [--initial N]\n");
+                 "[--step-us US] [--initial N] [--full N]\n");
     std::exit(2);
   }
   s.stamps = argv[1];
@@ -54,6 +57,8 @@ Settings parse(int argc, char** argv) {
       s.step_us = value;
     } else if (flag == "--initial") {
       s.initial = static_cast<int>(value);
+    } else if (flag == "--full") {
+      s.full = static_cast<int>(value);
     } else {
       std::fprintf(stderr, "elastic_bench: unknown flag %s\n", flag.c_str());
       std::exit(2);
@@ -101,9 +106,11 @@ int main(int argc, char** argv) {
   hvdrun::elastic::State state;
   state.add("step", step);
   bool first_pending = key >= settings.initial;
+  bool full_pending = key >= settings.initial;
   state.on_reset([&] {
     stamps.stamp("T_RESET", state.resets());
     first_pending = true;
+    full_pending = true;
   });
   hvdrun::elastic::run(state, [&] {
     try {
@@ -118,6 +125,10 @@ int main(int argc, char** argv) {
         if (first_pending) {
           stamps.stamp(key >= settings.initial ? "T_NEW_FIRST" : "T_FIRST", state.resets());
           first_pending = false;
+        }
+        if (full_pending && hvdrun::size() == settings.full) {
+          stamps.stamp("T_FULL", state.resets());
+          full_pending = false;
         }
         ++step;
         std::this_thread::sleep_for(std::chrono::microseconds(settings.step_us));

@@ -114,8 +114,8 @@ void apply_elastic_settings(JobSpec& spec, const Parsed& parsed, const EnvFn& en
   if (const auto v = parsed.value("blacklist-cooldown-range")) {
     const auto space = v->find(' ');
     const std::string name = parsed.spelled("blacklist-cooldown-range");
-    const int low = parse_count(name, v->substr(0, space), 3600, "MIN", 1);
-    const int high = parse_count(name, v->substr(space + 1), 3600, "MAX", 1);
+    const int low = parse_count(name, v->substr(0, space), 3600, "MIN", 0);  // 0: none
+    const int high = parse_count(name, v->substr(space + 1), 3600, "MAX", 0);
     if (high < low) {
       throw UsageError(name + " " + *v + ": MAX (" + std::to_string(high) + ") is below MIN (" +
                        std::to_string(low) + ")");
