@@ -17,6 +17,12 @@ namespace {
 // Horovod's elastic protocol (horovod/runner/elastic/rendezvous.py).
 constexpr std::string_view kRankAndSizeScope = "rank_and_size";
 constexpr std::string_view kWorkerAddressesScope = "worker_addresses";
+// hvdrun's warm spares ask under "spare.<key>" (launcher/stacks/python_hook.cpp).
+constexpr std::string_view kSparePrefix = "spare.";
+
+bool is_spare(std::string_view name) {
+  return name.starts_with(kSparePrefix);
+}
 // Longest request target quoted in a log line.
 constexpr std::size_t kMaxQuoted = 200;
 
@@ -121,6 +127,9 @@ std::optional<KvReply> KvServerCore::on_rank_and_size(std::string_view key, KvSe
     }
     return KvReply{http::status::ok, not_in_job_};
   }
+  if (is_spare(name) && dismissed_spares_.contains(name)) {
+    return KvReply{http::status::ok, not_in_job_};
+  }
   // A worker asks again on a new connection when its first one broke (a broken connection
   // that waits is not noticed): the newest query of a name is the one answered.
   for (auto it = held_queries_.begin(); it != held_queries_.end();) {
@@ -141,12 +150,14 @@ std::optional<KvReply> KvServerCore::on_rank_and_size(std::string_view key, KvSe
     kv_logger()->debug("{}: worker {} ({}) asks for its place; {} more awaited", name_, quoted(key),
                        session.peer(), rank_queries_.awaited());
     deliver_answers(std::move(due));
+  } else if (is_spare(name)) {
+    kv_logger()->debug("{}: {} ({}) waits to be promoted", name_, quoted(key), session.peer());
   } else {
     kv_logger()->debug("{}: worker {} ({}) waits for the next generation", name_, quoted(key),
                        session.peer());
     std::set<std::string> waiting;
     for (const auto& query : held_queries_) {
-      if (!rank_queries_.answers(query.name)) waiting.insert(query.name);
+      if (!rank_queries_.answers(query.name) && !is_spare(query.name)) waiting.insert(query.name);
     }
     if (rank_queries_.all_registered_among(waiting) && options_.on_reform_asked) {
       const bool reforms = options_.on_reform_asked(waiting.size());  // may reset() in it
@@ -167,6 +178,8 @@ void KvServerCore::answer_held_queries() {
     if (rank_queries_.answers(query.name)) {
       asking.push_back(query.name);
       held_queries_.push_back(std::move(query));
+    } else if (is_spare(query.name)) {  // not promoted this time: it goes on waiting
+      held_queries_.push_back(std::move(query));
     } else {
       kv_logger()->info(
           "{}: worker {} asked for its place, but the next generation leaves it out: it was "
@@ -176,6 +189,17 @@ void KvServerCore::answer_held_queries() {
     }
   }
   deliver_answers(rank_queries_.ask(asking));  // in one release
+}
+
+void KvServerCore::dismiss_spare(const std::string& name) {
+  dismissed_spares_.insert(name);
+  for (auto it = held_queries_.begin(); it != held_queries_.end(); ++it) {
+    if (it->name != name) continue;
+    const auto session = it->session.lock();
+    held_queries_.erase(it);
+    if (session) session->deliver(KvReply{http::status::ok, not_in_job_});
+    return;
+  }
 }
 
 void KvServerCore::deliver_answers(std::vector<std::pair<std::string, std::string>> answers) {

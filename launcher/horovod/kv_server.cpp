@@ -22,6 +22,10 @@ void KvServer::reset(KvPlan plan) {
   core_->reset(std::move(plan));
 }
 
+void KvServer::dismiss_spare(const std::string& name) {
+  core_->dismiss_spare(name);
+}
+
 void KvServer::close() {
   core_->close();
 }

@@ -86,6 +86,10 @@ class KvServer {
   // Wipes every scope and takes the sizes of `plan` (a restart, an elastic re-formation),
   // and answers the held rank_and_size queries from its survivors.
   void reset(KvPlan plan);
+  // Warm spares ask GET /rank_and_size/spare.<key> (hvdrun's Python hook, in their first
+  // hvd.init()): the query is held across generations until one answers it (KvPlan::survivors
+  // has its name) or dismiss_spare(name) answers "not in the job".
+  void dismiss_spare(const std::string& name);
   void close();
   KvServerStats stats() const;
 

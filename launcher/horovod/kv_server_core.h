@@ -17,6 +17,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,8 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   void start();
   void close();
   void reset(KvPlan plan);
+  // See KvServer::dismiss_spare.
+  void dismiss_spare(const std::string& name);
 
   std::uint16_t port() const noexcept { return port_; }
   const KvServerOptions& options() const noexcept { return options_; }
@@ -104,7 +107,8 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
     std::string name;  // "<host>:<local_rank>"
     std::weak_ptr<KvSession> session;
   };
-  std::vector<HeldQuery> held_queries_;  // in arrival order
+  std::vector<HeldQuery> held_queries_;     // in arrival order
+  std::set<std::string> dismissed_spares_;  // their query is answered "not in the job" at once
 };
 
 }  // namespace hvdrun::launcher::horovod

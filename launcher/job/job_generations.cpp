@@ -147,12 +147,19 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   next_key_ = membership_->next_key();
   auto members = membership_->next_generation();
   auto survivors = named_survivors(members);
+  for (const auto& m : members) {  // a promoted Horovod spare asks under its spare name
+    const WorkerRecord* record = workers_.find(WorkerKey{m.worker});
+    if (record && promoted.contains(record->id)) {
+      survivors[horovod_spare_name(m.worker)] = m.slot;
+    }
+  }
   take_ranks(members);
   const bool joins_survivors = added.size() < members.size();
   for (const auto& id : added) {
     WorkerRecord& record = *workers_.find(id);
     if (promoted.contains(id)) {
       sink_.set_rank(id, record.slot().rank);
+      workers_.name_for_horovod(record);  // what it registers under once promoted
     } else {
       sink_.add_worker(id, record.slot().rank, record.slot().host);
     }

@@ -51,6 +51,11 @@ class RendezvousEvents {
 // A new generation: its members, how it takes over, and why; `survivors`: each member that
 // ran in the generation that ended, by its Horovod name there ("<HOROVOD_HOSTNAME>:
 // <HOROVOD_LOCAL_RANK>"), to its slot in this one.
+// A warm spare's name in Horovod's rank_and_size query: "spare.<key>".
+inline std::string horovod_spare_name(std::uint32_t key) {
+  return "spare." + std::to_string(key);
+}
+
 struct GenerationStart {
   std::vector<rdzv::Member> members;
   rdzv::Handover how = rdzv::Handover::kRestart;
@@ -82,7 +87,10 @@ class RendezvousFaces {
   // Warm spares (rdzv::Server::add_spare, dismiss_spare): libhvdrun workers parked at their
   // join until a generation has them.
   void add_spare(std::uint32_t key) { server_.add_spare(key); }
-  void dismiss_spare(std::uint32_t key, const std::string& why) { server_.dismiss_spare(key, why); }
+  void dismiss_spare(std::uint32_t key, const std::string& why) {
+    server_.dismiss_spare(key, why);
+    horovod_.dismiss_spare(horovod_spare_name(key));
+  }
   // The job is over: both servers stop.
   void close();
 

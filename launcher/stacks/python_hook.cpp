@@ -15,8 +15,9 @@ namespace {
 
 constexpr const char* kHook =
     R"(# Written by hvdrun: on hvdrun's signal, faulthandler writes every thread's Python stack
-# to $HVDRUN_STACKS_DIR/<pid>.py.txt (hang forensics); then the sitecustomize this one hides,
-# if any, runs as it would have.
+# to $HVDRUN_STACKS_DIR/<pid>.py.txt (hang forensics); a warm spare of an elastic Horovod job
+# waits in its first hvd.init() for its promotion; then the sitecustomize this one hides, if
+# any, runs as it would have.
 import os as _hvd_os
 import sys as _hvd_sys
 
@@ -36,6 +37,84 @@ def _hvdrun_register():
 
 
 _hvdrun_stacks_file = _hvdrun_register()
+
+
+# A warm spare (HVDRUN_SPARE=1) of an elastic Horovod job: its first hvd.init() waits until
+# hvdrun promotes it, asking hvdrun's Horovod rendezvous GET /rank_and_size/spare.<HVDRUN_SLOT>
+# (held there), then takes the place answered as a new worker takes its place from its
+# environment. Told it is not needed, it ends with status 0.
+def _hvdrun_wait_for_promotion():
+    env = _hvd_os.environ
+    import http.client
+    key = env.get("HVDRUN_SLOT", "")
+    where = (env.get("HOROVOD_GLOO_RENDEZVOUS_ADDR", ""),
+             int(env.get("HOROVOD_GLOO_RENDEZVOUS_PORT", "0")))
+    while True:
+        try:
+            conn = http.client.HTTPConnection(where[0], where[1])
+            conn.request("GET", "/rank_and_size/spare." + key)
+            reply = conn.getresponse()
+            status, body = reply.status, reply.read().decode("ascii", "replace")
+            conn.close()
+        except OSError as e:
+            _hvd_sys.stderr.write("hvdrun: spare %s: hvdrun's rendezvous %s:%d is gone (%s)\n"
+                                  % (key, where[0], where[1], e))
+            _hvd_os._exit(1)
+        if status == 503:  # held as long as the rendezvous holds a query: ask again
+            continue
+        values = body.split(",")
+        if status != 200 or len(values) != 6:
+            _hvd_sys.stderr.write("hvdrun: spare %s: unexpected answer %d %r from hvdrun's "
+                                  "rendezvous\n" % (key, status, body[:200]))
+            _hvd_os._exit(1)
+        if values[0].strip() == "-1":
+            print("hvdrun: spare %s not needed: the job is ending" % key, flush=True)
+            _hvd_sys.exit(0)
+        names = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE")
+        for name, value in zip(names, values):
+            env["HOROVOD_" + name] = value.strip()
+        return
+
+
+def _hvdrun_hold_spare():
+    if _hvd_os.environ.get("HVDRUN_SPARE") != "1" or _hvd_os.environ.get("HOROVOD_ELASTIC") != "1":
+        return
+    import importlib.abc
+    import importlib.machinery
+
+    def wrap(cls):
+        real = cls.init
+        waited = []
+
+        def init(self, *args, **kwargs):
+            if not waited:
+                waited.append(True)
+                _hvdrun_wait_for_promotion()
+            return real(self, *args, **kwargs)
+
+        cls.init = init
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "horovod.common.basics":
+                return None
+            _hvd_sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is None or spec.loader is None:
+                return spec
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                wrap(module.HorovodBasics)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    _hvd_sys.meta_path.insert(0, Finder())
+
+
+_hvdrun_hold_spare()
 
 
 def _hvdrun_next_sitecustomize():

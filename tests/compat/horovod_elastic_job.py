@@ -18,7 +18,8 @@ hvd.init(), and the others enter hvd.elastic.run --enter-delay seconds later.
 --first-gloo-timeout S bounds the Gloo operations of the process's first generation by S seconds
 (a survivor whose Gloo peers are alive notices a dead worker only by that timeout); later
 generations have Horovod's default (30 s), which a newcomer's start needs on a loaded machine.
-At the end every rank prints "done rank=R size=N resets=K batch=B params=<hash> in_sync=<bool>".
+At the end every rank prints
+"done rank=R size=N resets=K batch=B params=<hash> in_sync=<bool> pid=<its pid>".
 Exit status 0 only if the ranks agree.
 """
 import argparse
@@ -114,7 +115,7 @@ def main():
     digest = hashlib.sha256(weights).hexdigest()[:16]
     in_sync = len(set(hvd.allgather_object(digest))) == 1
     print(f"done rank={hvd.rank()} size={hvd.size()} resets={len(resets)} batch={state.batch} "
-          f"params={digest} in_sync={in_sync}", flush=True)
+          f"params={digest} in_sync={in_sync} pid={os.getpid()}", flush=True)
     hvd.shutdown()
     sys.exit(0 if in_sync else 3)
 

@@ -201,5 +201,41 @@ TEST(KvElastic, ClosingTheServerEndsAHeldQuery) {
   EXPECT_FALSE(r.timed_out);
 }
 
+// A warm spare's query ("spare.<key>") outlives generations that do not have it, is answered
+// by the one that does (after its survivors asked), and a dismissed spare is told it is not in
+// the job, at once when it asks after the dismissal.
+TEST(KvElastic, ASparesQueryWaitsAcrossGenerationsUntilItIsPromotedOrDismissed) {
+  KvServerThread server(elastic(10s), plan_of(make_slots(1, 2)));
+  auto spare = std::async(std::launch::async, [&] {
+    return http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 10s);
+  });
+  ASSERT_TRUE(held_within(server, 1, 5s));
+  server.reset(one_survivor_of_node0_1());  // a generation without it: it goes on waiting
+  EXPECT_EQ(spare.wait_for(200ms), std::future_status::timeout);
+  EXPECT_EQ(server.stats().held_queries, 1u);
+  KvPlan plan = plan_of(make_slots(1, 2));
+  hvdrun::Slot promoted;
+  promoted.rank = 1;
+  promoted.local_rank = 1;
+  promoted.local_size = 2;
+  promoted.host = "node0";
+  plan.survivors = {{"spare.5", promoted}};
+  server.reset(plan);
+  const auto answer = spare.get();
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.body, "1,2,1,2,0,1");
+
+  auto other = std::async(std::launch::async, [&] {
+    return http_request(server.port(), "GET", "/rank_and_size/spare.6", {}, 10s);
+  });
+  ASSERT_TRUE(held_within(server, 1, 5s));
+  server.dismiss_spare("spare.6");
+  EXPECT_EQ(other.get().body, "-1,-1,-1,-1,-1,-1");
+  server.dismiss_spare("spare.7");  // before it asks
+  EXPECT_EQ(http_request(server.port(), "GET", "/rank_and_size/spare.7", {}, 5s).body,
+            "-1,-1,-1,-1,-1,-1");
+  EXPECT_EQ(server.stats().held_queries, 0u);
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher::horovod::test

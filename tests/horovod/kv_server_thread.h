@@ -40,6 +40,9 @@ class KvServerThread {
   void close() {
     io_.on_io([](KvServer& s) { s.close(); });
   }
+  void dismiss_spare(const std::string& name) {
+    io_.on_io([&name](KvServer& s) { s.dismiss_spare(name); });
+  }
   void reset(KvPlan plan) {
     io_.on_io([&plan](KvServer& s) { s.reset(std::move(plan)); });
   }

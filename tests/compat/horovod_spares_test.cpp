@@ -1,0 +1,78 @@
+// Warm spares of a real elastic Horovod 0.28.1 job (hvd.elastic.run): the spare starts with the
+// job, imports torch and Horovod, and waits in its first hvd.init() (hvdrun's Python hook holds
+// it at hvdrun's Horovod rendezvous); when a worker dies, the next generation takes the spare,
+// so the job keeps its 3 workers, the spare gets rank 0's state in the sync, and every rank
+// ends with the same parameters. The spare started after the host's cooldown is told at the
+// end that it is not needed, and exits 0.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "tests/compat/compat_jobs.h"
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(HorovodSpares, ADeadWorkersPlaceGoesToTheWarmSpareAndTheJobKeepsItsSize) {
+  REQUIRE_HOROVOD();
+  TempDir dir;
+  HvdrunProcess job({"-H",
+                     "localhost:4",
+                     "-np",
+                     "3",
+                     "--min-np",
+                     "3",
+                     "--max-np",
+                     "3",
+                     "--spares",
+                     "1",
+                     "--blacklist-cooldown-range",
+                     "1",
+                     "1",
+                     "-x",
+                     "HOROVOD_GLOO_TIMEOUT_SECONDS=5",
+                     "/bin/sh",
+                     "-c",
+                     "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"",
+                     "sh",
+                     kPython,
+                     job_script("horovod_elastic_job.py"),
+                     "--fail-slot",
+                     "1",
+                     "--fail-at",
+                     "10",
+                     "--batches",
+                     "60"},
+                    horovod_env());
+  const auto pids = wait_for_pids(dir.path, 4, seconds(60));  // 3 workers and the spare
+  ASSERT_EQ(pids.size(), 4u);
+  pid_t spare = -1;
+  std::ifstream(dir.path / "3.pid") >> spare;
+  const auto r = job.finish(seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "slot 1 dies at batch 10")) << r.out;
+  EXPECT_TRUE(contains(r.err, "hvdrun: generation 1: 3 workers, 1 of them new (1 a warm spare)"))
+      << r.err;
+  // The job kept its size: 3 ranks at the end, the spare among them (it never reset: it
+  // joined the new generation and took the state).
+  expect_elastic_done(r.out, 60, {1, 1, 0});
+  const auto done = rank_lines(r.out, 2, "done ");
+  ASSERT_EQ(done.size(), 1u) << r.out;
+  EXPECT_EQ(field(done[0], "pid"), std::to_string(spare)) << r.out;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"(hvdrun: spares: 2 started, 1 promoted \(spare 3 \(host localhost, )"
+                        R"(waiting [0-9.]+ ms\)\), 0 replaced after they ended, 1 not needed )"
+                        R"(at the end)")))
+      << r.err;
+  // The refill, told at the end that it is not needed, said so and exited 0.
+  EXPECT_TRUE(contains(r.out, "[spare.4]<stdout>:hvdrun: spare 4 not needed: the job is ending"))
+      << r.out;
+  EXPECT_TRUE(wait_until_gone(pids, seconds(5)).empty());
+}
+
+}  // namespace
+}  // namespace hvdrun::itest
