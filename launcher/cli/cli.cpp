@@ -177,6 +177,22 @@ void apply_settings(JobSpec& spec, const Parsed& parsed,
   }
   spec.verbose = parsed.flag("verbose");
   spec.dry_run = parsed.flag("dry-run");
+  spec.preflight.only = parsed.flag("preflight-only");
+  spec.preflight.run = spec.preflight.only || parsed.flag("preflight");
+  spec.preflight.exclude = parsed.flag("preflight-exclude");
+  if (const auto v = parsed.value("preflight-timeout")) {
+    spec.preflight.timeout = std::chrono::seconds(
+        parse_count(parsed.spelled("preflight-timeout"), *v, 3600, "the timeout", 1));
+  }
+  if (const auto v = parsed.value("preflight-slack")) {
+    spec.preflight.slack =
+        parse_count(parsed.spelled("preflight-slack"), *v, 99, "the percentage", 0) / 100.0;
+  }
+  for (const char* flag : {"preflight-exclude", "preflight-timeout", "preflight-slack"}) {
+    if (parsed.given(flag) && !spec.preflight.run) {
+      throw UsageError(parsed.spelled(flag) + " needs --preflight or --preflight-only");
+    }
+  }
   spec.timeline = parsed.value("timeline");
   if (const auto v = parsed.value("timeline-max-events")) {
     spec.timeline_max_events = static_cast<std::size_t>(

@@ -76,6 +76,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void print_summary() const;
   std::string incomplete_output() const;
   std::uint16_t rendezvous_port() const noexcept { return faces_.port(); }
+  // The hosts that could not be used (their agent did not start), with why, in order.
+  const std::vector<std::pair<std::string, std::string>>& unusable_hosts() const noexcept {
+    return unusable_hosts_;
+  }
   std::uint16_t horovod_port() const noexcept { return faces_.horovod_port(); }
 
  private:
@@ -198,6 +202,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::uint32_t next_key_ = 0;                        // HVDRUN_SLOT of the next worker started
   std::vector<std::size_t> remote_;                   // remote hosts at the start
   std::size_t failed_hosts_ = 0;  // of the remote hosts at the start (elastic jobs)
+  std::vector<std::pair<std::string, std::string>> unusable_hosts_;  // host, why
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
   bool sigkill_sent_ = false;

@@ -48,6 +48,9 @@ void Job::host_ready(std::size_t host, ssh::HostReady ready) {
 
 void Job::host_failed(std::size_t host, const ssh::HostFailed& failed) {
   if (state_.is(JobState::kFinished)) return;
+  if (state_.is(JobState::kConnecting)) {
+    unusable_hosts_.emplace_back(pools_.host_name(host), failed.message);
+  }
   if (!state_.is(JobState::kConnecting) && membership_) {  // a discovered host: the job goes on
     note("warning: cannot use discovered host " + pools_.host_name(host) + ": " + failed.message);
     return;

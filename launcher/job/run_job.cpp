@@ -14,6 +14,7 @@
 #include "launcher/job/job.h"
 #include "launcher/job/loop_probe.h"
 #include "launcher/job/moved_control.h"
+#include "launcher/job/preflight_run.h"
 #include "launcher/job/slurm_relocation.h"
 #include "launcher/output/logging.h"
 #include "launcher/plan/open_files.h"
@@ -148,6 +149,22 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
                             [&](const std::string& name) { return local_hosts.contains(name); });
     if (!alias_note.empty()) note(alias_note);
   }
+  if (spec.preflight.run) {
+    auto checked = preflight_then(spec, alias_note, environment, watchdog, local_hosts);
+    if (!checked.job) {
+      watchdog.disarm();
+      return checked.status;
+    }
+    spec = std::move(*checked.job);
+  }
+  const int status = run_once(spec, alias_note, environment, watchdog, local_hosts);
+  watchdog.disarm();
+  return status;
+}
+
+int run_once(const JobSpec& spec, const std::string& alias_note,
+             const std::map<std::string, std::string>& environment, Watchdog& watchdog,
+             LocalHosts& local_hosts, RunHooks* hooks) {
   JobStart start = job_start(spec, local_hosts);
   start.alias_note = alias_note;
   if (spec.dry_run) {
@@ -157,9 +174,17 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
   asio::io_context io(1);
   Console console(io);
   LogRoute log_route(console, spec.log_level);
-  OutputSink sink({spec.elastic.max_np.value_or(spec.num_proc), spec.prefix_timestamp,
-                   spec.output_dir, 10, spec.output_prefix, spec.ranks_filter},
-                  console);
+  OutputOptions output{spec.elastic.max_np.value_or(spec.num_proc),
+                       spec.prefix_timestamp,
+                       spec.output_dir,
+                       10,
+                       spec.output_prefix,
+                       spec.ranks_filter};
+  if (hooks) {
+    output.capture_prefix = hooks->capture_prefix;
+    output.capture = hooks->capture;
+  }
+  OutputSink sink(std::move(output), console);
   const auto servers_start = Clock::now();
   const std::string bind = start.plan.bind;
   const std::vector<Slot> slots = start.slots;
@@ -169,7 +194,7 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
          ", Horovod's on port " + std::to_string(job.horovod_port()) + ", in " +
          millis_since(servers_start));
   }
-  note_omp_default(spec, slots, environment);
+  if (!hooks) note_omp_default(spec, slots, environment);  // said once, by the job itself
   job.launch();
   // Signals from the hvdrun that moved here, once the job's handlers are in (gone before them).
   const ControlLink moved_from(environment);
@@ -180,14 +205,14 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
     probe->stop();
     note("event loop: " + probe->summary());
   }
-  watchdog.disarm();
-  job.print_summary();
+  if (!hooks) job.print_summary();  // a run with hooks is the caller's to report
   finish_output(io, console, job.interrupted_at());
   // Known only now: the console may meet a write error while it drains (its thread writes).
   if (const std::string line = job.incomplete_output(); !line.empty()) {
     note(line);
     console.drain(kNoteTime, nullptr);
   }
+  if (hooks) hooks->unusable_hosts = job.unusable_hosts();
   return job.exit_status();
 }
 

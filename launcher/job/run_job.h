@@ -3,13 +3,33 @@
 // last output. Returns the launcher's exit status.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "launcher/process/watchdog.h"
 #include "launcher/spec/job_spec.h"
+#include "launcher/spec/local_host.h"
 
 namespace hvdrun::launcher {
 
 int run_job(const JobSpec& spec, const std::map<std::string, std::string>& environment);
+
+// What a run of the job core gives besides its status (run_once): the lines that its workers'
+// stdout marked with `capture_prefix` (not shown), and the hosts it could not use, with why.
+struct RunHooks {
+  std::string capture_prefix;
+  std::function<void(std::string_view line)> capture;
+  std::vector<std::pair<std::string, std::string>> unusable_hosts;  // filled by run_once
+};
+
+// One run of the job core on `spec`'s hosts (already discovered and merged), to its summary;
+// returns its exit status. The watchdog stays armed.
+int run_once(const JobSpec& spec, const std::string& alias_note,
+             const std::map<std::string, std::string>& environment, Watchdog& watchdog,
+             LocalHosts& local_hosts, RunHooks* hooks = nullptr);
 
 }  // namespace hvdrun::launcher

@@ -272,6 +272,10 @@ void OutputSink::take(const WorkerId& id, StreamKind stream, const std::string_v
   Cut cut{worker, id, stream == StreamKind::kStderr};
   // Two references: small enough for std::function to hold without allocating.
   const auto emit = [this, &cut](std::string_view chunk) {
+    if (options_.capture && !cut.is_err && !cut.continues_line &&
+        chunk.starts_with(options_.capture_prefix)) {
+      return options_.capture(chunk);
+    }
     if (cut.out.empty() && open_line_) settle_open_line(cut.id, cut);
     append(cut, chunk);
   };

@@ -60,6 +60,10 @@ struct OutputOptions {
   OutputPrefix prefix = OutputPrefix::kRank;  // --line-prefix
   std::vector<RankRange>
       ranks_filter{};  // --ranks-filter: the console shows only these; empty: all
+  // A worker's stdout line that starts with `capture_prefix` goes to `capture` (with its line
+  // end), not to the console or a file (hvdrun --preflight reads its probes' reports so).
+  std::string capture_prefix{};
+  std::function<void(std::string_view line)> capture{};
 };
 
 // "rank.07" for rank 7 of 12: zero-padded to the digit count of num_proc-1 (at least 1).

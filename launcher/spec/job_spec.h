@@ -62,6 +62,15 @@ struct RankRange {
   bool operator==(const RankRange&) const = default;
 };
 
+// --preflight and its settings: the hosts are checked before the job (preflight_verdict.h).
+struct PreflightSpec {
+  bool run = false;      // --preflight or --preflight-only
+  bool only = false;     // --preflight-only: no job after it
+  bool exclude = false;  // --preflight-exclude
+  std::chrono::seconds timeout{60};
+  double slack = 0.2;
+};
+
 struct JobSpec {
   // -np: the workers of the first generation (a static job keeps exactly this many; an
   // elastic one starts with them, or with every discovered slot up to --max-np).
@@ -87,6 +96,7 @@ struct JobSpec {
   std::vector<RankRange> ranks_filter;  // --ranks-filter: ranks shown on the console; empty: all
   bool verbose = false;                 // --verbose
   bool dry_run = false;                 // --dry-run: print the plan, start nothing
+  PreflightSpec preflight;
   std::optional<std::string> timeline;  // --timeline FILE
   std::size_t timeline_max_events = 100'000;    // --timeline-max-events
   bool timeline_collectives = false;            // --timeline-collectives

@@ -94,5 +94,26 @@ TEST(Cli, Spares) {
               HasSubstr("--spares"));
 }
 
+TEST(Cli, Preflight) {
+  const auto off = spec_of({"-np", "2", "p"});
+  EXPECT_FALSE(off.preflight.run);
+  const auto on = spec_of({"-np", "2", "--preflight", "--preflight-timeout", "15",
+                           "--preflight-slack", "35", "--preflight-exclude", "p"});
+  EXPECT_TRUE(on.preflight.run);
+  EXPECT_FALSE(on.preflight.only);
+  EXPECT_TRUE(on.preflight.exclude);
+  EXPECT_EQ(on.preflight.timeout, std::chrono::seconds(15));
+  EXPECT_DOUBLE_EQ(on.preflight.slack, 0.35);
+  const auto only = spec_of({"-np", "2", "--preflight-only", "p"});
+  EXPECT_TRUE(only.preflight.run);
+  EXPECT_TRUE(only.preflight.only);
+  EXPECT_THAT(error_of({"-np", "2", "--preflight-slack", "10", "p"}),
+              HasSubstr("--preflight-slack needs --preflight or --preflight-only"));
+  EXPECT_THAT(error_of({"-np", "2", "--preflight", "--preflight-slack", "100", "p"}),
+              HasSubstr("--preflight-slack"));
+  EXPECT_THAT(error_of({"-np", "2", "--preflight", "--preflight-timeout", "0", "p"}),
+              HasSubstr("--preflight-timeout"));
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

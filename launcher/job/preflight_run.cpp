@@ -1,0 +1,134 @@
+// hvdrun --preflight (preflight_run.h).
+#include "launcher/job/preflight_run.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "launcher/output/logging.h"
+#include "launcher/remote/remote_spawn.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int slots_of(const std::vector<HostSpec>& hosts) {
+  long long total = 0;
+  for (const auto& h : hosts) total += h.slots;
+  return static_cast<int>(std::min<long long>(total, 1 << 20));
+}
+
+std::string probe_program_for(const JobSpec& spec) {
+  const std::string hvdrun =
+      spec.remote_hvdrun.empty() ? ssh::default_agent_path() : spec.remote_hvdrun;
+  return (std::filesystem::path(hvdrun).parent_path() / "hvdrun-preflight").string();
+}
+
+// "a, b and 2 more"
+std::string some_of(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
+  return text;
+}
+
+}  // namespace
+
+JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
+  JobSpec probe = spec;
+  const int total = slots_of(spec.hosts);
+  probe.num_proc = total;
+  probe.elastic = ElasticSpec{};
+  probe.elastic.min_np = 1;  // a host that cannot be used leaves the others going
+  probe.elastic.max_np = total;
+  probe.elastic.timeout = spec.preflight.timeout;
+  probe.elastic.cooldown_min = probe.elastic.cooldown_max = std::chrono::seconds(3600);
+  probe.max_restarts = 0;
+  const auto timeout_ms = std::chrono::milliseconds(spec.preflight.timeout).count();
+  probe.command = {probe_program, "--program", spec.command.at(0), "--timeout-ms",
+                   std::to_string(timeout_ms)};
+  probe.start_timeout = spec.preflight.timeout;
+  probe.timeline.reset();
+  probe.timeline_collectives = false;
+  probe.output_dir.reset();
+  probe.ranks_filter.clear();
+  probe.dry_run = false;
+  probe.preflight = PreflightSpec{};
+  return probe;
+}
+
+std::optional<JobSpec> job_after_preflight(const JobSpec& spec, const PreflightVerdict& verdict,
+                                           std::string& error) {
+  const auto failed = verdict.failed();
+  if (failed.empty()) return spec;
+  const PreflightRow* first = nullptr;
+  for (const auto& row : verdict.rows) {
+    if (!row.passed()) {
+      first = &row;
+      break;
+    }
+  }
+  const std::string culprit =
+      "host " + first->host + " failed its preflight check (" + first->failure + ")" +
+      (failed.size() > 1 ? "; so did " + some_of({failed.begin() + 1, failed.end()}) : "");
+  if (!spec.elastic_job() && !spec.preflight.exclude) {
+    error = culprit + "; no worker was started (--preflight-exclude runs on the hosts that passed)";
+    return std::nullopt;
+  }
+  JobSpec job = spec;
+  std::erase_if(job.hosts, [&](const HostSpec& h) {
+    return std::find(failed.begin(), failed.end(), h.name) != failed.end();
+  });
+  const int slots = slots_of(job.hosts);
+  const int needed = spec.elastic_job() ? *spec.elastic.min_np : spec.num_proc;
+  if (slots < needed) {
+    error = culprit + "; the hosts that passed give " + std::to_string(slots) + " slots, " +
+            (spec.elastic_job() ? "below --min-np " : "fewer than -np ") + std::to_string(needed);
+    return std::nullopt;
+  }
+  job.num_proc = std::min(job.num_proc, slots);
+  return job;
+}
+
+PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_note,
+                                 const std::map<std::string, std::string>& environment,
+                                 Watchdog& watchdog, LocalHosts& local_hosts) {
+  const auto start = Clock::now();
+  std::vector<std::map<std::string, std::string>> reports;
+  RunHooks hooks;
+  hooks.capture_prefix = std::string(kProbeMarker);
+  hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
+  const JobSpec probes = probe_job(spec, probe_program_for(spec));
+  run_once(probes, alias_note, environment, watchdog, local_hosts, &hooks);
+  std::vector<PreflightHost> hosts;
+  for (const auto& h : spec.hosts) {
+    PreflightHost host{h.name, h.slots, {}};
+    for (const auto& [name, why] : hooks.unusable_hosts) {
+      if (name == h.name) host.unreachable = why;
+    }
+    hosts.push_back(std::move(host));
+  }
+  const PreflightVerdict verdict = decide_preflight(hosts, reports, spec.preflight.slack);
+  note("preflight of " + plural(hosts.size(), "host") + " in " + millis_since(start) + ":");
+  for (const auto& line : preflight_table(verdict, spec.preflight.slack)) note(line);
+  PreflightDecision decision;
+  if (spec.preflight.only) {
+    decision.status = verdict.failed().empty() ? 0 : 1;
+    return decision;
+  }
+  std::string error;
+  decision.job = job_after_preflight(spec, verdict, error);
+  if (!decision.job) {
+    note("error: preflight: " + error);
+    decision.status = 1;
+    return decision;
+  }
+  if (const auto failed = verdict.failed(); !failed.empty()) {
+    note("preflight: " + plural(failed.size(), "host") +
+         " left out of the job: " + some_of(failed));
+  }
+  decision.job->preflight = PreflightSpec{};
+  return decision;
+}
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,35 @@
+// hvdrun --preflight: before the job, one probe (hvdrun-preflight, beside hvdrun) runs on every
+// slot of the job's hosts, as a job of its own through the same launch path (local processes,
+// SSH or srun node agents), elastic so that a host that cannot be used leaves the others
+// going; its report lines are read, not shown. Then the table on the console, and the job's
+// hosts without those that failed: a static job fails naming the host and the check (or, with
+// --preflight-exclude, runs on the others if they give -np slots); an elastic job leaves them
+// out (it fails if fewer than --min-np slots remain).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "launcher/job/run_job.h"
+#include "launcher/preflight/preflight_verdict.h"
+
+namespace hvdrun::launcher {
+
+struct PreflightDecision {
+  std::optional<JobSpec> job;  // the job to run now; none: stop with `status`
+  int status = 0;
+};
+
+PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_note,
+                                 const std::map<std::string, std::string>& environment,
+                                 Watchdog& watchdog, LocalHosts& local_hosts);
+
+// The probes' job for `spec` (one probe per slot of every host), exposed for the unit tests.
+JobSpec probe_job(const JobSpec& spec, const std::string& probe_program);
+
+// The job's spec once `verdict` is known, or why it cannot run (`error` set).
+std::optional<JobSpec> job_after_preflight(const JobSpec& spec, const PreflightVerdict& verdict,
+                                           std::string& error);
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,199 @@
+// The preflight verdict (preflight_verdict.h).
+#include "launcher/preflight/preflight_verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace hvdrun::launcher {
+namespace {
+
+std::string decoded(std::string_view text) {
+  if (text == "-") return {};
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      out +=
+          static_cast<char>(std::strtol(std::string(text.substr(i + 1, 2)).c_str(), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::optional<double> number(const std::map<std::string, std::string>& r, const std::string& key) {
+  const auto it = r.find(key);
+  if (it == r.end() || it->second.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(it->second.c_str(), &end);
+  if (end == it->second.c_str() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string field(const std::map<std::string, std::string>& r, const std::string& key) {
+  const auto it = r.find(key);
+  return it == r.end() ? std::string() : it->second;
+}
+
+std::optional<double> median(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string fixed(double v, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, v);
+  return text;
+}
+
+// "link 41 MB/s, 96 % below the median 940"
+std::string below_median(const char* what, const char* unit, double v, double m) {
+  const int digits = m < 100 ? 1 : 0;
+  return std::string(what) + " " + fixed(v, digits) + " " + unit + ", " +
+         fixed(100.0 * (1.0 - v / m), 0) + " % below the median " + fixed(m, digits);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> read_probe_report(std::string_view line) {
+  std::map<std::string, std::string> out;
+  if (!line.starts_with(kProbeMarker)) return out;
+  line.remove_prefix(kProbeMarker.size());
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  while (!line.empty()) {
+    const auto space = line.find(' ');
+    const std::string_view item = line.substr(0, space);
+    if (const auto eq = item.find('='); eq != std::string_view::npos && eq > 0) {
+      out[std::string(item.substr(0, eq))] = decoded(item.substr(eq + 1));
+    }
+    if (space == std::string_view::npos) break;
+    line.remove_prefix(space + 1);
+  }
+  return out;
+}
+
+std::vector<std::string> PreflightVerdict::failed() const {
+  std::vector<std::string> out;
+  for (const auto& row : rows) {
+    if (!row.passed()) out.push_back(row.host);
+  }
+  return out;
+}
+
+PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
+                                  const std::vector<std::map<std::string, std::string>>& reports,
+                                  double slack) {
+  PreflightVerdict verdict;
+  std::map<std::string, std::size_t> index;
+  std::vector<int> reported(hosts.size(), 0);
+  for (const auto& h : hosts) {
+    index.emplace(h.name, verdict.rows.size());
+    PreflightRow row;
+    row.host = h.name;
+    row.slots = h.slots;
+    if (!h.unreachable.empty()) row.agent = h.unreachable;
+    verdict.rows.push_back(std::move(row));
+  }
+  for (const auto& r : reports) {
+    const auto it = index.find(field(r, "host"));
+    if (it == index.end()) continue;
+    PreflightRow& row = verdict.rows[it->second];
+    ++reported[it->second];
+    const std::string program = field(r, "program");
+    if (row.program.empty() || row.program == "ok") row.program = program;
+    if (const auto g = number(r, "gemm_gflops")) row.gemm = row.gemm ? std::min(*row.gemm, *g) : *g;
+    if (field(r, "local_rank") == "0") {
+      if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
+      row.link = number(r, "link_mbps");
+      const std::string init = field(r, "gpu_init");
+      if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
+      if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, "gpu_runtime");
+    }
+    if (const std::string error = field(r, "error"); !error.empty()) {
+      row.failure = "its probe failed: " + error;
+    }
+    if (field(r, "rank") == "0") verdict.ring_ms = number(r, "ring_ms");
+  }
+  std::vector<double> gemms, links;
+  for (const auto& row : verdict.rows) {
+    if (row.gpus && *row.gpus > 0) verdict.gpu_job = true;
+    if (row.gemm) gemms.push_back(*row.gemm);
+    if (row.link) links.push_back(*row.link);
+  }
+  verdict.gemm_median = median(gemms);
+  verdict.link_median = links.size() > 1 ? median(links) : std::nullopt;
+  for (std::size_t i = 0; i < verdict.rows.size(); ++i) {
+    PreflightRow& row = verdict.rows[i];
+    const auto fail = [&row](std::string why) {
+      if (row.failure.empty()) row.failure = std::move(why);
+    };
+    if (row.agent != "ok") {
+      fail("unreachable: " + row.agent);
+      continue;
+    }
+    if (reported[i] < row.slots) {
+      fail("no report from " + std::to_string(row.slots - reported[i]) + " of its " +
+           std::to_string(row.slots) + " probes");
+    }
+    if (!row.program.empty() && row.program != "ok") fail("program: " + row.program);
+    if (verdict.gpu_job) {
+      const int visible = row.gpus.value_or(0);
+      if (visible < row.slots) {
+        fail("GPUs: " + std::to_string(visible) + " visible for " + std::to_string(row.slots) +
+             " slots");
+      } else if (!row.gpu_note.empty()) {
+        fail("GPU init: " + row.gpu_note);
+      }
+    }
+    const double floor = 1.0 - slack;
+    if (row.gemm && verdict.gemm_median && *row.gemm < floor * *verdict.gemm_median) {
+      fail(below_median("GEMM", "GFLOP/s", *row.gemm, *verdict.gemm_median));
+    }
+    if (row.link && verdict.link_median && *row.link < floor * *verdict.link_median) {
+      fail(below_median("link", "MB/s", *row.link, *verdict.link_median));
+    }
+  }
+  return verdict;
+}
+
+std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double slack) {
+  std::size_t width = 4;
+  for (const auto& row : verdict.rows) width = std::max(width, row.host.size());
+  const auto pad = [](std::string text, std::size_t n) {
+    if (text.size() < n) text.append(n - text.size(), ' ');
+    return text;
+  };
+  std::vector<std::string> lines;
+  lines.push_back("  " + pad("host", width) + "  " + pad("agent", 6) + pad("program", 9) +
+                  pad("GPUs", 8) + pad("GEMM GFLOP/s", 14) + pad("link MB/s", 11) + "verdict");
+  for (const auto& row : verdict.rows) {
+    std::string gpus = "-";
+    if (row.gpus && (verdict.gpu_job || *row.gpus > 0)) {
+      gpus = std::to_string(*row.gpus) + "/" + std::to_string(row.slots);
+    }
+    lines.push_back("  " + pad(row.host, width) + "  " + pad(row.agent == "ok" ? "ok" : "no", 6) +
+                    pad(row.program.empty()   ? "-"
+                        : row.program == "ok" ? "ok"
+                                              : "missing",
+                        9) +
+                    pad(gpus, 8) + pad(row.gemm ? fixed(*row.gemm, 2) : "-", 14) +
+                    pad(row.link ? fixed(*row.link, 0) : "-", 11) +
+                    (row.passed() ? "ok" : "FAIL: " + row.failure));
+  }
+  std::string footer =
+      "  medians: GEMM " +
+      (verdict.gemm_median ? fixed(*verdict.gemm_median, 2) + " GFLOP/s" : "-") + ", link " +
+      (verdict.link_median ? fixed(*verdict.link_median, 0) + " MB/s" : "-") + "; a host " +
+      fixed(slack * 100, 0) + " % below a median fails (--preflight-slack)";
+  if (verdict.ring_ms)
+    footer += "; 4 MiB allreduce across all hosts " + fixed(*verdict.ring_ms, 2) + " ms";
+  lines.push_back(footer);
+  return lines;
+}
+
+}  // namespace hvdrun::launcher

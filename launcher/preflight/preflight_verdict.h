@@ -1,0 +1,58 @@
+// What the preflight probes found, and the verdict on each host, without I/O: the probes'
+// report lines (preflight/probe_main.cpp) are read into one row per host; each check passes or
+// fails with its figure: the host was reached and its agent started, the program is there, as
+// many GPUs as slots (in a job whose hosts show GPUs) and each initialises, and the matrix
+// product and the link are within --preflight-slack of the median of all hosts. Then the
+// table for the console.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hvdrun::launcher {
+
+// One probe's report: "HVDRUN_PREFLIGHT key=value ..." read into its fields (decoded).
+std::map<std::string, std::string> read_probe_report(std::string_view line);
+
+inline constexpr std::string_view kProbeMarker = "HVDRUN_PREFLIGHT ";
+
+struct PreflightHost {
+  std::string name;
+  int slots = 0;
+  std::string unreachable;  // why the host could not be used (its agent did not start), if so
+};
+
+struct PreflightRow {
+  std::string host;
+  int slots = 0;
+  std::string agent = "ok";    // or why not
+  std::string program;         // "ok" or why not
+  std::optional<int> gpus;     // visible, from the host's first probe
+  std::string gpu_note;        // "7 of 8", "none (no CUDA runtime)", "device 3: ..."
+  std::optional<double> gemm;  // GFLOP/s: the slowest of the host's probes
+  std::optional<double> link;  // MB/s out of the host
+  std::string failure;         // the first check failed: "link 41 MB/s, 96 % below the median
+                               // 940"; empty: the host passed
+  bool passed() const { return failure.empty(); }
+};
+
+struct PreflightVerdict {
+  std::vector<PreflightRow> rows;  // in the hosts' order
+  std::optional<double> ring_ms;   // a 4 MiB allreduce across all hosts, rank 0's median
+  bool gpu_job = false;            // some host shows a GPU: every host must show its slots' worth
+  std::optional<double> gemm_median, link_median;
+  std::vector<std::string> failed() const;  // hosts that failed, in order
+};
+
+// `reports`: every probe's fields; `slack`: a host this far below the median (0.2: 20 %) fails.
+PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
+                                  const std::vector<std::map<std::string, std::string>>& reports,
+                                  double slack);
+
+// The table, one line per host (and a header and a footer), for the console.
+std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double slack);
+
+}  // namespace hvdrun::launcher

@@ -1,0 +1,199 @@
+// hvdrun-preflight: the probe hvdrun --preflight runs on every slot of the job's hosts, through
+// the same launch path as the job (local processes, node agents). It checks its host (the
+// job's program, the GPUs), joins the probes' rendezvous with libhvdrun, measures a matrix
+// product on its core, its host's link (first worker of each host) and an allreduce across all
+// hosts (rank 0), and prints one report line that hvdrun reads:
+//   HVDRUN_PREFLIGHT host=H rank=R local_rank=L program=ok|<why> gpus=N gpu_runtime=<why>
+//     gpu_init=ok|<why> gemm_gflops=F link_mbps=F link=<why> ring_ms=F
+// (values percent-encoded). It exits 0 whatever it found (what failed is in the report), but 3
+// when it could not join the others (the report then has error=<why>).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hvdrun/hvdrun.h"
+#include "preflight/link_test.h"
+#include "preflight/probe_checks.h"
+
+namespace {
+
+using hvdrun::preflight::Nonce;
+using std::chrono::milliseconds;
+
+struct Settings {
+  std::string program;
+  std::size_t link_bytes = 8u << 20;
+  milliseconds gemm{300};
+  milliseconds timeout{20000};
+};
+
+Settings parse(int argc, char** argv) {
+  Settings s;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const long value = std::strtol(argv[i + 1], nullptr, 10);
+    if (flag == "--program") {
+      s.program = argv[i + 1];
+    } else if (flag == "--link-mib") {
+      s.link_bytes = static_cast<std::size_t>(std::max(1L, value)) << 20;
+    } else if (flag == "--gemm-ms") {
+      s.gemm = milliseconds(std::max(10L, value));
+    } else if (flag == "--timeout-ms") {
+      s.timeout = milliseconds(std::max(100L, value));
+    } else {
+      std::fprintf(stderr, "hvdrun-preflight: unknown flag %s\n", flag.c_str());
+      std::exit(2);
+    }
+  }
+  return s;
+}
+
+std::string encoded(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '%' || c == ' ' || c == '=' || c == '\n' || c == '\t') {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+// One record per rank for the link test: the first worker of each host says where it listens.
+struct Endpoint {
+  char address[48] = {};
+  std::uint16_t port = 0;
+};
+
+// The host ring's link test; returns the figure (MB/s) or -1 with `why`.
+double link_test(const Settings& s, std::string& why) {
+  const bool leader = hvdrun::local_rank() == 0;
+  std::optional<hvdrun::preflight::LinkReceiver> receiver;
+  Endpoint mine;
+  if (leader) {
+    const std::string rendezvous = env_or("HVDRUN_RENDEZVOUS_ADDR", "127.0.0.1");
+    const std::string address =
+        hvdrun::preflight::address_towards(rendezvous.substr(0, rendezvous.rfind(':')));
+    receiver.emplace(address);
+    std::snprintf(mine.address, sizeof mine.address, "%s", address.c_str());
+    mine.port = receiver->port();
+  }
+  std::vector<std::byte> gathered;
+  hvdrun::allgather(&mine, sizeof mine, hvdrun::DataType::kUInt8, gathered);
+  std::vector<Endpoint> all(gathered.size() / sizeof(Endpoint));
+  std::memcpy(all.data(), gathered.data(), all.size() * sizeof(Endpoint));
+  Nonce nonce{};
+  if (hvdrun::rank() == 0) {
+    std::random_device random;
+    for (auto& b : nonce) b = static_cast<std::uint8_t>(random());
+  }
+  hvdrun::broadcast(nonce.data(), nonce.size(), hvdrun::DataType::kUInt8, 0);
+  std::vector<int> leaders;
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    if (all[static_cast<std::size_t>(r)].port != 0) leaders.push_back(r);
+  }
+  // Hosts send in turns, so that none sends while it receives (its own bulk would hold back
+  // the acknowledgements of what it receives): even ring places first, then odd ones, then the
+  // last place of an odd ring.
+  const auto hosts = leaders.size();
+  const auto me = static_cast<std::size_t>(
+      std::find(leaders.begin(), leaders.end(), hvdrun::rank()) - leaders.begin());
+  const auto turn_of = [hosts](std::size_t place) {
+    return hosts % 2 == 1 && place == hosts - 1 ? 2 : static_cast<int>(place % 2);
+  };
+  double figure = -1;
+  if (leader && hosts < 2) why = "one host";
+  for (int turn = 0; turn < 3 && hosts > 1; ++turn) {
+    if (leader && turn_of(me) == turn) {
+      const Endpoint& next = all[static_cast<std::size_t>(leaders[(me + 1) % hosts])];
+      if (const auto mbps = hvdrun::preflight::send_to_next(next.address, next.port, nonce,
+                                                            s.link_bytes, s.timeout, why)) {
+        figure = *mbps;
+      }
+    } else if (leader && turn_of((me + hosts - 1) % hosts) == turn) {
+      std::string receive_why;
+      receiver->receive(nonce, s.link_bytes, s.timeout, receive_why);
+    }
+    hvdrun::barrier();
+  }
+  return figure;
+}
+
+double ring_ms() {
+  std::vector<float> data(1u << 20, 1.0f);  // 4 MiB
+  std::vector<double> times;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    hvdrun::allreduce(std::span<float>(data), hvdrun::ReduceOp::kSum);
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[1];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings s = parse(argc, argv);
+  std::string program_why;
+  const bool program_ok =
+      !s.program.empty() &&
+      !hvdrun::preflight::find_program(s.program, env_or("PATH", ""), program_why).empty();
+  if (s.program.empty()) program_why = "no --program";
+  std::string report = "HVDRUN_PREFLIGHT host=" + encoded(env_or("HVDRUN_HOSTNAME", "-"));
+  try {
+    hvdrun::InitGuard hvd;
+    report += " rank=" + std::to_string(hvdrun::rank()) +
+              " local_rank=" + std::to_string(hvdrun::local_rank());
+    report += " program=" + (program_ok ? std::string("ok") : encoded(program_why));
+    if (hvdrun::local_rank() == 0) {
+      const auto gpus = hvdrun::preflight::check_gpus();
+      report += " gpus=" + std::to_string(gpus.visible) + " gpu_runtime=" + encoded(gpus.runtime) +
+                " gpu_init=" + (gpus.init_error.empty() ? "ok" : encoded(gpus.init_error));
+    }
+    char number[64];
+    std::snprintf(number, sizeof number, "%.2f", hvdrun::preflight::gemm_gflops(192, s.gemm));
+    report += std::string(" gemm_gflops=") + number;
+    std::string link_why;
+    const double link = link_test(s, link_why);
+    if (hvdrun::local_rank() == 0) {
+      std::snprintf(number, sizeof number, "%.1f", link);
+      report +=
+          std::string(" link_mbps=") + (link < 0 ? "-" : number) + " link=" + encoded(link_why);
+    }
+    const double ring = ring_ms();
+    if (hvdrun::rank() == 0) {
+      std::snprintf(number, sizeof number, "%.2f", ring);
+      report += std::string(" ring_ms=") + number;
+    }
+  } catch (const std::exception& e) {
+    report += " program=" + (program_ok ? std::string("ok") : encoded(program_why)) +
+              " error=" + encoded(e.what());
+    std::printf("%s\n", report.c_str());
+    std::fflush(stdout);
+    return 3;  // the other probes go on without this one
+  }
+  std::printf("%s\n", report.c_str());
+  std::fflush(stdout);
+  return 0;
+}

@@ -1,0 +1,90 @@
+// hvdrun --preflight on the sshd test hosts, each bad host made for real: a program that exists
+// on this machine only (under the hosts' private /tmp/hvdt-private), a host whose link is
+// shaped by tc to 50 Mbit/s, a host whose sshd is stopped (its agent cannot start). Each is
+// named in the table with the check it failed; a static job fails or, with
+// --preflight-exclude, runs on the others; an elastic job goes on without the host.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/integration/hvdrun_runner.h"
+#include "tests/integration/multinode_hosts.h"
+#include "tests/ssh/test_hosts.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::seconds;
+namespace hosts = launcher::ssh::test;
+
+// Host 2's outgoing traffic limited to 50 Mbit/s for the test's life.
+struct SlowLink {
+  SlowLink() {
+    EXPECT_EQ(std::system("ip netns exec hvdt2 tc qdisc replace dev eth0 root tbf rate 50mbit "
+                          "burst 64kb latency 50ms"),
+              0);
+  }
+  ~SlowLink() { std::system("ip netns exec hvdt2 tc qdisc del dev eth0 root 2>/dev/null"); }
+};
+
+TEST(TestHostsPreflight, AHostBehindASlowLinkIsNamedAndTheStaticJobDoesNotStart) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  SlowLink slow;
+  // Three hosts: the median link is a fast one. A generous slack: the 2 cores that every
+  // host shares make the matrix products vary.
+  const auto r = run_hvdrun({"-np", "3", "-H", "localhost:1,hvdt-h1:1,hvdt-h2:1", "--preflight",
+                             "--preflight-slack", "60", "sh", "-c", "echo ran"},
+                            home.env(), seconds(90));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 3 hosts in ")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: error: preflight: host hvdt-h2 failed its preflight check "
+                       "(link "))
+      << r.err;
+  EXPECT_FALSE(contains(r.out, "ran")) << r.out;
+}
+
+TEST(TestHostsPreflight, AHostWithoutTheProgramIsLeftOutWithPreflightExclude) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  // /tmp/hvdt-private is this machine's alone: the hosts have an empty one.
+  const std::filesystem::path dir = "/tmp/hvdt-private/preflight-test";
+  std::filesystem::create_directories(dir);
+  const auto program = dir / "say";
+  std::ofstream(program) << "#!/bin/sh\necho \"said on $(hostname)\"\n";
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  const auto r = run_hvdrun({"-np", "1", "-H", "localhost:1,hvdt-h1:1", "--preflight",
+                             "--preflight-exclude", "--preflight-slack", "60", program.string()},
+                            home.env(), seconds(90));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "FAIL: program: " + program.string() + " is not an executable file here"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: preflight: 1 host left out of the job: hvdt-h1")) << r.err;
+  EXPECT_EQ(r.out.find("said on hvdt-h1"), std::string::npos) << r.out;
+  EXPECT_TRUE(contains(r.out, "said on ")) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJobGoesOn) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  EXPECT_EQ(hosts::run_script("stop 2"), 0);
+  const auto r =
+      run_hvdrun({"-np", "2", "--min-np", "1", "--max-np", "2", "-H", "hvdt-h1:1,hvdt-h2:1",
+                  "--preflight", "--preflight-slack", "60", "sh", "-c", "echo ran on $(hostname)"},
+                 home.env(), seconds(90));
+  EXPECT_EQ(hosts::run_script("start 2"), 0);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "FAIL: unreachable: connection refused by SSH host hvdt-h2"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: preflight: 1 host left out of the job: hvdt-h2")) << r.err;
+  EXPECT_TRUE(contains(r.out, "ran on hvdt-h1")) << r.out;
+  EXPECT_FALSE(contains(r.out, "ran on hvdt-h2")) << r.out;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

@@ -1,0 +1,54 @@
+// Integration: hvdrun --preflight on this machine, with the real hvdrun-preflight probes: a
+// passing check runs the job after its table; a program that is missing fails the job before
+// any worker starts, naming the host and the check; --preflight-only exits by the verdict.
+#include <gtest/gtest.h>
+
+#include "tests/integration/hvdrun_runner.h"
+
+namespace hvdrun::itest {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(Preflight, APassingCheckIsTabledAndTheJobRuns) {
+  const auto r =
+      run_hvdrun({"-np", "2", "--preflight", "sh", "-c", "echo ran as $RANK"}, {}, seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 1 host in ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "GEMM GFLOP/s")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun:   localhost  ok    ok ")) << r.err;
+  EXPECT_TRUE(contains(r.out, "ran as 0")) << r.out;
+  EXPECT_TRUE(contains(r.out, "ran as 1")) << r.out;
+  EXPECT_FALSE(contains(r.out, "HVDRUN_PREFLIGHT")) << r.out;  // the reports are read, not shown
+}
+
+TEST(Preflight, AMissingProgramFailsTheJobBeforeAnyWorkerStarts) {
+  TempDir dir;
+  const std::string marker = (dir.path / "started").string();
+  const std::string missing = (dir.path / "no-such-program").string();
+  const auto r = run_hvdrun({"-np", "2", "--preflight", missing, marker}, {}, seconds(60));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "FAIL: program: " + missing + " is not an executable file here"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: error: preflight: host localhost failed its preflight "
+                       "check (program: " +
+                           missing +
+                           " is not an executable file here); no worker was "
+                           "started"))
+      << r.err;
+}
+
+TEST(Preflight, PreflightOnlyExitsByTheVerdict) {
+  const auto ok = run_hvdrun({"-np", "1", "--preflight-only", "sh"}, {}, seconds(60));
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_TRUE(contains(ok.err, "ok\n")) << ok.err;
+  const auto bad =
+      run_hvdrun({"-np", "1", "--preflight-only", "no-such-program-here"}, {}, seconds(60));
+  EXPECT_EQ(bad.status, 1) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "FAIL: program: no-such-program-here is not on PATH here"))
+      << bad.err;
+}
+
+}  // namespace
+}  // namespace hvdrun::itest

@@ -1,0 +1,188 @@
+// Preflight without I/O: the probes' report lines, the verdict on each host (unreachable, the
+// program missing, fewer GPUs than slots, a GPU that does not initialise, a matrix product or
+// a link below the median by more than the slack, a probe that did not report), the table,
+// the probes' own job, and the job that runs after the verdict.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "launcher/job/preflight_run.h"
+#include "launcher/preflight/preflight_verdict.h"
+
+namespace hvdrun::launcher {
+namespace {
+
+using testing::HasSubstr;
+
+std::map<std::string, std::string> probe(const std::string& host, int rank, int local_rank,
+                                         const std::string& rest) {
+  return read_probe_report("HVDRUN_PREFLIGHT host=" + host + " rank=" + std::to_string(rank) +
+                           " local_rank=" + std::to_string(local_rank) + " " + rest + "\n");
+}
+
+TEST(Preflight, AReportLineIsReadWithItsValuesDecoded) {
+  const auto r = read_probe_report(
+      "HVDRUN_PREFLIGHT host=h1 program=prog%20is%20not%20on%20PATH%20here gpus=8 link=- x\n");
+  EXPECT_EQ(r.at("host"), "h1");
+  EXPECT_EQ(r.at("program"), "prog is not on PATH here");
+  EXPECT_EQ(r.at("gpus"), "8");
+  EXPECT_EQ(r.at("link"), "");  // "-": nothing
+  EXPECT_FALSE(r.contains("x"));
+  EXPECT_TRUE(read_probe_report("something else").empty());
+}
+
+// Four hosts of one slot; `rest` per host.
+PreflightVerdict four(const std::array<std::string, 4>& rest, double slack = 0.2) {
+  std::vector<PreflightHost> hosts;
+  std::vector<std::map<std::string, std::string>> reports;
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "h" + std::to_string(i + 1);
+    hosts.push_back({name, 1, {}});
+    reports.push_back(probe(name, i, 0, rest[static_cast<std::size_t>(i)]));
+  }
+  return decide_preflight(hosts, reports, slack);
+}
+
+const std::string kGood = "program=ok gpus=0 gemm_gflops=10 link_mbps=1000";
+
+TEST(Preflight, EveryHostPassesWhenAllAreAlike) {
+  const auto v = four({kGood, kGood, kGood, kGood + " ring_ms=2.5"});
+  EXPECT_TRUE(v.failed().empty());
+  EXPECT_FALSE(v.gpu_job);
+  EXPECT_EQ(*v.gemm_median, 10);
+  EXPECT_EQ(*v.link_median, 1000);
+  EXPECT_FALSE(v.ring_ms);  // only rank 0 says it
+}
+
+TEST(Preflight, ASlowLinkOrGemmBeyondTheSlackFailsItsHostAlone) {
+  const auto v = four({kGood, "program=ok gpus=0 gemm_gflops=10 link_mbps=41",
+                       "program=ok gpus=0 gemm_gflops=8.5 link_mbps=1000",
+                       "program=ok gpus=0 gemm_gflops=7.0 link_mbps=1000"});
+  EXPECT_EQ(v.failed(), (std::vector<std::string>{"h2", "h4"}));
+  EXPECT_EQ(v.rows[1].failure, "link 41 MB/s, 96 % below the median 1000");
+  EXPECT_EQ(v.rows[3].failure, "GEMM 7.0 GFLOP/s, 24 % below the median 9.2");
+  EXPECT_TRUE(v.rows[2].passed());  // 8.5 is within 20 % of the median 9.25
+  // With a slack of 50 %, only the link fails.
+  const auto loose = four({kGood, "program=ok gpus=0 gemm_gflops=10 link_mbps=41",
+                           "program=ok gpus=0 gemm_gflops=8.5 link_mbps=1000",
+                           "program=ok gpus=0 gemm_gflops=7.0 link_mbps=1000"},
+                          0.5);
+  EXPECT_EQ(loose.failed(), std::vector<std::string>{"h2"});
+}
+
+TEST(Preflight, AHostShowingFewerGpusThanSlotsFailsInAGpuJob) {
+  std::vector<PreflightHost> hosts = {{"a", 8, {}}, {"b", 8, {}}};
+  std::vector<std::map<std::string, std::string>> reports;
+  for (int lr = 0; lr < 8; ++lr) {
+    reports.push_back(probe("a", lr, lr, lr == 0 ? "program=ok gpus=8 gpu_init=ok" : "program=ok"));
+    reports.push_back(
+        probe("b", 8 + lr, lr, lr == 0 ? "program=ok gpus=7 gpu_init=ok" : "program=ok"));
+  }
+  const auto v = decide_preflight(hosts, reports, 0.2);
+  EXPECT_TRUE(v.gpu_job);
+  EXPECT_TRUE(v.rows[0].passed()) << v.rows[0].failure;
+  EXPECT_EQ(v.rows[1].failure, "GPUs: 7 visible for 8 slots");
+  EXPECT_THAT(preflight_table(v, 0.2)[2], HasSubstr("7/8"));
+}
+
+TEST(Preflight, AGpuThatDoesNotInitialiseFailsItsHost) {
+  const auto v = four({"program=ok gpus=1 gpu_init=ok", "program=ok gpus=1 gpu_init=ok",
+                       "program=ok gpus=1 gpu_init=device%200:%20out%20of%20memory",
+                       "program=ok gpus=1 gpu_init=ok"});
+  EXPECT_EQ(v.failed(), std::vector<std::string>{"h3"});
+  EXPECT_EQ(v.rows[2].failure, "GPU init: device 0: out of memory");
+}
+
+TEST(Preflight, WithoutGpusAnywhereTheGpuCheckIsNotMade) {
+  const auto v = four({"program=ok gpus=0 gpu_runtime=no%20CUDA%20runtime", kGood, kGood, kGood});
+  EXPECT_FALSE(v.gpu_job);
+  EXPECT_TRUE(v.failed().empty());
+}
+
+TEST(Preflight, AnUnreachableHostAMissingProgramAndASilentProbeFail) {
+  std::vector<PreflightHost> hosts = {
+      {"a", 1, {}}, {"b", 1, "connection refused by SSH host b"}, {"c", 2, {}}, {"d", 1, {}}};
+  std::vector<std::map<std::string, std::string>> reports = {
+      probe("a", 0, 0, kGood),
+      probe("c", 1, 0, kGood),  // c's second probe never reported
+      probe("d", 3, 0, "program=prog%20is%20not%20on%20PATH%20here gemm_gflops=10"),
+  };
+  const auto v = decide_preflight(hosts, reports, 0.2);
+  EXPECT_TRUE(v.rows[0].passed());
+  EXPECT_EQ(v.rows[1].failure, "unreachable: connection refused by SSH host b");
+  EXPECT_EQ(v.rows[2].failure, "no report from 1 of its 2 probes");
+  EXPECT_EQ(v.rows[3].failure, "program: prog is not on PATH here");
+  const auto table = preflight_table(v, 0.2);
+  ASSERT_EQ(table.size(), 6u);  // header, 4 hosts, footer
+  EXPECT_THAT(table[2], HasSubstr("no    -"));
+  EXPECT_THAT(table[4], HasSubstr("missing"));
+}
+
+JobSpec two_hosts(int np) {
+  JobSpec spec;
+  spec.num_proc = np;
+  spec.hosts = {HostSpec{"", "a", 2, "-H"}, HostSpec{"", "b", 2, "-H"}};
+  spec.command = {"train", "--epochs", "3"};
+  return spec;
+}
+
+PreflightVerdict b_fails() {
+  return decide_preflight({{"a", 2, {}}, {"b", 2, "unreachable"}}, {}, 0.2);
+}
+
+TEST(Preflight, AStaticJobFailsNamingTheHostUnlessTheOthersAreEnoughWithExclude) {
+  std::string error;
+  EXPECT_FALSE(job_after_preflight(two_hosts(4), b_fails(), error));
+  EXPECT_THAT(error, HasSubstr("host a failed its preflight check (no report from 2 of its 2"));
+  EXPECT_THAT(error, HasSubstr("so did b; no worker was started (--preflight-exclude"));
+  JobSpec spec = two_hosts(2);
+  spec.preflight.exclude = true;
+  const PreflightVerdict only_b = decide_preflight(
+      {{"a", 2, {}}, {"b", 2, "refused"}},
+      {probe("a", 0, 0, kGood), probe("a", 1, 1, "program=ok gemm_gflops=10")}, 0.2);
+  const auto job = job_after_preflight(spec, only_b, error);
+  ASSERT_TRUE(job);
+  ASSERT_EQ(job->hosts.size(), 1u);
+  EXPECT_EQ(job->hosts[0].name, "a");
+  spec.num_proc = 3;  // more than a's 2 slots
+  EXPECT_FALSE(job_after_preflight(spec, only_b, error));
+  EXPECT_THAT(error, HasSubstr("the hosts that passed give 2 slots, fewer than -np 3"));
+}
+
+TEST(Preflight, AnElasticJobLeavesTheFailedHostsOutDownToMinNp) {
+  JobSpec spec = two_hosts(4);
+  spec.elastic.min_np = 2;
+  spec.elastic.max_np = 4;
+  const PreflightVerdict only_b = decide_preflight(
+      {{"a", 2, {}}, {"b", 2, "refused"}},
+      {probe("a", 0, 0, kGood), probe("a", 1, 1, "program=ok gemm_gflops=10")}, 0.2);
+  std::string error;
+  const auto job = job_after_preflight(spec, only_b, error);
+  ASSERT_TRUE(job) << error;
+  EXPECT_EQ(job->hosts.size(), 1u);
+  EXPECT_EQ(job->num_proc, 2);
+  spec.elastic.min_np = 3;
+  EXPECT_FALSE(job_after_preflight(spec, only_b, error));
+  EXPECT_THAT(error, HasSubstr("below --min-np 3"));
+}
+
+TEST(Preflight, TheProbesJobHasAProbeOnEverySlotAndOutlivesAnUnusableHost) {
+  JobSpec spec = two_hosts(2);
+  spec.preflight.run = true;
+  spec.preflight.timeout = std::chrono::seconds(20);
+  spec.timeline = "t.json";
+  spec.elastic.spares = 2;
+  const JobSpec probes = probe_job(spec, "/opt/hvdrun/bin/hvdrun-preflight");
+  EXPECT_EQ(probes.num_proc, 4);
+  EXPECT_EQ(*probes.elastic.min_np, 1);
+  EXPECT_EQ(*probes.elastic.max_np, 4);
+  EXPECT_EQ(probes.elastic.spares, 0);
+  EXPECT_FALSE(probes.timeline);
+  EXPECT_FALSE(probes.preflight.run);
+  EXPECT_EQ(probes.start_timeout, std::chrono::seconds(20));
+  EXPECT_EQ(probes.command,
+            (std::vector<std::string>{"/opt/hvdrun/bin/hvdrun-preflight", "--program", "train",
+                                      "--timeout-ms", "20000"}));
+}
+
+}  // namespace
+}  // namespace hvdrun::launcher
