@@ -88,6 +88,11 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
     timeline_.emplace(*spec_.timeline, spec_.timeline_max_events, launched_);
     if (spec_.timeline_collectives)
       collective_trace_.emplace(*timeline_, spec_.timeline_rank_events);
+    if (!spec_.preflight.results.empty()) {  // checked before this job's time begins
+      Timeline::Args args{{"took_ms", std::to_string(spec_.preflight.took.count())}};
+      for (const auto& [host, verdict] : spec_.preflight.results) args.emplace_back(host, verdict);
+      trace_event("preflight", args);
+    }
   }
   if (!hook_dir_.error().empty()) {
     launcher_log()->warn("no Python stacks for this job: {}", hook_dir_.error());

@@ -40,8 +40,9 @@ void Job::trace_worker_ended(const WorkerRecord& record) {
                       {"generation", std::to_string(generations_.number())}};
   if (record.end()) args.emplace_back("end", record.end()->what_happened());
   if (!record.lost.empty()) args.emplace_back("lost", record.lost);
-  timeline_->span(pid, tid, "rank " + std::to_string(record.slot().rank), "worker", started->second,
-                  Clock::now(), args);
+  const std::string name = record.slot().rank < 0 ? "spare " + std::to_string(record.key.value)
+                                                  : "rank " + std::to_string(record.slot().rank);
+  timeline_->span(pid, tid, name, "worker", started->second, Clock::now(), args);
   trace_started_.erase(started);
 }
 

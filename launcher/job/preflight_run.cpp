@@ -128,6 +128,11 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
          " left out of the job: " + some_of(failed));
   }
   decision.job->preflight = PreflightSpec{};
+  for (const auto& row : verdict.rows) {
+    decision.job->preflight.results.emplace_back(row.host, row.passed() ? "ok" : row.failure);
+  }
+  decision.job->preflight.took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return decision;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hvdrun::launcher {
@@ -69,6 +70,10 @@ struct PreflightSpec {
   bool exclude = false;  // --preflight-exclude
   std::chrono::seconds timeout{60};
   double slack = 0.2;
+  // After the checks, for the job's --timeline: each host's verdict ("ok" or the check it
+  // failed) and the checks' own time.
+  std::vector<std::pair<std::string, std::string>> results{};
+  std::chrono::milliseconds took{0};
 };
 
 struct JobSpec {
@@ -97,7 +102,7 @@ struct JobSpec {
   bool verbose = false;                 // --verbose
   bool dry_run = false;                 // --dry-run: print the plan, start nothing
   PreflightSpec preflight;
-  std::optional<std::string> timeline;  // --timeline FILE
+  std::optional<std::string> timeline;          // --timeline FILE
   std::size_t timeline_max_events = 100'000;    // --timeline-max-events
   bool timeline_collectives = false;            // --timeline-collectives
   std::size_t timeline_rank_events = 10'000;    // --timeline-rank-events

@@ -3,6 +3,9 @@
 // any worker starts, naming the host and the check; --preflight-only exits by the verdict.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "tests/integration/hvdrun_runner.h"
 
 namespace hvdrun::itest {
@@ -11,8 +14,11 @@ namespace {
 using std::chrono::seconds;
 
 TEST(Preflight, APassingCheckIsTabledAndTheJobRuns) {
-  const auto r =
-      run_hvdrun({"-np", "2", "--preflight", "sh", "-c", "echo ran as $RANK"}, {}, seconds(60));
+  TempDir dir;
+  const auto timeline = (dir.path / "t.json").string();
+  const auto r = run_hvdrun(
+      {"-np", "2", "--preflight", "--timeline", timeline, "sh", "-c", "echo ran as $RANK"}, {},
+      seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 1 host in ")) << r.err;
   EXPECT_TRUE(contains(r.err, "GEMM GFLOP/s")) << r.err;
@@ -20,6 +26,11 @@ TEST(Preflight, APassingCheckIsTabledAndTheJobRuns) {
   EXPECT_TRUE(contains(r.out, "ran as 0")) << r.out;
   EXPECT_TRUE(contains(r.out, "ran as 1")) << r.out;
   EXPECT_FALSE(contains(r.out, "HVDRUN_PREFLIGHT")) << r.out;  // the reports are read, not shown
+  // The verdict is in the job's timeline.
+  std::ifstream in(timeline);
+  const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(trace, R"("name":"preflight")")) << trace;
+  EXPECT_TRUE(contains(trace, R"("localhost":"ok")")) << trace;
 }
 
 TEST(Preflight, AMissingProgramFailsTheJobBeforeAnyWorkerStarts) {

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <thread>
 
@@ -21,10 +23,12 @@ using std::chrono::seconds;
 
 TEST(Spares, AKilledWorkersPlaceGoesToTheSpareAndTheJobKeepsItsSize) {
   TempDir dir;
-  HvdrunProcess job(elastic_job(dir,
-                                {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4",
-                                 "--spares", "1", "--blacklist-cooldown-range", "60", "60"},
-                                3));
+  const auto timeline = (dir.path / "t.json").string();
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4", "--spares",
+                   "1", "--blacklist-cooldown-range", "60", "60", "--timeline", timeline},
+                  3));
   const pid_t spare = pid_of_slot(dir, 4, 5);  // started with the job, before any failure
   const pid_t victim = pid_of_slot(dir, 2, 5);
   std::this_thread::sleep_for(milliseconds(800));
@@ -49,6 +53,11 @@ TEST(Spares, AKilledWorkersPlaceGoesToTheSpareAndTheJobKeepsItsSize) {
   const auto gens = generations(r.err);
   ASSERT_EQ(gens.size(), 2u) << r.err;
   EXPECT_EQ(gens[1].first, 4);
+  // The timeline has the spare's wait (its own span) and then its life as rank 3.
+  std::ifstream in(timeline);
+  const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(trace, R"("name":"spare 4","cat":"worker")")) << trace;
+  EXPECT_TRUE(contains(trace, R"("name":"rank 3","cat":"worker")")) << trace;
 }
 
 TEST(Spares, ASpareKilledWhileItWaitsIsReplacedAndTheLastIsToldItIsNotNeeded) {
