@@ -37,7 +37,7 @@ LinkReceiver::LinkReceiver(const std::string& address) {
   port_ = ntohs(addr.sin_port);
 }
 
-bool LinkReceiver::receive(const Nonce& nonce, std::size_t bytes, std::chrono::milliseconds timeout,
+bool LinkReceiver::receive(const Nonce& nonce, std::chrono::milliseconds timeout,
                            std::string& why) {
   if (!listener_) {
     why = "cannot listen: " + net::errno_text(errno);
@@ -54,16 +54,23 @@ bool LinkReceiver::receive(const Nonce& nonce, std::size_t bytes, std::chrono::m
     if (!net::recv_all(peer.get(), got.data(), got.size(), deadline).ok() || got != nonce) {
       continue;  // not the previous host's probe
     }
-    for (std::size_t left = bytes; left > 0;) {
-      const std::size_t n = std::min(left, kChunk);
-      if (const auto r = net::recv_all(peer.get(), buffer.data(), n, deadline); !r.ok()) {
-        why = "the previous host's transfer broke: " + r.text();
+    std::uint64_t count = 0;  // until the sender's end of stream
+    for (;;) {
+      const long n = ::recv(peer.get(), buffer.data(), buffer.size(), 0);
+      if (n > 0) {
+        count += static_cast<std::uint64_t>(n);
+        continue;
+      }
+      if (n == 0) break;
+      if (errno == EINTR) continue;
+      pollfd in{peer.get(), POLLIN, 0};
+      if ((errno != EAGAIN && errno != EWOULDBLOCK) ||
+          ::poll(&in, 1, net::poll_timeout_ms(deadline)) <= 0) {
+        why = "the previous host's transfer broke or stalled";
         return false;
       }
-      left -= n;
     }
-    const std::uint8_t ack = 1;
-    net::send_all(peer.get(), &ack, 1, deadline);
+    net::send_all(peer.get(), &count, sizeof count, deadline);
     return true;
   }
   why = "no transfer from the previous host within " + std::to_string(timeout.count()) + " ms";
@@ -71,8 +78,8 @@ bool LinkReceiver::receive(const Nonce& nonce, std::size_t bytes, std::chrono::m
 }
 
 std::optional<double> send_to_next(const std::string& host, std::uint16_t port, const Nonce& nonce,
-                                   std::size_t bytes, std::chrono::milliseconds timeout,
-                                   std::string& why) {
+                                   std::size_t max_bytes, std::chrono::milliseconds duration,
+                                   std::chrono::milliseconds timeout, std::string& why) {
   const auto deadline = Clock::now() + timeout;
   auto connected = net::connect_until(host, port, deadline, net::RetryPolicy{});
   if (!connected.fd) {
@@ -83,21 +90,23 @@ std::optional<double> send_to_next(const std::string& host, std::uint16_t port, 
   }
   const int fd = connected.fd.get();
   std::vector<std::uint8_t> buffer(kChunk, 0x5a);
-  const auto start = Clock::now();
   auto r = net::send_all(fd, nonce.data(), nonce.size(), deadline);
-  for (std::size_t left = bytes; r.ok() && left > 0;) {
-    const std::size_t n = std::min(left, kChunk);
-    r = net::send_all(fd, buffer.data(), n, deadline);
-    left -= n;
+  const auto start = Clock::now();
+  for (std::size_t sent = 0; r.ok() && sent < max_bytes && Clock::now() - start < duration;) {
+    r = net::send_all(fd, buffer.data(), kChunk, deadline);
+    sent += kChunk;
   }
-  std::uint8_t ack = 0;
-  if (r.ok()) r = net::recv_all(fd, &ack, 1, deadline);
+  std::uint64_t count = 0;
+  if (r.ok()) {
+    ::shutdown(fd, SHUT_WR);
+    r = net::recv_all(fd, &count, sizeof count, deadline);
+  }
   if (!r.ok()) {
     why = "the transfer to " + net::describe(host, port) + " broke: " + r.text();
     return std::nullopt;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return static_cast<double>(bytes) / 1e6 / seconds;
+  return static_cast<double>(count) / 1e6 / seconds;
 }
 
 std::string address_towards(const std::string& host) {

@@ -1,7 +1,7 @@
-// The preflight probe's link test: each host's first worker sends a few MiB to the next host's
-// first worker (hosts in a ring, all at once) and times it to the receiver's acknowledgement;
-// the figure is what the host's link gives out. The connection starts with a nonce every
-// worker received over the job's rendezvous-formed ring, so a stranger's connection is told
+// The preflight probe's link test: each host's first worker streams to the next host's first
+// worker (hosts in a ring) for a short time and divides what the receiver counted by the time
+// to its answer; the figure is what the host's link gives out. The connection starts with a nonce
+// every worker received over the job's rendezvous-formed ring, so a stranger's connection is told
 // apart and dropped.
 #pragma once
 
@@ -22,20 +22,20 @@ class LinkReceiver {
  public:
   explicit LinkReceiver(const std::string& address);
   std::uint16_t port() const noexcept { return port_; }
-  // Accepts connections until one starts with `nonce`, reads `bytes` from it and acknowledges;
-  // false (and `why`) if none did by the deadline.
-  bool receive(const Nonce& nonce, std::size_t bytes, std::chrono::milliseconds timeout,
-               std::string& why);
+  // Accepts connections until one starts with `nonce`, counts what it sends until its end of
+  // stream and answers the count; false (and `why`) if none did by the deadline.
+  bool receive(const Nonce& nonce, std::chrono::milliseconds timeout, std::string& why);
 
  private:
   UniqueFd listener_;
   std::uint16_t port_ = 0;
 };
 
-// Sends `bytes` to host:port after `nonce`; MB/s to the acknowledgement, or none (and `why`).
+// Sends to host:port after `nonce` for `duration` or `max_bytes`, whichever comes first; MB/s
+// that the receiver counted, to its answer; none (and `why`) if it failed.
 std::optional<double> send_to_next(const std::string& host, std::uint16_t port, const Nonce& nonce,
-                                   std::size_t bytes, std::chrono::milliseconds timeout,
-                                   std::string& why);
+                                   std::size_t max_bytes, std::chrono::milliseconds duration,
+                                   std::chrono::milliseconds timeout, std::string& why);
 
 // The local address of the route to `host` (no packet is sent).
 std::string address_towards(const std::string& host);

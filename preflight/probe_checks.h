@@ -21,7 +21,8 @@ struct GpuCheck {
 // one has none).
 GpuCheck check_gpus();
 
-// GFLOP/s of repeated n x n float matrix products for about `budget`.
+// GFLOP/s of the fastest of repeated n x n float matrix products for about `budget` (the
+// fastest: what the core gives when nothing else holds it).
 double gemm_gflops(int n, std::chrono::milliseconds budget);
 
 }  // namespace hvdrun::preflight

@@ -106,7 +106,7 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
     ++reported[it->second];
     const std::string program = field(r, "program");
     if (row.program.empty() || row.program == "ok") row.program = program;
-    if (const auto g = number(r, "gemm_gflops")) row.gemm = row.gemm ? std::min(*row.gemm, *g) : *g;
+    if (const auto g = number(r, "gemm_gflops")) row.gemm = row.gemm ? std::max(*row.gemm, *g) : *g;
     if (field(r, "local_rank") == "0") {
       if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
       row.link = number(r, "link_mbps");
