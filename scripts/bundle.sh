@@ -11,7 +11,7 @@ build=${1:-build}
 dest=${2:-$build/bundle}
 [ -x "$build/hvdrun" ] || { echo "bundle.sh: $build/hvdrun not built" >&2; exit 2; }
 
-programs=(hvdrun examples/train bench/allreduce_bench bench/nccl_bench
+programs=(hvdrun hvdrun-preflight examples/train bench/allreduce_bench bench/nccl_bench
           tests/gpu/gpu_collectives_check tests/gpu/gpu_nccl_error_paths)
 scripts=(bench/nccl.sh tests/gpu/train_gpu_test.sh tests/gpu/gpu_node_check.sh)
 provided='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libnccl|libcuda)\.so'

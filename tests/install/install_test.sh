@@ -34,4 +34,8 @@ out=$(LD_LIBRARY_PATH="$libdir" "$work/consumer-pc")
 out=$("$prefix/bin/hvdrun" -np 3 "$work/cmake-build/consumer" | sort)
 expected=$'[0]<stdout>:rank 0 of 3: sum 6\n[1]<stdout>:rank 1 of 3: sum 6\n[2]<stdout>:rank 2 of 3: sum 6'
 [ "$out" = "$expected" ] || fail "under hvdrun: unexpected output '$out'"
-echo "install_test: installed package works (find_package, pkg-config, hvdrun -np 3)"
+[ -x "$prefix/bin/hvdrun-preflight" ] || fail "bin/hvdrun-preflight not installed"
+"$prefix/bin/hvdrun" -np 2 --preflight-only true 2> "$work/preflight.err" ||
+  fail "hvdrun --preflight-only failed: $(cat "$work/preflight.err")"
+grep -q "localhost  ok    ok" "$work/preflight.err" || fail "no preflight table: $(cat "$work/preflight.err")"
+echo "install_test: installed package works (find_package, pkg-config, hvdrun -np 3, --preflight-only)"
