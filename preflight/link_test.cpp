@@ -19,6 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kChunk = 1 << 20;
+constexpr std::chrono::seconds kNonceWait{2};
 
 }  // namespace
 
@@ -31,6 +32,7 @@ LinkReceiver::LinkReceiver(const std::string& address) {
   if (!listener_ || ::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(listener_.get(), 16) != 0 ||
       ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    error_ = net::errno_text(errno);
     listener_.reset();
     return;
   }
@@ -40,7 +42,7 @@ LinkReceiver::LinkReceiver(const std::string& address) {
 bool LinkReceiver::receive(const Nonce& nonce, std::chrono::milliseconds timeout,
                            std::string& why) {
   if (!listener_) {
-    why = "cannot listen: " + net::errno_text(errno);
+    why = "cannot listen: " + error_;
     return false;
   }
   const auto deadline = Clock::now() + timeout;
@@ -50,8 +52,9 @@ bool LinkReceiver::receive(const Nonce& nonce, std::chrono::milliseconds timeout
     if (::poll(&p, 1, net::poll_timeout_ms(deadline)) <= 0) break;
     UniqueFd peer(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
     if (!peer) continue;
-    Nonce got{};
-    if (!net::recv_all(peer.get(), got.data(), got.size(), deadline).ok() || got != nonce) {
+    Nonce got{};  // a connection that does not say it at once is not the one awaited
+    const auto nonce_by = std::min(deadline, Clock::now() + kNonceWait);
+    if (!net::recv_all(peer.get(), got.data(), got.size(), nonce_by).ok() || got != nonce) {
       continue;  // not the previous host's probe
     }
     std::uint64_t count = 0;  // until the sender's end of stream

@@ -29,6 +29,7 @@ class LinkReceiver {
  private:
   UniqueFd listener_;
   std::uint16_t port_ = 0;
+  std::string error_;  // why there is no listener
 };
 
 // Sends to host:port after `nonce` for `duration` or `max_bytes`, whichever comes first; MB/s

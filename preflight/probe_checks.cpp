@@ -25,9 +25,8 @@ class CudaRuntime {
     free_ = reinterpret_cast<int (*)(void*)>(::dlsym(handle_, "cudaFree"));
     error_ = reinterpret_cast<const char* (*)(int)>(::dlsym(handle_, "cudaGetErrorString"));
   }
-  ~CudaRuntime() {
-    if (handle_) ::dlclose(handle_);
-  }
+  // The library stays loaded: unloading the CUDA runtime with contexts alive can crash at exit.
+  ~CudaRuntime() = default;
   CudaRuntime(const CudaRuntime&) = delete;
   CudaRuntime& operator=(const CudaRuntime&) = delete;
 

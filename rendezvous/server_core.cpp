@@ -165,10 +165,16 @@ std::uint32_t ServerCore::start_generation(std::vector<Member> members, Handover
     }
   }
   log_->debug("generation {} forming: {} slots", generation_.number(), generation_.size());
-  std::erase_if(spare_keys_, [&](std::uint32_t key) { return generation_.has_member(key); });
-  const std::uint32_t number = generation_.number();
-  promote_spares();  // may complete the generation, and a callback may close the server
-  return number;
+  std::erase_if(spare_keys_,
+                [&](std::uint32_t key) { return generation_.position_of(key).has_value(); });
+  // The spares it takes join after the caller is done with this generation's start (their
+  // joins may complete it, which calls back into the launcher).
+  if (!parked_.empty()) {
+    asio::post(io_, [self = shared_from_this()] {
+      if (!self->closed_) self->promote_spares();
+    });
+  }
+  return generation_.number();
 }
 
 Generation* ServerCore::generation_numbered(std::uint32_t gen) {

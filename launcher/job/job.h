@@ -166,8 +166,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   // job_spares.cpp: warm spares (--spares).
   // Starts spares on free slots until --spares wait (none once the job winds down).
   void refill_spares();
-  // A spare's process ended: while the job runs, its host cools down and another starts.
+  // A spare's process ended: while the job runs, another starts (not after a few in a row).
   void spare_ended(WorkerRecord& spare);
+  // The spares of a host that was lost go with it: dismissed, killed, never promoted.
+  void drop_spares_of(std::size_t host);
   // A spare missed its heartbeats: killed; its end replaces it.
   void spare_lost(WorkerRecord& spare, const std::string& why);
   // The spare promoted by the next generation becomes one of its workers (a newcomer).
@@ -189,12 +191,14 @@ class Job final : private RendezvousEvents, private PoolEvents {
   WorkerTable workers_;  // the current generation's
   WorkerTable spares_;   // warm spares running, in no generation (rank -1)
   struct SpareCounts {
-    std::size_t started = 0, promoted = 0, replaced = 0, dismissed = 0;
-    std::vector<std::string> promotions;  // "pid-less" notes: "spare 5 as rank 3 after 4.1 s"
+    std::size_t started = 0, promoted = 0, ended = 0, dismissed = 0;
+    std::vector<std::string> promotions;  // "spare 4 (host h1, waiting 2999.1 ms)"
   } spare_counts_;
   std::map<WorkerId, Clock::time_point> spare_started_;  // running spares' start times
   bool spares_dismissed_ = false;
   bool spares_short_said_ = false;  // fewer free slots than --spares: said once
+  int spare_deaths_in_a_row_ = 0;   // spares that ended while they waited, since a promotion
+  bool spares_given_up_ = false;    // too many of them: no more are started
   GenerationLog generations_;
   JobStateMachine state_;
   std::optional<ElasticMembership> membership_;       // elastic jobs only

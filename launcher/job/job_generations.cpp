@@ -109,6 +109,7 @@ void Job::drop_and_reform(WorkerId id) {
     pools_.signal(other, SIGKILL);
     workers_.erase(other);  // its own report of the loss, when it comes, is ignored
   }
+  if (host_lost) drop_spares_of(id.host);  // lost with it: none of them is promoted
   const std::string others =
       with_host.empty() ? std::string()
                         : " (and with it " + plural(with_host.size(), "other worker") + ")";
@@ -149,7 +150,9 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   auto survivors = named_survivors(members);
   for (const auto& m : members) {  // a promoted Horovod spare asks under its spare name
     const WorkerRecord* record = workers_.find(WorkerKey{m.worker});
-    if (record && promoted.contains(record->id)) {
+    // Also one promoted before: until it registers, it may still ask under that name.
+    if (record &&
+        (promoted.contains(record->id) || (record->from_spare && !record->horovod_registered))) {
       survivors[horovod_spare_name(m.worker)] = m.slot;
     }
   }
@@ -183,8 +186,9 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   } else if (!added.empty()) {
     note(generation + plural(size, "worker") + ", " + std::to_string(added.size()) +
          " of them new" +
-         (promoted.empty() ? std::string()
-                           : " (" + std::to_string(promoted.size()) + " a warm spare)"));
+         (promoted.empty()       ? std::string()
+          : promoted.size() == 1 ? std::string(" (1 a warm spare)")
+                                 : " (" + std::to_string(promoted.size()) + " warm spares)"));
   }
   launch_workers(started);
   refill_spares();

@@ -38,6 +38,7 @@ void Job::host_ready(std::size_t host, ssh::HostReady ready) {
   pools_.host_connected(host, std::move(ready));
   if (later) {  // usable from now on; a restart under way takes it in by itself
     membership_->set_reachable(host, true);
+    refill_spares();
     if (state_.active() && membership_->free_slots(Clock::now()) > 0) {
       slots_changed(SlotsChange::kAdded, "host " + pools_.host_name(host) + " joined");
     }
@@ -131,6 +132,7 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
     if (WorkerRecord* spare = spares_.find(WorkerKey{gone.key})) spare->removed = true;
     faces_.dismiss_spare(gone.key, "spare not needed: its slot left the job");
   }
+  refill_spares();  // a host added may have room for the spares that did not fit
   std::string removed;
   for (const auto& gone : change.removed) {
     WorkerRecord* record = workers_.find(WorkerKey{gone.key});

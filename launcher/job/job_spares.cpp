@@ -1,8 +1,8 @@
 // Warm spares (job.h, --spares): workers of the job's program started on free slots beyond
 // --max-np, parked in their join (libhvdrun's init(), HVDRUN_SPARE=1) in no generation. A
 // re-formation takes them (ElasticMembership::fill) before it starts new workers, so a failed
-// worker's place is filled without a cold start; a spare that dies is replaced (its host cools
-// down first, as a failed worker's does); when the job ends they are told they are not needed.
+// worker's place is filled without a cold start; a spare that dies is replaced (after a few in
+// a row, no more are started); when the job ends they are told they are not needed.
 #include <signal.h>
 
 #include "launcher/job/job.h"
@@ -11,10 +11,16 @@
 #include "rendezvous/env_names.h"
 
 namespace hvdrun::launcher {
+namespace {
+
+// Spares that end while they wait, one after the other, before none is started any more.
+constexpr int kSpareDeathsInARow = 3;
+
+}  // namespace
 
 void Job::refill_spares() {
   const auto want = static_cast<std::size_t>(spec_.elastic.spares);
-  if (!membership_ || want == 0 || spares_dismissed_ || outcome_ ||
+  if (!membership_ || want == 0 || spares_dismissed_ || spares_given_up_ || outcome_ ||
       !state_.is(JobState::kRunning) || workers_.any_finished()) {
     return;
   }
@@ -72,9 +78,10 @@ void Job::promote_spare(const WorkerId& id) {
   trace_worker_ended(*spare);  // its parked span
   spares_.erase(id);
   spare_started_.erase(id);
-  workers_.add(id, key, Slot{});
+  workers_.add(id, key, Slot{}).from_spare = true;
   if (timeline_) trace_started_[id] = Clock::now();
   ++spare_counts_.promoted;
+  spare_deaths_in_a_row_ = 0;
   spare_counts_.promotions.push_back("spare " + std::to_string(key.value) + " (host " +
                                      pools_.host_name(id.host) + ", waiting " +
                                      millis_since(started) + ")");
@@ -90,30 +97,50 @@ void Job::spare_ended(WorkerRecord& spare) {
   const std::string who = "spare " + std::to_string(key) + " (host " + pools_.host_name(id.host) +
                           (spare.end()->pid ? ", pid " + std::to_string(spare.end()->pid) : "") +
                           ")";
-  if (spare.removed || spares_dismissed_ || !state_.active() || outcome_) {
-    spares_.erase(id);
-    spare_started_.erase(id);
-    return maybe_finish();
-  }
+  const bool expected = spare.removed || spares_dismissed_ || !state_.active() || outcome_;
   spares_.erase(id);
   spare_started_.erase(id);
-  ++spare_counts_.replaced;
-  const auto cooldown = membership_->cool_down(id.host, Clock::now());
+  if (expected) return maybe_finish();
+  ++spare_counts_.ended;
   trace_event("spare ended", {{"spare", who}, {"end", what}});
-  note(who + " " + what + " while it waited; host " + pools_.host_name(id.host) + " unused for " +
-       std::to_string(cooldown.count()) + " s; starting another spare");
+  // Its host does not cool down: a spare has no part in the training, and a program that
+  // cannot wait as a spare would keep failed workers' replacements off every host. Spares that
+  // keep ending are not started again.
+  if (++spare_deaths_in_a_row_ >= kSpareDeathsInARow) {
+    spares_given_up_ = true;
+    note("warning: " + who + " " + what +
+         " while it waited: " + std::to_string(spare_deaths_in_a_row_) +
+         " spares in a row ended so; no more spares are started (does the program wait in "
+         "hvdrun::init() or hvd.init() before anything that needs a rank?)");
+    return;
+  }
   refill_spares();
+  const bool refilled = membership_->spares() >= static_cast<std::size_t>(spec_.elastic.spares);
+  note(who + " " + what + " while it waited; " +
+       (refilled ? "another started" : "another starts when a slot is free"));
 }
 
 void Job::spare_lost(WorkerRecord& spare, const std::string& why) {
   if (spare.end()) return;
   spare.lost = "missed its heartbeats (" + why + "): killed";
+  membership_->remove(spare.key.value);  // never promoted now, whenever its end comes
+  faces_.dismiss_spare(spare.key.value, "spare lost");
   pools_.signal(spare.id, SIGKILL);
   if (pools_.connected(spare.id.host)) {  // a cut-off host may never report the end
     const WorkerId lost = spare.id;
     worker_exited(lost, ProcessEnd::lost_connection("host " + pools_.host_name(lost.host) +
                                                     " stopped answering"));
   }
+}
+
+void Job::drop_spares_of(std::size_t host) {
+  spares_.for_each([&](WorkerRecord& r) {
+    if (r.id.host != host || r.end()) return;
+    r.removed = true;  // its end, when it comes, is expected
+    membership_->remove(r.key.value);
+    faces_.dismiss_spare(r.key.value, "spare not needed: its host was lost");
+    pools_.signal(r.id, SIGKILL);
+  });
 }
 
 void Job::dismiss_spares() {
@@ -135,7 +162,7 @@ std::string Job::describe_spares() const {
     text += (i ? ", " : " (") + c.promotions[i];
   }
   if (!c.promotions.empty()) text += c.promotions.size() > 3 ? ", ...)" : ")";
-  text += ", " + std::to_string(c.replaced) + " replaced after they ended, " +
+  text += ", " + std::to_string(c.ended) + " ended while they waited, " +
           std::to_string(c.dismissed) + " not needed at the end";
   return text;
 }

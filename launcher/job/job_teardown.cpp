@@ -108,7 +108,13 @@ void Job::forward_signal(const SignalEvent& signal) {
     note(signal.describe() + " not forwarded: no rank runs");
     return;
   }
-  pools_.signal_all(signal.signo);
+  if (spares_.empty()) {
+    pools_.signal_all(signal.signo);
+  } else {  // not to the spares: they are in no generation, and may not handle it yet
+    workers_.for_each([&](const WorkerRecord& r) {
+      if (!r.end()) pools_.signal(r.id, signal.signo);
+    });
+  }
   trace_event("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
   note("forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }

@@ -6,6 +6,7 @@
 
 #include "launcher/output/logging.h"
 #include "launcher/remote/remote_spawn.h"
+#include "launcher/spec/local_aliases.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -36,7 +37,10 @@ std::string some_of(const std::vector<std::string>& names) {
 
 JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
   JobSpec probe = spec;
-  const int total = slots_of(spec.hosts);
+  // The hosts that may get ranks: -np of them, or --max-np in an elastic job.
+  probe.hosts.resize(
+      hosts_used(spec.hosts, std::max(spec.num_proc, spec.elastic.max_np.value_or(0))));
+  const int total = slots_of(probe.hosts);
   probe.num_proc = total;
   probe.elastic = ElasticSpec{};
   probe.elastic.min_np = 1;  // a host that cannot be used leaves the others going
@@ -99,9 +103,14 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   hooks.capture_prefix = std::string(kProbeMarker);
   hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
   const JobSpec probes = probe_job(spec, probe_program_for(spec));
-  run_once(probes, alias_note, environment, watchdog, local_hosts, &hooks);
+  const int probes_status =
+      run_once(probes, alias_note, environment, watchdog, local_hosts, &hooks);
+  if (hooks.interrupted) {  // Ctrl-C, SIGTERM: no verdict, no job
+    note("preflight interrupted: no job was started");
+    return PreflightDecision{std::nullopt, probes_status};
+  }
   std::vector<PreflightHost> hosts;
-  for (const auto& h : spec.hosts) {
+  for (const auto& h : probes.hosts) {
     PreflightHost host{h.name, h.slots, {}};
     for (const auto& [name, why] : hooks.unusable_hosts) {
       if (name == h.name) host.unreachable = why;

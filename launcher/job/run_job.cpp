@@ -97,8 +97,9 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
   options.slots = slots;
   options.start_timeout = spec.start_timeout;
   options.bind_address = plan.bind;
-  const WorkerCount workers =
-      count_workers(slots, remote, static_cast<std::size_t>(spec.elastic.max_np.value_or(0)));
+  const WorkerCount workers = count_workers(
+      slots, remote,
+      static_cast<std::size_t>(spec.elastic.max_np.value_or(0) + spec.elastic.spares));
   options.max_unauthenticated = rendezvous_max_unauthenticated(workers, open_file_limit());
   if (spec.elastic_job()) options.reform_timeout = spec.elastic.timeout;
   if (spec.elastic_job() || spec.elastic.heartbeat_timeout) {
@@ -149,7 +150,7 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
                             [&](const std::string& name) { return local_hosts.contains(name); });
     if (!alias_note.empty()) note(alias_note);
   }
-  if (spec.preflight.run) {
+  if (spec.preflight.run && !spec.dry_run) {  // --dry-run starts nothing, probes included
     auto checked = preflight_then(spec, alias_note, environment, watchdog, local_hosts);
     if (!checked.job) {
       watchdog.disarm();
@@ -212,7 +213,10 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
     note(line);
     console.drain(kNoteTime, nullptr);
   }
-  if (hooks) hooks->unusable_hosts = job.unusable_hosts();
+  if (hooks) {
+    hooks->unusable_hosts = job.unusable_hosts();
+    hooks->interrupted = job.interrupted_at().has_value();
+  }
   return job.exit_status();
 }
 

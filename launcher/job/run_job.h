@@ -24,6 +24,7 @@ struct RunHooks {
   std::string capture_prefix;
   std::function<void(std::string_view line)> capture;
   std::vector<std::pair<std::string, std::string>> unusable_hosts;  // filled by run_once
+  bool interrupted = false;  // filled by run_once: a signal to hvdrun ended the run
 };
 
 // One run of the job core on `spec`'s hosts (already discovered and merged), to its summary;

@@ -31,6 +31,7 @@ class WorkerRecord {
   std::string lost;      // when the launcher gave it up (missed heartbeats): why
   bool removed = false;  // its slot left the discovery output: not in the next generation
   bool horovod_registered = false;  // it registered its notification service
+  bool from_spare = false;          // a warm spare, promoted
 
   const Slot& slot() const noexcept { return slot_; }
   // Started to join survivors in a generation that has not formed yet: it has taken no part

@@ -59,6 +59,15 @@ std::size_t ElasticMembership::free_slots(Clock::time_point now) const {
 std::vector<ElasticMembership::Worker> ElasticMembership::add_spares(Clock::time_point now,
                                                                      std::size_t want) {
   std::vector<Worker> added;
+  // The free slots the job may still grow into, up to --max-np, are not the spares'.
+  const std::size_t room = max_np_ > workers_.size() ? max_np_ - workers_.size() : 0;
+  const std::vector<int> used = used_slots();
+  std::size_t free = 0;
+  for (std::size_t h = 0; h < hosts_.size(); ++h) {
+    if (usable(hosts_[h], now))
+      free += static_cast<std::size_t>(std::max(0, hosts_[h].slots - used[h]));
+  }
+  want = std::min(want, spares_.size() + (free > room ? free - room : 0));
   if (spares_.size() >= want) return added;
   std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member or a spare
   for (const auto& [key, w] : workers_) taken[w.id.host].insert(w.id.slot);
@@ -66,9 +75,9 @@ std::vector<ElasticMembership::Worker> ElasticMembership::add_spares(Clock::time
   for (std::size_t h = 0; h < hosts_.size() && spares_.size() < want; ++h) {
     Host& host = hosts_[h];
     if (!usable(host, now)) continue;
-    const auto& used = taken[h];
+    const auto& in_use = taken[h];
     for (int slot = 0; slot < host.slots && spares_.size() < want; ++slot) {
-      if (used.contains(slot)) continue;
+      if (in_use.contains(slot)) continue;
       const WorkerId id{h, slot, host.incarnations[slot]++};
       added.push_back(spares_.emplace(next_key_, Worker{id, next_key_, -1}).first->second);
       ++next_key_;

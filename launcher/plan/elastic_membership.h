@@ -57,8 +57,9 @@ class ElasticMembership {
                            std::size_t limit = std::numeric_limits<std::size_t>::max());
   // How many more fill() with no limit would add now (spares promoted included).
   std::size_t free_slots(Clock::time_point now) const;
-  // Spares to start on free slots of usable hosts (beyond --max-np) so that `want` spares
-  // exist, at most; they get fresh keys and are no members until fill() promotes them.
+  // Spares to start on free slots of usable hosts so that `want` spares exist, at most, leaving
+  // the job room to grow to --max-np; they get fresh keys and are no members until fill()
+  // promotes them.
   std::vector<Worker> add_spares(Clock::time_point now, std::size_t want);
   std::size_t spares() const noexcept { return spares_.size(); }
   bool is_spare(std::uint32_t key) const { return spares_.contains(key); }

@@ -110,6 +110,7 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
     if (field(r, "local_rank") == "0") {
       if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
       row.link = number(r, "link_mbps");
+      row.link_error = field(r, "link");
       const std::string init = field(r, "gpu_init");
       if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
       if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, "gpu_runtime");
@@ -153,6 +154,9 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
     const double floor = 1.0 - slack;
     if (row.gemm && verdict.gemm_median && *row.gemm < floor * *verdict.gemm_median) {
       fail(below_median("GEMM", "GFLOP/s", *row.gemm, *verdict.gemm_median));
+    }
+    if (!row.link && !row.link_error.empty() && row.link_error != "one host") {
+      fail("link: " + row.link_error);
     }
     if (row.link && verdict.link_median && *row.link < floor * *verdict.link_median) {
       fail(below_median("link", "MB/s", *row.link, *verdict.link_median));

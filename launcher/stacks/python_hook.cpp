@@ -56,7 +56,7 @@ def _hvdrun_wait_for_promotion():
             reply = conn.getresponse()
             status, body = reply.status, reply.read().decode("ascii", "replace")
             conn.close()
-        except OSError as e:
+        except (OSError, http.client.HTTPException) as e:
             _hvd_sys.stderr.write("hvdrun: spare %s: hvdrun's rendezvous %s:%d is gone (%s)\n"
                                   % (key, where[0], where[1], e))
             _hvd_os._exit(1)
@@ -68,11 +68,12 @@ def _hvdrun_wait_for_promotion():
                                   "rendezvous\n" % (key, status, body[:200]))
             _hvd_os._exit(1)
         if values[0].strip() == "-1":
-            print("hvdrun: spare %s not needed: the job is ending" % key, flush=True)
+            print("hvdrun: spare %s is not needed" % key, flush=True)
             _hvd_sys.exit(0)
         names = ("RANK", "SIZE", "LOCAL_RANK", "LOCAL_SIZE", "CROSS_RANK", "CROSS_SIZE")
         for name, value in zip(names, values):
             env["HOROVOD_" + name] = value.strip()
+        env.pop("HVDRUN_SPARE", None)  # a worker now: its children are no spares
         return
 
 

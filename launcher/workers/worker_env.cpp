@@ -72,7 +72,7 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
 bool launcher_owned(const std::string& name) {
   for (const char* owned :
        {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname, env::kStartTimeout,
-        env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout,
+        env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout, env::kSpare,
         env::kTimelineCollectives, kStacksDirEnv, kStacksSignalEnv,
         // The move of hvdrun into its Slurm allocation: for hvdrun alone.
         kSlurmMoved, kSlurmMovedNodes, kSlurmMovedTasks, kSlurmControlPort, kSlurmControlSecret}) {

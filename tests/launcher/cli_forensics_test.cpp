@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "launcher/cli/cli.h"
 #include "tests/launcher/cli_test_util.h"
 
@@ -113,6 +116,18 @@ TEST(Cli, Preflight) {
               HasSubstr("--preflight-slack"));
   EXPECT_THAT(error_of({"-np", "2", "--preflight", "--preflight-timeout", "0", "p"}),
               HasSubstr("--preflight-timeout"));
+}
+
+TEST(Cli, PreflightIsRefusedWhereItsHostsWouldNotBeTheJobs) {
+  EXPECT_THAT(error_of({"-np", "2", "--preflight", "--host-discovery-script", "./d.sh", "p"}),
+              HasSubstr("--preflight and --host-discovery-script cannot be used together"));
+  const auto secret = std::filesystem::temp_directory_path() / "hvdrun-cli-test-secret";
+  std::ofstream(secret) << "0123456789abcdef0123456789abcdef\n";
+  EXPECT_THAT(
+      error_of({"--preflight-only", "--nnodes", "2", "--node-rank", "0", "--nproc-per-node", "1",
+                "--rdzv-endpoint", "h:29400", "--rdzv-secret-file", secret.string(), "p"}),
+      HasSubstr("--preflight-only and --nnodes cannot be used together"));
+  std::filesystem::remove(secret);
 }
 
 }  // namespace

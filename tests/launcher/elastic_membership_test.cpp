@@ -230,5 +230,16 @@ TEST(ElasticMembership, ASpareWhoseSlotLeavesTheHostListIsRemoved) {
   EXPECT_EQ(m.spares(), 0u);
 }
 
+// Spares do not take the slots the job may still grow into up to --max-np.
+TEST(ElasticMembership, SparesLeaveTheJobRoomToGrow) {
+  ElasticMembership m(hosts({{"a", 4}}), 3, seconds(10), seconds(40));
+  m.add({0, 0, 0}, 0, 0);
+  m.add({0, 1, 0}, 1, 1);  // 2 of --max-np 3: one slot is the job's to grow into
+  const auto now = Clock::now();
+  const auto spares = m.add_spares(now, 2);
+  ASSERT_EQ(spares.size(), 1u);  // the 4th slot only
+  EXPECT_EQ(m.free_slots(now), 1u);
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

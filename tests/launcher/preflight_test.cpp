@@ -184,5 +184,25 @@ TEST(Preflight, TheProbesJobHasAProbeOnEverySlotAndOutlivesAnUnusableHost) {
                                       "--timeout-ms", "20000"}));
 }
 
+TEST(Preflight, ALinkTransferThatFailedFailsItsHost) {
+  const auto v =
+      four({kGood, "program=ok gpus=0 gemm_gflops=10 link=cannot%20connect", kGood, kGood});
+  EXPECT_EQ(v.failed(), std::vector<std::string>{"h2"});
+  EXPECT_EQ(v.rows[1].failure, "link: cannot connect");
+  // Alone, a host has no link to measure: that is no failure.
+  const auto alone =
+      decide_preflight({{"a", 1, {}}}, {probe("a", 0, 0, "program=ok link=one%20host")}, 0.2);
+  EXPECT_TRUE(alone.failed().empty());
+}
+
+TEST(Preflight, OnlyTheHostsTheJobMayUseAreProbed) {
+  JobSpec spec = two_hosts(2);  // a:2 holds both ranks
+  EXPECT_EQ(probe_job(spec, "p").hosts.size(), 1u);
+  EXPECT_EQ(probe_job(spec, "p").num_proc, 2);
+  spec.elastic.min_np = 2;
+  spec.elastic.max_np = 4;  // it may grow onto b
+  EXPECT_EQ(probe_job(spec, "p").hosts.size(), 2u);
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher

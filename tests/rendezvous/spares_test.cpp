@@ -130,5 +130,28 @@ TEST(Spares, ASpareThatDisconnectsIsNoLongerHeld) {
   EXPECT_EQ(server.parked_spares(), 0u);
 }
 
+// A promoted spare is a worker like any: a later generation that leaves it out tells it so.
+TEST(Spares, APromotedSpareLeftOutLaterIsNoLongerHeldAsASpare) {
+  ServerThread server(slot_options(1));
+  server.add_spare(7);
+  auto clients = join_workers(server, 1);
+  Client spare(server.endpoint(), kSecret, kTimeout);
+  auto assigned = std::async(std::launch::async, [&] { return spare.join(make_join(7), 60s); });
+  wait_parked(server, 1);
+  const auto slots = make_slots(2);
+  server.start_generation({Member{0, slots[0]}, Member{7, slots[1]}}, Handover::kBroken, "grow");
+  std::thread survivor([&] { clients[0]->rejoin(make_join(0), kTimeout, kTimeout); });
+  ASSERT_EQ(assigned.wait_for(10s), std::future_status::ready);
+  assigned.get();
+  survivor.join();
+  // Generation 2 has worker 0 alone: the promoted spare re-joins and is told it is no member.
+  server.start_generation({Member{0, make_slots(1)[0]}}, Handover::kBroken, "shrink");
+  std::thread again([&] { clients[0]->rejoin(make_join(0), kTimeout, kTimeout); });
+  for (int i = 0; i < 500 && !spare.generation_end(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_THROW(spare.rejoin(make_join(7), 5s, 5s), NotMemberError);
+  again.join();
+  EXPECT_EQ(server.parked_spares(), 0u);
+}
+
 }  // namespace
 }  // namespace hvdrun::rdzv
