@@ -189,5 +189,36 @@ TEST(TestHostsElastic, APersistentStragglersHostIsExcluded) {
   EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
 }
 
+// A warm spare on a remote host, started through its node agent: a worker killed on the other
+// host is replaced by it at once, and the job ends at full size with one hash.
+TEST(TestHostsElastic, ARemoteSpareTakesAKilledWorkersPlace) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-np", "3", "--min-np", "3", "--max-np", "3", "--spares", "1", "-H",
+                   "hvdt-h1:2,hvdt-h2:2", "--blacklist-cooldown-range", "60", "60"},
+                  8),
+      home.env());
+  const auto pids = wait_for_pids(dir.path, 4, seconds(30));
+  ASSERT_EQ(pids.size(), 4u);
+  pid_t spare = -1, victim = -1;
+  std::ifstream(dir.path / "3.pid") >> spare;   // key 3: the spare, on hvdt-h2's free slot
+  std::ifstream(dir.path / "0.pid") >> victim;  // rank 0, on hvdt-h1
+  std::this_thread::sleep_for(milliseconds(1000));
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto r = job.finish(seconds(110));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "generation 1: 3 workers, 1 of them new (1 a warm spare)")) << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 3u) << r.out << r.err;
+  EXPECT_TRUE(done.contains(spare)) << spare << "\n" << r.out;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 3) << r.out;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.err, "hvdrun: spares: 1 started, 1 promoted (spare 3 (host hvdt-h2, "))
+      << r.err;
+}
+
 }  // namespace
 }  // namespace hvdrun::itest
