@@ -166,7 +166,7 @@ TEST(Preflight, AnElasticJobLeavesTheFailedHostsOutDownToMinNp) {
 }
 
 TEST(Preflight, TheProbesJobHasAProbeOnEverySlotAndOutlivesAnUnusableHost) {
-  JobSpec spec = two_hosts(2);
+  JobSpec spec = two_hosts(4);
   spec.preflight.run = true;
   spec.preflight.timeout = std::chrono::seconds(20);
   spec.timeline = "t.json";
