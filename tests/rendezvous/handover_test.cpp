@@ -17,6 +17,7 @@ namespace hvdrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
+using test::join_workers;
 using test::kSecret;
 using test::kTimeout;
 using test::make_join;
@@ -30,22 +31,6 @@ std::vector<Member> members(std::initializer_list<std::uint32_t> keys) {
   std::vector<Member> out;
   for (std::uint32_t key : keys) out.push_back(Member{key, slots[out.size()]});
   return out;
-}
-
-// Workers 0..n-1 joined to generation 0, each on its own connection.
-std::vector<std::unique_ptr<Client>> join_workers(const ServerThread& server, int n) {
-  std::vector<std::unique_ptr<Client>> clients(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      clients[static_cast<std::size_t>(i)] =
-          std::make_unique<Client>(server.endpoint(), kSecret, kTimeout);
-      clients[static_cast<std::size_t>(i)]->join(make_join(static_cast<std::uint32_t>(i)),
-                                                 kTimeout);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return clients;
 }
 
 TEST(Handover, SurvivorsAreToldAndRejoinOnTheirConnectionWithNewRanks) {

@@ -15,27 +15,13 @@ namespace hvdrun::rdzv {
 namespace {
 
 using namespace std::chrono_literals;
+using test::join_workers;
 using test::kSecret;
 using test::kTimeout;
 using test::make_join;
 using test::make_slots;
 using test::ServerThread;
 using test::slot_options;
-
-// Workers 0..n-1 joined to generation 0, each on its own connection.
-std::vector<std::unique_ptr<Client>> join_workers(const ServerThread& server, int n) {
-  std::vector<std::unique_ptr<Client>> clients(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      auto& c = clients[static_cast<std::size_t>(i)];
-      c = std::make_unique<Client>(server.endpoint(), kSecret, kTimeout);
-      c->join(make_join(static_cast<std::uint32_t>(i)), kTimeout);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return clients;
-}
 
 void wait_parked(ServerThread& server, std::size_t n) {
   for (int i = 0; i < 500 && server.parked_spares() != n; ++i) std::this_thread::sleep_for(10ms);

@@ -42,6 +42,21 @@ ServerThread::ServerThread(ServerOptions options, ServerCallbacks callbacks)
       }),
       port_(io_.on_io([](Server& s) { return s.port(); })) {}
 
+std::vector<std::unique_ptr<Client>> join_workers(const ServerThread& server, int n) {
+  std::vector<std::unique_ptr<Client>> clients(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      clients[static_cast<std::size_t>(i)] =
+          std::make_unique<Client>(server.endpoint(), kSecret, kTimeout);
+      clients[static_cast<std::size_t>(i)]->join(make_join(static_cast<std::uint32_t>(i)),
+                                                 kTimeout);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return clients;
+}
+
 Join make_join(std::uint32_t slot) {
   Join j;
   j.slot = slot;

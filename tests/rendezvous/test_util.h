@@ -69,6 +69,9 @@ class ServerThread {
 
 Join make_join(std::uint32_t slot);
 
+// Workers 0..n-1 joined to generation 0, each on its own connection.
+std::vector<std::unique_ptr<Client>> join_workers(const ServerThread& server, int n);
+
 // Blocking socket for hand-made frames (SO_RCVTIMEO bounds every read).
 class RawConn {
  public:
