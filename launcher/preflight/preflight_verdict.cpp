@@ -85,12 +85,67 @@ std::vector<std::string> PreflightVerdict::failed() const {
   return out;
 }
 
+namespace {
+
+// One probe's report into its host's row (the first probe of the host says the host's own).
+void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
+                 PreflightVerdict& verdict) {
+  const std::string program = field(r, "program");
+  if (row.program.empty() || row.program == "ok") row.program = program;
+  if (const auto g = number(r, "gemm_gflops")) row.gemm = row.gemm ? std::max(*row.gemm, *g) : *g;
+  if (field(r, "local_rank") == "0") {
+    if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
+    row.link = number(r, "link_mbps");
+    row.link_error = field(r, "link");
+    const std::string init = field(r, "gpu_init");
+    if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
+    if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, "gpu_runtime");
+  }
+  if (const std::string error = field(r, "error"); !error.empty()) {
+    row.failure = "its probe failed: " + error;
+  }
+  if (field(r, "rank") == "0") verdict.ring_ms = number(r, "ring_ms");
+}
+
+// The row's first failed check, if none failed before (`reported`: its probes that reported).
+void judge(PreflightRow& row, int reported, const PreflightVerdict& verdict, double slack) {
+  const auto fail = [&row](std::string why) {
+    if (row.failure.empty()) row.failure = std::move(why);
+  };
+  if (row.agent != "ok") return fail("unreachable: " + row.agent);
+  if (reported < row.slots) {
+    fail("no report from " + std::to_string(row.slots - reported) + " of its " +
+         std::to_string(row.slots) + " probes");
+  }
+  if (!row.program.empty() && row.program != "ok") fail("program: " + row.program);
+  if (verdict.gpu_job) {
+    const int visible = row.gpus.value_or(0);
+    if (visible < row.slots) {
+      fail("GPUs: " + std::to_string(visible) + " visible for " + std::to_string(row.slots) +
+           " slots");
+    } else if (!row.gpu_note.empty()) {
+      fail("GPU init: " + row.gpu_note);
+    }
+  }
+  const double floor = 1.0 - slack;
+  if (row.gemm && verdict.gemm_median && *row.gemm < floor * *verdict.gemm_median) {
+    fail(below_median("GEMM", "GFLOP/s", *row.gemm, *verdict.gemm_median));
+  }
+  if (!row.link && !row.link_error.empty() && row.link_error != "one host") {
+    fail("link: " + row.link_error);
+  }
+  if (row.link && verdict.link_median && *row.link < floor * *verdict.link_median) {
+    fail(below_median("link", "MB/s", *row.link, *verdict.link_median));
+  }
+}
+
+}  // namespace
+
 PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
                                   const std::vector<std::map<std::string, std::string>>& reports,
                                   double slack) {
   PreflightVerdict verdict;
   std::map<std::string, std::size_t> index;
-  std::vector<int> reported(hosts.size(), 0);
   for (const auto& h : hosts) {
     index.emplace(h.name, verdict.rows.size());
     PreflightRow row;
@@ -99,26 +154,12 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
     if (!h.unreachable.empty()) row.agent = h.unreachable;
     verdict.rows.push_back(std::move(row));
   }
+  std::vector<int> reported(hosts.size(), 0);
   for (const auto& r : reports) {
     const auto it = index.find(field(r, "host"));
     if (it == index.end()) continue;
-    PreflightRow& row = verdict.rows[it->second];
     ++reported[it->second];
-    const std::string program = field(r, "program");
-    if (row.program.empty() || row.program == "ok") row.program = program;
-    if (const auto g = number(r, "gemm_gflops")) row.gemm = row.gemm ? std::max(*row.gemm, *g) : *g;
-    if (field(r, "local_rank") == "0") {
-      if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
-      row.link = number(r, "link_mbps");
-      row.link_error = field(r, "link");
-      const std::string init = field(r, "gpu_init");
-      if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
-      if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, "gpu_runtime");
-    }
-    if (const std::string error = field(r, "error"); !error.empty()) {
-      row.failure = "its probe failed: " + error;
-    }
-    if (field(r, "rank") == "0") verdict.ring_ms = number(r, "ring_ms");
+    take_report(r, verdict.rows[it->second], verdict);
   }
   std::vector<double> gemms, links;
   for (const auto& row : verdict.rows) {
@@ -129,38 +170,7 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
   verdict.gemm_median = median(gemms);
   verdict.link_median = links.size() > 1 ? median(links) : std::nullopt;
   for (std::size_t i = 0; i < verdict.rows.size(); ++i) {
-    PreflightRow& row = verdict.rows[i];
-    const auto fail = [&row](std::string why) {
-      if (row.failure.empty()) row.failure = std::move(why);
-    };
-    if (row.agent != "ok") {
-      fail("unreachable: " + row.agent);
-      continue;
-    }
-    if (reported[i] < row.slots) {
-      fail("no report from " + std::to_string(row.slots - reported[i]) + " of its " +
-           std::to_string(row.slots) + " probes");
-    }
-    if (!row.program.empty() && row.program != "ok") fail("program: " + row.program);
-    if (verdict.gpu_job) {
-      const int visible = row.gpus.value_or(0);
-      if (visible < row.slots) {
-        fail("GPUs: " + std::to_string(visible) + " visible for " + std::to_string(row.slots) +
-             " slots");
-      } else if (!row.gpu_note.empty()) {
-        fail("GPU init: " + row.gpu_note);
-      }
-    }
-    const double floor = 1.0 - slack;
-    if (row.gemm && verdict.gemm_median && *row.gemm < floor * *verdict.gemm_median) {
-      fail(below_median("GEMM", "GFLOP/s", *row.gemm, *verdict.gemm_median));
-    }
-    if (!row.link && !row.link_error.empty() && row.link_error != "one host") {
-      fail("link: " + row.link_error);
-    }
-    if (row.link && verdict.link_median && *row.link < floor * *verdict.link_median) {
-      fail(below_median("link", "MB/s", *row.link, *verdict.link_median));
-    }
+    judge(verdict.rows[i], reported[i], verdict, slack);
   }
   return verdict;
 }
