@@ -135,6 +135,11 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void slots_changed(SlotsChange change, const std::string& reason);
   void take_ranks(const std::vector<rdzv::Member>& members);
   std::map<std::string, Slot> named_survivors(const std::vector<rdzv::Member>& members);
+  void name_spares(const std::vector<rdzv::Member>& members, const std::set<WorkerId>& promoted,
+                   std::map<std::string, Slot>& survivors);
+  // "generation 3: 4 workers, 1 of them new (1 a warm spare)"
+  void note_generation(rdzv::Handover how, std::size_t size, std::size_t added,
+                       std::size_t promoted);
   std::uint16_t start_generation(GenerationStart start);
   // job_stalls.cpp: collectives that wait too long, and the ranks' stacks.
   void watch_progress();

@@ -148,14 +148,7 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   next_key_ = membership_->next_key();
   auto members = membership_->next_generation();
   auto survivors = named_survivors(members);
-  for (const auto& m : members) {  // a promoted Horovod spare asks under its spare name
-    const WorkerRecord* record = workers_.find(WorkerKey{m.worker});
-    // Also one promoted before: until it registers, it may still ask under that name.
-    if (record &&
-        (promoted.contains(record->id) || (record->from_spare && !record->horovod_registered))) {
-      survivors[horovod_spare_name(m.worker)] = m.slot;
-    }
-  }
+  name_spares(members, promoted, survivors);
   take_ranks(members);
   const bool joins_survivors = added.size() < members.size();
   for (const auto& id : added) {
@@ -175,24 +168,41 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   if (host_updates_) host_updates_->reformed();  // this generation takes every change in
   trace_generation_end();
   generations_.begin(now, size);
+  note_generation(how, size, added.size(), promoted.size());
+  launch_workers(started);
+  refill_spares();
+  watch_cooldowns();
+}
+
+// A promoted Horovod spare asks for its place under its spare name; so does one promoted before
+// that has not registered yet.
+void Job::name_spares(const std::vector<rdzv::Member>& members, const std::set<WorkerId>& promoted,
+                      std::map<std::string, Slot>& survivors) {
+  for (const auto& m : members) {
+    const WorkerRecord* record = workers_.find(WorkerKey{m.worker});
+    if (record &&
+        (promoted.contains(record->id) || (record->from_spare && !record->horovod_registered))) {
+      survivors[horovod_spare_name(m.worker)] = m.slot;
+    }
+  }
+}
+
+void Job::note_generation(rdzv::Handover how, std::size_t size, std::size_t added,
+                          std::size_t promoted) {
   const std::string generation = "generation " + std::to_string(generations_.number()) + ": ";
   if (how == rdzv::Handover::kRestart) {
     note(generation + plural(size, "worker") + " on the slots available");
-  } else if (!added.empty() && !joins_survivors) {
+  } else if (added > 0 && added == size) {
     // Nobody holds the state of the training to hand over: say that it is lost.
     note(generation + plural(size, "worker") +
          ", all of them new: no worker survived to hand "
          "over the training's state, so it starts again from its initial state");
-  } else if (!added.empty()) {
-    note(generation + plural(size, "worker") + ", " + std::to_string(added.size()) +
-         " of them new" +
-         (promoted.empty()       ? std::string()
-          : promoted.size() == 1 ? std::string(" (1 a warm spare)")
-                                 : " (" + std::to_string(promoted.size()) + " warm spares)"));
+  } else if (added > 0) {
+    note(generation + plural(size, "worker") + ", " + std::to_string(added) + " of them new" +
+         (promoted == 0   ? std::string()
+          : promoted == 1 ? std::string(" (1 a warm spare)")
+                          : " (" + std::to_string(promoted) + " warm spares)"));
   }
-  launch_workers(started);
-  refill_spares();
-  watch_cooldowns();
 }
 
 void Job::wait_for_slots(const std::string& reason) {
