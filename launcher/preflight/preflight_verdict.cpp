@@ -101,9 +101,7 @@ void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
     if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
     if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, "gpu_runtime");
   }
-  if (const std::string error = field(r, "error"); !error.empty()) {
-    row.failure = "its probe failed: " + error;
-  }
+  if (const std::string error = field(r, "error"); !error.empty()) row.probe_error = error;
   if (field(r, "rank") == "0") verdict.ring_ms = number(r, "ring_ms");
 }
 
@@ -171,6 +169,15 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
   verdict.link_median = links.size() > 1 ? median(links) : std::nullopt;
   for (std::size_t i = 0; i < verdict.rows.size(); ++i) {
     judge(verdict.rows[i], reported[i], verdict, slack);
+  }
+  // A probe that died (no report) breaks the collectives of every other probe: their errors
+  // are its doing, not their hosts'. Without such a probe, an error is its host's.
+  const bool probe_died = std::any_of(verdict.rows.begin(), verdict.rows.end(), [](const auto& r) {
+    return r.failure.starts_with("no report from");
+  });
+  for (auto& row : verdict.rows) {
+    if (row.probe_error.empty() || !row.failure.empty()) continue;
+    if (!probe_died) row.failure = "its probe failed: " + row.probe_error;
   }
   return verdict;
 }

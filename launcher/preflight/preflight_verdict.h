@@ -35,6 +35,7 @@ struct PreflightRow {
   std::optional<double> gemm;  // GFLOP/s: the best of the host's probes (they share its cores)
   std::optional<double> link;  // MB/s out of the host
   std::string link_error;      // why there is no figure ("one host": none was measured)
+  std::string probe_error;     // what ended one of its probes early (a collective that broke)
   std::string failure;         // the first check failed: "link 41 MB/s, 96 % below the median
                                // 940"; empty: the host passed
   bool passed() const { return failure.empty(); }

@@ -204,5 +204,20 @@ TEST(Preflight, OnlyTheHostsTheJobMayUseAreProbed) {
   EXPECT_EQ(probe_job(spec, "p").hosts.size(), 2u);
 }
 
+// A probe that dies breaks the others' collectives: only its host fails; the others' errors
+// are its doing. Without a dead probe, a probe's error fails its own host.
+TEST(Preflight, OnlyTheHostOfAProbeThatDiedFailsWhenTheOthersCollectivesBreak) {
+  const std::string broke =
+      "program=ok gpus=0 gemm_gflops=10 error=allreduce%20failed:%20rank%202%20closed";
+  std::vector<PreflightHost> hosts = {{"a", 1, {}}, {"b", 1, {}}, {"c", 1, {}}};
+  const auto v = decide_preflight(hosts, {probe("a", 0, 0, broke), probe("c", 2, 0, broke)}, 0.2);
+  EXPECT_EQ(v.failed(), std::vector<std::string>{"b"});
+  EXPECT_EQ(v.rows[1].failure, "no report from 1 of its 1 probes");
+  const auto alone = decide_preflight(
+      hosts, {probe("a", 0, 0, broke), probe("b", 1, 0, kGood), probe("c", 2, 0, kGood)}, 0.2);
+  EXPECT_EQ(alone.failed(), std::vector<std::string>{"a"});
+  EXPECT_EQ(alone.rows[0].failure, "its probe failed: allreduce failed: rank 2 closed");
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher
