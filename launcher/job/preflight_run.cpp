@@ -102,7 +102,14 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   RunHooks hooks;
   hooks.capture_prefix = std::string(kProbeMarker);
   hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
-  const JobSpec probes = probe_job(spec, probe_program_for(spec));
+  const std::string probe = probe_program_for(spec);
+  std::error_code ec;
+  if (spec.remote_hvdrun.empty() && !std::filesystem::is_regular_file(probe, ec)) {
+    note("error: preflight: its probe " + probe +
+         " is not there: hvdrun-preflight is installed beside hvdrun (reinstall hvdrun)");
+    return PreflightDecision{std::nullopt, 1};
+  }
+  const JobSpec probes = probe_job(spec, probe);
   const int probes_status =
       run_once(probes, alias_note, environment, watchdog, local_hosts, &hooks);
   if (hooks.interrupted) {  // Ctrl-C, SIGTERM: no verdict, no job

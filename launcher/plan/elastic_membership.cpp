@@ -44,44 +44,49 @@ std::vector<int> ElasticMembership::used_slots() const {
   return used;
 }
 
-std::size_t ElasticMembership::free_slots(Clock::time_point now) const {
+std::size_t ElasticMembership::open_slots(Clock::time_point now) const {
   const std::vector<int> used = used_slots();
-  std::size_t free = 0;
+  std::size_t open = 0;
   for (std::size_t h = 0; h < hosts_.size(); ++h) {
     if (usable(hosts_[h], now))
-      free += static_cast<std::size_t>(std::max(0, hosts_[h].slots - used[h]));
+      open += static_cast<std::size_t>(std::max(0, hosts_[h].slots - used[h]));
   }
+  return open;
+}
+
+std::vector<WorkerId> ElasticMembership::take_open_slots(Clock::time_point now, std::size_t n) {
+  std::vector<WorkerId> out;
+  std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member or a spare
+  for (const auto& [key, w] : workers_) taken[w.id.host].insert(w.id.slot);
+  for (const auto& [key, w] : spares_) taken[w.id.host].insert(w.id.slot);
+  for (std::size_t h = 0; h < hosts_.size() && out.size() < n; ++h) {
+    Host& host = hosts_[h];
+    if (!usable(host, now)) continue;
+    const auto it = taken.find(h);
+    for (int slot = 0; slot < host.slots && out.size() < n; ++slot) {
+      if (it != taken.end() && it->second.contains(slot)) continue;
+      out.push_back(WorkerId{h, slot, host.incarnations[slot]++});
+    }
+  }
+  return out;
+}
+
+std::size_t ElasticMembership::free_slots(Clock::time_point now) const {
+  std::size_t free = open_slots(now);
   for (const auto& [key, w] : spares_) free += hosts_[w.id.host].reachable ? 1 : 0;
-  const std::size_t room = max_np_ > workers_.size() ? max_np_ - workers_.size() : 0;
-  return std::min(free, room);
+  return std::min(free, growth_room());
 }
 
 std::vector<ElasticMembership::Worker> ElasticMembership::add_spares(Clock::time_point now,
                                                                      std::size_t want) {
   std::vector<Worker> added;
-  // The free slots the job may still grow into, up to --max-np, are not the spares'.
-  const std::size_t room = max_np_ > workers_.size() ? max_np_ - workers_.size() : 0;
-  const std::vector<int> used = used_slots();
-  std::size_t free = 0;
-  for (std::size_t h = 0; h < hosts_.size(); ++h) {
-    if (usable(hosts_[h], now))
-      free += static_cast<std::size_t>(std::max(0, hosts_[h].slots - used[h]));
-  }
-  want = std::min(want, spares_.size() + (free > room ? free - room : 0));
+  // The open slots the job may still grow into, up to --max-np, are not the spares'.
+  const std::size_t open = open_slots(now), room = growth_room();
+  want = std::min(want, spares_.size() + (open > room ? open - room : 0));
   if (spares_.size() >= want) return added;
-  std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member or a spare
-  for (const auto& [key, w] : workers_) taken[w.id.host].insert(w.id.slot);
-  for (const auto& [key, w] : spares_) taken[w.id.host].insert(w.id.slot);
-  for (std::size_t h = 0; h < hosts_.size() && spares_.size() < want; ++h) {
-    Host& host = hosts_[h];
-    if (!usable(host, now)) continue;
-    const auto& in_use = taken[h];
-    for (int slot = 0; slot < host.slots && spares_.size() < want; ++slot) {
-      if (in_use.contains(slot)) continue;
-      const WorkerId id{h, slot, host.incarnations[slot]++};
-      added.push_back(spares_.emplace(next_key_, Worker{id, next_key_, -1}).first->second);
-      ++next_key_;
-    }
+  for (const WorkerId& id : take_open_slots(now, want - spares_.size())) {
+    added.push_back(spares_.emplace(next_key_, Worker{id, next_key_, -1}).first->second);
+    ++next_key_;
   }
   return added;
 }
@@ -104,20 +109,9 @@ std::vector<ElasticMembership::Worker> ElasticMembership::fill(Clock::time_point
     added.push_back(w);
   }
   if (workers_.size() >= limit) return added;
-  std::map<std::size_t, std::set<int>> taken;  // host -> its slots with a member or a spare
-  for (const auto& [key, w] : workers_) taken[w.id.host].insert(w.id.slot);
-  for (const auto& [key, w] : spares_) taken[w.id.host].insert(w.id.slot);
-  for (std::size_t h = 0; h < hosts_.size() && workers_.size() < limit; ++h) {
-    Host& host = hosts_[h];
-    if (!usable(host, now)) continue;
-    const auto it = taken.find(h);
-    for (int slot = 0; slot < host.slots && workers_.size() < limit; ++slot) {
-      if (it != taken.end() && it->second.contains(slot)) continue;
-      const WorkerId id{h, slot, host.incarnations[slot]++};
-      const Worker& w = workers_.emplace(next_key_, Worker{id, next_key_, -1}).first->second;
-      ++next_key_;
-      added.push_back(w);
-    }
+  for (const WorkerId& id : take_open_slots(now, limit - workers_.size())) {
+    added.push_back(workers_.emplace(next_key_, Worker{id, next_key_, -1}).first->second);
+    ++next_key_;
   }
   return added;
 }

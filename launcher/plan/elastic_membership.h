@@ -92,8 +92,16 @@ class ElasticMembership {
   bool usable(const Host& host, Clock::time_point now) const {
     return host.reachable && now >= host.usable_from;
   }
-  // Slots of each host taken by a member, counted in one pass.
+  // Slots of each host taken by a member or a spare, counted in one pass.
   std::vector<int> used_slots() const;
+  // Slots with neither on hosts usable `now`, and `n` of them at most, in host and slot order
+  // (each with the incarnation its next worker gets).
+  std::size_t open_slots(Clock::time_point now) const;
+  std::vector<WorkerId> take_open_slots(Clock::time_point now, std::size_t n);
+  // Members the job may still add, up to --max-np.
+  std::size_t growth_room() const {
+    return max_np_ > workers_.size() ? max_np_ - workers_.size() : 0;
+  }
 
   std::vector<Host> hosts_;
   std::map<std::string, std::size_t> by_name_;  // index of each host in hosts_

@@ -3,6 +3,7 @@
 // any worker starts, naming the host and the check; --preflight-only exits by the verdict.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -59,6 +60,29 @@ TEST(Preflight, PreflightOnlyExitsByTheVerdict) {
   EXPECT_EQ(bad.status, 1) << bad.err;
   EXPECT_TRUE(contains(bad.err, "FAIL: program: no-such-program-here is not on PATH here"))
       << bad.err;
+}
+
+TEST(Preflight, AMissingProbeIsNamedAndNothingStarts) {
+  TempDir dir;  // an hvdrun without hvdrun-preflight beside it
+  const auto hvdrun = dir.path / "hvdrun";
+  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
+  std::filesystem::permissions(hvdrun, std::filesystem::perms::owner_all);
+  const auto marker = dir.path / "ran";
+  HvdrunProcess job(hvdrun.string(), {"-np", "1", "--preflight", "touch", marker.string()}, {},
+                    "/dev/null");
+  const auto r = job.finish(seconds(30));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: error: preflight: its probe " +
+                                  (dir.path / "hvdrun-preflight").string() + " is not there"))
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+TEST(Preflight, DryRunChecksNothing) {
+  const auto r = run_hvdrun({"-np", "2", "--preflight", "--dry-run", "true"}, {}, seconds(30));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(contains(r.err, "preflight of")) << r.err;
+  EXPECT_FALSE(contains(r.out + r.err, "HVDRUN_PREFLIGHT"));
 }
 
 }  // namespace

@@ -119,5 +119,30 @@ TEST(Spares, NoSpareOutlivesAKilledHvdrun) {
   EXPECT_TRUE(wait_until_gone(all, seconds(10)).empty());
 }
 
+// A signal forwarded to the job reaches its members, not the spares (which may not handle it
+// yet): here the spare has no handler and would die of SIGUSR1.
+TEST(Spares, ForwardedSignalsReachTheMembersOnly) {
+  TempDir dir;
+  const std::string script = "echo $$ > " + dir.path.string() +
+                             "/$HVDRUN_SLOT.pid; "
+                             "if [ \"$HVDRUN_SPARE\" = 1 ]; then exec sleep 30; fi; "
+                             "trap 'echo got USR1; exit 0' USR1; while :; do sleep 0.05; done";
+  HvdrunProcess job({"-H", "localhost:3", "-np", "2", "--min-np", "2", "--max-np", "2", "--spares",
+                     "1", "sh", "-c", script});
+  const pid_t spare = pid_of_slot(dir, 2, 3);
+  std::this_thread::sleep_for(milliseconds(500));  // the members' trap is set
+  job.signal(SIGUSR1);
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "to 2 ranks")) << r.err;
+  EXPECT_EQ(r.out.find("[spare.2]"), std::string::npos) << r.out;
+  EXPECT_FALSE(contains(r.err, "spare 2 (host localhost, pid " + std::to_string(spare) +
+                                   ") was killed by signal SIGUSR1"))
+      << r.err;
+  EXPECT_TRUE(contains(r.out, "[0]<stdout>:got USR1")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[1]<stdout>:got USR1")) << r.out;
+  EXPECT_FALSE(alive(spare));  // dismissed, then killed after the grace period at most
+}
+
 }  // namespace
 }  // namespace hvdrun::itest
