@@ -345,11 +345,6 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
                      " and --nnodes cannot be used together: with --nnodes each node starts on "
                      "its own, and its agent serves one run only");
   }
-  if (spec.preflight.run && !spec.elastic.discovery_script.empty()) {
-    throw UsageError(std::string(spec.preflight.only ? "--preflight-only" : "--preflight") +
-                     " and --host-discovery-script cannot be used together: the script's hosts "
-                     "change while the job runs, and preflight checks the hosts given");
-  }
   if (launcher == "slurm" && !from_slurm) {
     throw UsageError(parsed.spelled("launcher") +
                      " slurm: the hosts must come from a Slurm allocation (SLURM_JOB_ID set, no "

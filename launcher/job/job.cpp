@@ -62,6 +62,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
                         spec_.elastic.cooldown_max);
     workers_.for_each(
         [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
+    preflight_cooled_.insert(spec_.preflight.cooled.begin(), spec_.preflight.cooled.end());
     if (spec_.elastic.exclude_stragglers) straggler_watch_.emplace(spec_.elastic.straggler_margin);
     if (!spec_.elastic.discovery_script.empty()) {
       discovery_.emplace(

@@ -186,6 +186,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   bool start_without_host(std::size_t host, const std::string& why);
   void kill_lost(std::uint32_t key, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
+  void cool_after_preflight(std::size_t host);
   void warn_if_stdin_not_read() const;
 
   const JobSpec& spec_;
@@ -212,6 +213,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::vector<std::size_t> remote_;                   // remote hosts at the start
   std::size_t failed_hosts_ = 0;  // of the remote hosts at the start (elastic jobs)
   std::vector<std::pair<std::string, std::string>> unusable_hosts_;  // host, why
+  std::set<std::string> preflight_cooled_;  // failed preflight, not discovered yet: cool down
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
   bool sigkill_sent_ = false;

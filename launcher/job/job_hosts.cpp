@@ -95,6 +95,20 @@ bool Job::start_without_host(std::size_t host, const std::string& why) {
   return true;
 }
 
+// A host that failed its preflight check is listed by the discovery script: it starts in
+// cooldown, as if a worker had failed there, and joins when the cooldown ends.
+void Job::cool_after_preflight(std::size_t host) {
+  const auto cooldown = membership_->cool_down(host, Clock::now());
+  const std::string& name = membership_->host_name(host);
+  std::string check;
+  for (const auto& [h, verdict] : spec_.preflight.results) {
+    if (h == name) check = " (" + verdict + ")";
+  }
+  note("host " + name + " failed its preflight check" + check + ": unused for " +
+       std::to_string(cooldown.count()) + " s");
+  watch_cooldowns();
+}
+
 // Up to 3 names and how many more: "a, b, c and 4 more".
 static std::string some_of(const std::vector<std::string>& names) {
   std::string text;
@@ -109,6 +123,7 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
   for (std::size_t i = 0; i < change.added.size(); ++i) {
     const std::size_t index = change.added[i];
     const HostSpec& spec = hosts[change.added_from[i]];
+    if (preflight_cooled_.erase(spec.name) > 0) cool_after_preflight(index);
     const auto discovered = pools_.add_discovered(index, spec);
     if (discovered == WorkerPools::Discovered::kUsable) continue;
     membership_->set_reachable(index, false);  // a remote one: until its SSH connection is up

@@ -139,11 +139,21 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
     decision.status = 1;
     return decision;
   }
-  if (const auto failed = verdict.failed(); !failed.empty()) {
-    note("preflight: " + plural(failed.size(), "host") +
-         " left out of the job: " + some_of(failed));
-  }
   decision.job->preflight = PreflightSpec{};
+  if (const auto failed = verdict.failed(); !failed.empty()) {
+    // The discovery script lists them again: they start in cooldown. Without one, an elastic
+    // job's hosts are those it starts on, so they stay out.
+    if (spec.elastic_job() && !spec.elastic.discovery_script.empty()) {
+      decision.job->preflight.cooled = failed;
+      note("preflight: " + plural(failed.size(), "host") + " start" +
+           (failed.size() == 1 ? "s" : "") + " in cooldown (" +
+           std::to_string(spec.elastic.cooldown_min.count()) +
+           " s, --blacklist-cooldown-range): " + some_of(failed));
+    } else {
+      note("preflight: " + plural(failed.size(), "host") +
+           " left out of the job: " + some_of(failed));
+    }
+  }
   for (const auto& row : verdict.rows) {
     decision.job->preflight.results.emplace_back(row.host, row.passed() ? "ok" : row.failure);
   }

@@ -3,8 +3,9 @@
 // SSH or srun node agents), elastic so that a host that cannot be used leaves the others
 // going; its report lines are read, not shown. Then the table on the console, and the job's
 // hosts without those that failed: a static job fails naming the host and the check (or, with
-// --preflight-exclude, runs on the others if they give -np slots); an elastic job leaves them
-// out (it fails if fewer than --min-np slots remain).
+// --preflight-exclude, runs on the others if they give -np slots); an elastic job starts
+// without them (it fails if fewer than --min-np slots remain), and takes them after a cooldown
+// when its discovery script lists them.
 #pragma once
 
 #include <map>

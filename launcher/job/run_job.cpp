@@ -87,7 +87,12 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
   std::vector<Slot> slots = place(spec.hosts, spec.num_proc);
   auto remote = remote_hosts(spec, slots,
                              [&](const std::string& name) { return local_hosts.contains(name); });
-  const auto plan = plan_addresses(spec, !remote.empty());
+  // Hosts that start in cooldown after their preflight join later: remote ones need the
+  // rendezvous reachable from other hosts, as the hosts placed now do.
+  const bool remote_later =
+      std::any_of(spec.preflight.cooled.begin(), spec.preflight.cooled.end(),
+                  [&](const std::string& name) { return !local_hosts.contains(name); });
+  const auto plan = plan_addresses(spec, !remote.empty() || remote_later);
   if (spec.verbose) {
     note("placement: " + plural(slots.size(), "rank") + " on " + plural(spec.hosts.size(), "host") +
          " (" + std::to_string(remote.size()) + " remote) in " + millis_since(start));

@@ -2,7 +2,8 @@
 // on this machine only (under the hosts' private /tmp/hvdt-private), a host whose link is
 // shaped by tc to 50 Mbit/s, a host whose sshd is stopped (its agent cannot start). Each is
 // named in the table with the check it failed; a static job fails or, with
-// --preflight-exclude, runs on the others; an elastic job goes on without the host.
+// --preflight-exclude, runs on the others; an elastic job goes on without the host, and takes
+// it after a cooldown when its discovery script lists it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <regex>
 
+#include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
 #include "tests/ssh/test_hosts.h"
@@ -91,6 +93,40 @@ TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJob
   EXPECT_TRUE(contains(r.err, "hvdrun: preflight: 1 host left out of the job: hvdt-h2")) << r.err;
   EXPECT_TRUE(contains(r.out, "ran on hvdt-h1")) << r.out;
   EXPECT_FALSE(contains(r.out, "ran on hvdt-h2")) << r.out;
+}
+
+// The discovery script lists the slow host: the job starts without it, the host cools down as
+// if a worker had failed there, then joins, and the job finishes at full size.
+TEST(TestHostsPreflight, AnElasticJobTakesAHostThatFailedOnceItsCooldownEnds) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  SlowLink slow;
+  TempDir dir;
+  write_file(dir.path / "hosts", "localhost:1\nhvdt-h1:1\nhvdt-h2:1\n");
+  HvdrunProcess job(elastic_job(dir,
+                                {"-np", "2", "--min-np", "1", "--max-np", "3",
+                                 "--host-discovery-script", "cat " + (dir.path / "hosts").string(),
+                                 "--discovery-interval", "0.2", "--blacklist-cooldown-range", "3",
+                                 "3", "--preflight", "--preflight-slack", "60"},
+                                20),
+                    home.env());
+  // The three slots' workers: hvdt-h2's started once its cooldown ended.
+  EXPECT_EQ(wait_for_pids(dir.path, 3, seconds(60)).size(), 3u);
+  const auto r = job.finish(seconds(120));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(hvdt-h2 .*FAIL: link [0-9.]+ MB/s)")))
+      << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(hvdrun: preflight: [0-9] hosts? starts? )"
+                                                  R"(in cooldown \(3 s, [^)]*\): .*hvdt-h2)")))
+      << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"(host hvdt-h2 failed its preflight check \(link [^)]*\): unused )"
+                        R"(for 3 s)")))
+      << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 3u) << r.out << r.err;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "all ranks agree")) << r.out;
 }
 
 }  // namespace
