@@ -86,6 +86,12 @@ GpuCheck check_gpus() {
   return check;
 }
 
+int count_gpus() {
+  const CudaRuntime cuda;
+  int n = 0;
+  return cuda.usable() && cuda.device_count(n) == 0 ? n : 0;
+}
+
 double gemm_gflops(int n, std::chrono::milliseconds budget) {
   const auto size = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
   std::vector<float> a(size, 1.0f / static_cast<float>(n)), b(size, 0.5f), c(size);

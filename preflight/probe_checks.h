@@ -20,6 +20,8 @@ struct GpuCheck {
 // Counts and initialises the GPUs through the CUDA runtime, loaded at run time (a host without
 // one has none).
 GpuCheck check_gpus();
+// The devices the CUDA runtime shows, without initialising them (0 without a runtime).
+int count_gpus();
 
 // GFLOP/s of the fastest of repeated n x n float matrix products for about `budget` (the
 // fastest: what the core gives when nothing else holds it).

@@ -4,13 +4,17 @@
 // product on its core, its host's link (first worker of each host) and an allreduce across all
 // hosts (rank 0), and prints one report line that hvdrun reads:
 //   HVDRUN_PREFLIGHT host=H rank=R local_rank=L program=ok|<why> gpus=N gpu_runtime=<why>
-//     gpu_init=ok|<why> gemm_gflops=F link_mbps=F link=<why> ring_ms=F
+//     gpu_init=ok|<why> gemm_gflops=F gpu_device=D gpu_gemm_tflops=F gpu_gemm=<why>
+//     nccl_gbps=F nccl=<why> link_mbps=F link=<why> ring_ms=F
+// On a host with GPUs, each probe also times a matrix product on its GPU, and the host's probes
+// form an NCCL communicator and time an allreduce among themselves.
 // (values percent-encoded). It exits 0 whatever it found (what failed is in the report), but 3
 // when it could not join the others (the report then has error=<why>).
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "hvdrun/hvdrun.h"
+#include "preflight/gpu_checks.h"
 #include "preflight/link_test.h"
 #include "preflight/probe_checks.h"
 
@@ -146,6 +151,67 @@ double link_test(const Settings& s, std::string& why) {
   return figure;
 }
 
+// One record per rank for the GPU checks: the first probe of a host with GPUs gives its NCCL id.
+struct NcclIdRecord {
+  char host[128] = {};
+  std::int32_t has_id = 0;
+  hvdrun::preflight::NcclId id{};
+};
+
+std::string figure_text(double value, int digits) {
+  char number[64];
+  std::snprintf(number, sizeof number, "%.*f", digits, value);
+  return number;
+}
+
+// The GPU checks of this probe (`gpus`: what its host shows) as report fields. Every probe
+// takes part in the exchange of the hosts' NCCL ids, GPUs or not.
+std::string gpu_checks(const Settings& s, int gpus) {
+  namespace pf = hvdrun::preflight;
+  const bool checked = gpus > 0 && pf::gpu_checks_built();
+  const bool nccl_fits = hvdrun::local_size() <= gpus;  // else the GPU count check fails
+  NcclIdRecord mine;
+  std::snprintf(mine.host, sizeof mine.host, "%s", env_or("HVDRUN_HOSTNAME", "-").c_str());
+  std::string nccl_why;
+  if (checked && nccl_fits && hvdrun::local_rank() == 0) {
+    if (const auto id = pf::new_nccl_id(nccl_why)) {
+      mine.has_id = 1;
+      mine.id = *id;
+    }
+  }
+  std::vector<std::byte> gathered;
+  hvdrun::allgather(&mine, sizeof mine, hvdrun::DataType::kUInt8, gathered);
+  if (!checked) return {};
+  std::vector<NcclIdRecord> all(gathered.size() / sizeof(NcclIdRecord));
+  std::memcpy(all.data(), gathered.data(), all.size() * sizeof(NcclIdRecord));
+  const char* pinned = std::getenv("HVDRUN_GPU_DEVICE");
+  const int device = pinned && *pinned ? std::atoi(pinned) : hvdrun::local_rank() % gpus;
+  // Each wait of a GPU check: a share of the whole preflight's time.
+  const auto bound = std::min(s.timeout / 2, milliseconds(30000));
+  std::string out = " gpu_device=" + std::to_string(device);
+  const auto gemm = pf::gpu_gemm_tflops(device, s.gemm, bound);
+  out += gemm.value ? " gpu_gemm_tflops=" + figure_text(*gemm.value, 2)
+                    : " gpu_gemm=" + encoded(gemm.error);
+  const auto host = std::find_if(all.begin(), all.end(), [&](const NcclIdRecord& r) {
+    return r.has_id && std::strncmp(r.host, mine.host, sizeof r.host) == 0;
+  });
+  if (host != all.end()) {
+    const auto nccl = pf::host_allreduce_gbps(device, host->id, hvdrun::local_rank(),
+                                              hvdrun::local_size(), bound);
+    if (!nccl.value) {
+      nccl_why = nccl.error;
+    } else if (hvdrun::local_size() == 1) {
+      nccl_why = "one GPU";  // the communicator formed; a figure needs two
+    } else if (hvdrun::local_rank() == 0) {
+      out += " nccl_gbps=" + figure_text(*nccl.value, 1);
+    }
+  } else if (nccl_fits && nccl_why.empty()) {
+    nccl_why = "no NCCL id from the host's first probe";
+  }
+  if (!nccl_why.empty()) out += " nccl=" + encoded(nccl_why);
+  return out;
+}
+
 double ring_ms() {
   std::vector<float> data(1u << 20, 1.0f);  // 4 MiB
   std::vector<double> times;
@@ -170,19 +236,27 @@ int main(int argc, char** argv) {
       !hvdrun::preflight::find_program(s.program, env_or("PATH", ""), program_why).empty();
   if (s.program.empty()) program_why = "no --program";
   std::string report = "HVDRUN_PREFLIGHT host=" + encoded(env_or("HVDRUN_HOSTNAME", "-"));
+  // The probes' own collectives go over TCP: the GPU checks name what fails on a GPU, where a
+  // world NCCL communicator would only fail the probes' start.
+  ::setenv("HVDRUN_BACKEND", "cpu", 1);
   try {
     hvdrun::InitGuard hvd;
     report += " rank=" + std::to_string(hvdrun::rank()) +
               " local_rank=" + std::to_string(hvdrun::local_rank());
     report += " program=" + (program_ok ? std::string("ok") : encoded(program_why));
+    int visible = 0;
     if (hvdrun::local_rank() == 0) {
       const auto gpus = hvdrun::preflight::check_gpus();
+      visible = gpus.init_error.empty() ? gpus.visible : 0;
       report += " gpus=" + std::to_string(gpus.visible) + " gpu_runtime=" + encoded(gpus.runtime) +
                 " gpu_init=" + (gpus.init_error.empty() ? "ok" : encoded(gpus.init_error));
+    } else {
+      visible = hvdrun::preflight::count_gpus();
     }
     char number[64];
     std::snprintf(number, sizeof number, "%.2f", hvdrun::preflight::gemm_gflops(192, s.gemm));
     report += std::string(" gemm_gflops=") + number;
+    report += gpu_checks(s, visible);
     std::string link_why;
     const double link = link_test(s, link_why);
     if (hvdrun::local_rank() == 0) {

@@ -13,7 +13,8 @@ dest=${2:-$build/bundle}
 
 programs=(hvdrun hvdrun-preflight examples/train bench/allreduce_bench bench/nccl_bench
           tests/gpu/gpu_collectives_check tests/gpu/gpu_nccl_error_paths)
-scripts=(bench/nccl.sh tests/gpu/train_gpu_test.sh tests/gpu/gpu_node_check.sh)
+scripts=(bench/nccl.sh tests/gpu/train_gpu_test.sh tests/gpu/preflight_gpu_test.sh
+         tests/gpu/gpu_node_check.sh)
 provided='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libnccl|libcuda)\.so'
 
 rm -rf "$dest"

@@ -52,10 +52,10 @@ std::string fixed(double v, int digits) {
 }
 
 // "link 41 MB/s, 96 % below the median 940"
-std::string below_median(const char* what, const char* unit, double v, double m) {
+std::string below_median(const std::string& what, const char* unit, double v, double m) {
   const int digits = m < 100 ? 1 : 0;
-  return std::string(what) + " " + fixed(v, digits) + " " + unit + ", " +
-         fixed(100.0 * (1.0 - v / m), 0) + " % below the median " + fixed(m, digits);
+  return what + " " + fixed(v, digits) + " " + unit + ", " + fixed(100.0 * (1.0 - v / m), 0) +
+         " % below the median " + fixed(m, digits);
 }
 
 }  // namespace
@@ -93,9 +93,22 @@ void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
   const std::string program = field(r, "program");
   if (row.program.empty() || row.program == "ok") row.program = program;
   if (const auto g = number(r, "gemm_gflops")) row.gemm = row.gemm ? std::max(*row.gemm, *g) : *g;
+  if (const auto t = number(r, "gpu_gemm_tflops"); t && (!row.gpu_gemm || *t < *row.gpu_gemm)) {
+    row.gpu_gemm = *t;  // the slowest GPU: one slow GPU holds back every step of the job
+    row.gpu_gemm_device = static_cast<int>(number(r, "gpu_device").value_or(-1));
+  }
+  if (const std::string e = field(r, "gpu_gemm"); !e.empty() && row.gpu_gemm_error.empty()) {
+    row.gpu_gemm_error = e;
+  }
+  if (const std::string e = field(r, "nccl"); !e.empty() && row.nccl_error.empty()) {
+    row.nccl_error = e;
+  } else if (!e.empty() && row.nccl_error == "one GPU") {
+    row.nccl_error = e;  // a real failure says more
+  }
   if (field(r, "local_rank") == "0") {
     if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
     row.link = number(r, "link_mbps");
+    row.nccl = number(r, "nccl_gbps");
     row.link_error = field(r, "link");
     const std::string init = field(r, "gpu_init");
     if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
@@ -124,8 +137,17 @@ void judge(PreflightRow& row, int reported, const PreflightVerdict& verdict, dou
     } else if (!row.gpu_note.empty()) {
       fail("GPU init: " + row.gpu_note);
     }
+    if (!row.nccl_error.empty() && row.nccl_error != "one GPU") fail("NCCL: " + row.nccl_error);
+    if (!row.gpu_gemm_error.empty()) fail("GPU GEMM: " + row.gpu_gemm_error);
   }
   const double floor = 1.0 - slack;
+  if (row.gpu_gemm && verdict.gpu_gemm_median && *row.gpu_gemm < floor * *verdict.gpu_gemm_median) {
+    fail(below_median("GPU GEMM (device " + std::to_string(row.gpu_gemm_device) + ")", "TFLOP/s",
+                      *row.gpu_gemm, *verdict.gpu_gemm_median));
+  }
+  if (row.nccl && verdict.nccl_median && *row.nccl < floor * *verdict.nccl_median) {
+    fail(below_median("NCCL allreduce", "GB/s", *row.nccl, *verdict.nccl_median));
+  }
   if (row.gemm && verdict.gemm_median && *row.gemm < floor * *verdict.gemm_median) {
     fail(below_median("GEMM", "GFLOP/s", *row.gemm, *verdict.gemm_median));
   }
@@ -159,14 +181,18 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
     ++reported[it->second];
     take_report(r, verdict.rows[it->second], verdict);
   }
-  std::vector<double> gemms, links;
+  std::vector<double> gemms, links, gpu_gemms, nccls;
   for (const auto& row : verdict.rows) {
     if (row.gpus && *row.gpus > 0) verdict.gpu_job = true;
     if (row.gemm) gemms.push_back(*row.gemm);
     if (row.link) links.push_back(*row.link);
+    if (row.gpu_gemm) gpu_gemms.push_back(*row.gpu_gemm);
+    if (row.nccl) nccls.push_back(*row.nccl);
   }
   verdict.gemm_median = median(gemms);
   verdict.link_median = links.size() > 1 ? median(links) : std::nullopt;
+  verdict.gpu_gemm_median = median(gpu_gemms);
+  verdict.nccl_median = nccls.size() > 1 ? median(nccls) : std::nullopt;
   for (std::size_t i = 0; i < verdict.rows.size(); ++i) {
     judge(verdict.rows[i], reported[i], verdict, slack);
   }
@@ -190,8 +216,16 @@ std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double
     return text;
   };
   std::vector<std::string> lines;
+  // The GPU columns, in a job whose hosts show GPUs.
+  const auto gpu_columns = [&](const PreflightRow* row) -> std::string {
+    if (!verdict.gpu_job) return {};
+    if (!row) return pad("GPU TFLOP/s", 13) + pad("NCCL GB/s", 11);
+    return pad(row->gpu_gemm ? fixed(*row->gpu_gemm, 2) : "-", 13) +
+           pad(row->nccl ? fixed(*row->nccl, 1) : "-", 11);
+  };
   lines.push_back("  " + pad("host", width) + "  " + pad("agent", 6) + pad("program", 9) +
-                  pad("GPUs", 8) + pad("GEMM GFLOP/s", 14) + pad("link MB/s", 11) + "verdict");
+                  pad("GPUs", 8) + gpu_columns(nullptr) + pad("GEMM GFLOP/s", 14) +
+                  pad("link MB/s", 11) + "verdict");
   for (const auto& row : verdict.rows) {
     std::string gpus = "-";
     if (row.gpus && (verdict.gpu_job || *row.gpus > 0)) {
@@ -202,15 +236,22 @@ std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double
                         : row.program == "ok" ? "ok"
                                               : "missing",
                         9) +
-                    pad(gpus, 8) + pad(row.gemm ? fixed(*row.gemm, 2) : "-", 14) +
+                    pad(gpus, 8) + gpu_columns(&row) +
+                    pad(row.gemm ? fixed(*row.gemm, 2) : "-", 14) +
                     pad(row.link ? fixed(*row.link, 0) : "-", 11) +
                     (row.passed() ? "ok" : "FAIL: " + row.failure));
   }
   std::string footer =
       "  medians: GEMM " +
       (verdict.gemm_median ? fixed(*verdict.gemm_median, 2) + " GFLOP/s" : "-") + ", link " +
-      (verdict.link_median ? fixed(*verdict.link_median, 0) + " MB/s" : "-") + "; a host " +
-      fixed(slack * 100, 0) + " % below a median fails (--preflight-slack)";
+      (verdict.link_median ? fixed(*verdict.link_median, 0) + " MB/s" : "-");
+  if (verdict.gpu_job) {
+    footer += ", GPU GEMM " +
+              (verdict.gpu_gemm_median ? fixed(*verdict.gpu_gemm_median, 2) + " TFLOP/s" : "-") +
+              ", NCCL allreduce " +
+              (verdict.nccl_median ? fixed(*verdict.nccl_median, 1) + " GB/s" : "-");
+  }
+  footer += "; a host " + fixed(slack * 100, 0) + " % below a median fails (--preflight-slack)";
   if (verdict.ring_ms)
     footer += "; 4 MiB allreduce across all hosts " + fixed(*verdict.ring_ms, 2) + " ms";
   lines.push_back(footer);

@@ -1,9 +1,10 @@
 // What the preflight probes found, and the verdict on each host, without I/O: the probes'
 // report lines (preflight/probe_main.cpp) are read into one row per host; each check passes or
 // fails with its figure: the host was reached and its agent started, the program is there, as
-// many GPUs as slots (in a job whose hosts show GPUs) and each initialises, and the matrix
-// product and the link are within --preflight-slack of the median of all hosts. Then the
-// table for the console.
+// many GPUs as slots (in a job whose hosts show GPUs) and each initialises, NCCL forms a
+// communicator across the host's GPUs, and the matrix product (on a core and on each GPU), the
+// host's NCCL allreduce and its link are within --preflight-slack of the median of all hosts.
+// Then the table for the console.
 #pragma once
 
 #include <map>
@@ -33,6 +34,13 @@ struct PreflightRow {
   std::optional<int> gpus;     // visible, from the host's first probe
   std::string gpu_note;        // "7 of 8", "none (no CUDA runtime)", "device 3: ..."
   std::optional<double> gemm;  // GFLOP/s: the best of the host's probes (they share its cores)
+  // On its GPUs: the slowest GPU's matrix product (TFLOP/s) and which device it was, and the
+  // NCCL allreduce among its probes (bus GB/s), or why there is none.
+  std::optional<double> gpu_gemm;
+  int gpu_gemm_device = -1;
+  std::string gpu_gemm_error;
+  std::optional<double> nccl;
+  std::string nccl_error;      // "one GPU": the communicator formed, no figure to compare
   std::optional<double> link;  // MB/s out of the host
   std::string link_error;      // why there is no figure ("one host": none was measured)
   std::string probe_error;     // what ended one of its probes early (a collective that broke)
@@ -45,7 +53,7 @@ struct PreflightVerdict {
   std::vector<PreflightRow> rows;  // in the hosts' order
   std::optional<double> ring_ms;   // a 4 MiB allreduce across all hosts, rank 0's median
   bool gpu_job = false;            // some host shows a GPU: every host must show its slots' worth
-  std::optional<double> gemm_median, link_median;
+  std::optional<double> gemm_median, link_median, gpu_gemm_median, nccl_median;
   std::vector<std::string> failed() const;  // hosts that failed, in order
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks a bundle (scripts/bundle.sh) on a GPU node that lacks the build's packages: the
-# one-GPU training smoke job, the device collectives in every fusion mode, the NCCL error
+# one-GPU training smoke job, preflight's GPU checks, the device collectives in every fusion mode, the NCCL error
 # paths, the NCCL benchmark up to 64 MiB, and hang forensics on a PyTorch CUDA process (its
 # Python stack on SIGQUIT; native frames only where eu-stack is installed). NCCL comes from
 # PyTorch's nvidia-nccl package when the node has no other.
@@ -20,6 +20,7 @@ step() {  # step NAME COMMAND...: runs it, says how it ended
 nvidia-smi -L
 step train_smoke bash "$b/tests/gpu/train_gpu_test.sh" "$b/hvdrun" "$b/examples/train" \
   "$b/tests/gpu/gpu_collectives_check"
+step preflight bash "$b/tests/gpu/preflight_gpu_test.sh" "$b/hvdrun" "$b/tests/gpu/gpu_collectives_check"
 step collectives_group "$b/hvdrun" -np 1 "$b/tests/gpu/gpu_collectives_check"
 step collectives_pack env HVDRUN_FUSION_MODE=pack "$b/hvdrun" -np 1 "$b/tests/gpu/gpu_collectives_check"
 step collectives_unfused env HVDRUN_FUSION_THRESHOLD=0 "$b/hvdrun" -np 1 "$b/tests/gpu/gpu_collectives_check"

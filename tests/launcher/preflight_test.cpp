@@ -1,6 +1,7 @@
 // Preflight without I/O: the probes' report lines, the verdict on each host (unreachable, the
 // program missing, fewer GPUs than slots, a GPU that does not initialise, a matrix product or
 // a link below the median by more than the slack, a probe that did not report), the table,
+// the slowest GPU's matrix product, the host's NCCL allreduce or its communicator failing,
 // the probes' own job, and the job that runs after the verdict.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -90,6 +91,74 @@ TEST(Preflight, AGpuThatDoesNotInitialiseFailsItsHost) {
                        "program=ok gpus=1 gpu_init=ok"});
   EXPECT_EQ(v.failed(), std::vector<std::string>{"h3"});
   EXPECT_EQ(v.rows[2].failure, "GPU init: device 0: out of memory");
+}
+
+// Two hosts of 2 GPUs and two of 4, one probe per GPU: `gemm[h]` is host h's TFLOP/s on each
+// of its GPUs, `nccl[h]` its first probe's NCCL fields.
+PreflightVerdict gpu_hosts(const std::array<std::vector<std::string>, 4>& gemm,
+                           const std::array<std::string, 4>& nccl) {
+  std::vector<PreflightHost> hosts;
+  std::vector<std::map<std::string, std::string>> reports;
+  int rank = 0;
+  for (std::size_t h = 0; h < 4; ++h) {
+    const std::string name = "g" + std::to_string(h + 1);
+    const auto& gpus = gemm[h];
+    hosts.push_back({name, static_cast<int>(gpus.size()), {}});
+    for (std::size_t lr = 0; lr < gpus.size(); ++lr) {
+      std::string rest = "program=ok gemm_gflops=10 gpu_device=" + std::to_string(lr) + " " +
+                         gpus[lr] + (lr == 0 ? " link_mbps=1000 " + nccl[h] : "");
+      if (lr == 0) rest += " gpus=" + std::to_string(gpus.size()) + " gpu_init=ok";
+      reports.push_back(probe(name, rank++, static_cast<int>(lr), rest));
+    }
+  }
+  return decide_preflight(hosts, reports, 0.2);
+}
+
+const std::string kFast = "gpu_gemm_tflops=20";
+
+TEST(Preflight, TheSlowestGpuOfAHostIsItsGemmFigureAndFailsItBelowTheMedian) {
+  const auto v = gpu_hosts({{{kFast, kFast},
+                             {kFast, "gpu_gemm_tflops=12.5"},
+                             {kFast, kFast},
+                             {kFast, kFast, kFast, kFast}}},
+                           {"nccl_gbps=300", "nccl_gbps=300", "nccl_gbps=290", "nccl_gbps=310"});
+  EXPECT_TRUE(v.gpu_job);
+  EXPECT_EQ(*v.gpu_gemm_median, 20);
+  EXPECT_EQ(*v.rows[1].gpu_gemm, 12.5);
+  EXPECT_EQ(v.failed(), std::vector<std::string>{"g2"});
+  EXPECT_EQ(v.rows[1].failure, "GPU GEMM (device 1) 12.5 TFLOP/s, 38 % below the median 20.0");
+  const auto table = preflight_table(v, 0.2);
+  EXPECT_THAT(table[0], HasSubstr("GPU TFLOP/s  NCCL GB/s"));
+  EXPECT_THAT(table[2], HasSubstr("12.50"));
+  EXPECT_THAT(table.back(), HasSubstr("GPU GEMM 20.00 TFLOP/s, NCCL allreduce 300.0 GB/s"));
+}
+
+TEST(Preflight, AHostWhoseNcclAllreduceIsSlowOrWhoseGpusCannotFormACommunicatorFails) {
+  const auto v =
+      gpu_hosts({{{kFast, kFast}, {kFast, kFast}, {kFast, kFast}, {kFast, kFast, kFast, kFast}}},
+                {"nccl_gbps=300", "nccl_gbps=90",
+                 "nccl=ncclCommInitRank%20(rank%200%20of%202):%20unhandled%20system%20error",
+                 "nccl_gbps=310"});
+  EXPECT_EQ(v.failed(), (std::vector<std::string>{"g2", "g3"}));
+  EXPECT_EQ(v.rows[1].failure, "NCCL allreduce 90 GB/s, 70 % below the median 300");
+  EXPECT_EQ(v.rows[2].failure, "NCCL: ncclCommInitRank (rank 0 of 2): unhandled system error");
+}
+
+TEST(Preflight, AGpuWhoseMatrixProductFailedFailsItsHostAndOneGpuHasNoNcclFigure) {
+  const auto v = gpu_hosts({{{kFast, kFast},
+                             {kFast, "gpu_gemm=device%201:%20GEMM%20did%20not%20finish"},
+                             {kFast, kFast},
+                             {kFast, kFast, kFast, kFast}}},
+                           {"nccl_gbps=300", "nccl_gbps=300", "nccl_gbps=300", "nccl_gbps=300"});
+  EXPECT_EQ(v.failed(), std::vector<std::string>{"g2"});
+  EXPECT_EQ(v.rows[1].failure, "GPU GEMM: device 1: GEMM did not finish");
+  // A host of one GPU: the communicator formed, and there is nothing to compare.
+  const auto one = four({"program=ok gpus=1 gpu_init=ok " + kFast + " nccl=one%20GPU",
+                         "program=ok gpus=1 gpu_init=ok " + kFast + " nccl=one%20GPU",
+                         "program=ok gpus=1 gpu_init=ok " + kFast + " nccl=one%20GPU",
+                         "program=ok gpus=1 gpu_init=ok " + kFast + " nccl=one%20GPU"});
+  EXPECT_TRUE(one.failed().empty()) << one.rows[0].failure;
+  EXPECT_FALSE(one.nccl_median);
 }
 
 TEST(Preflight, WithoutGpusAnywhereTheGpuCheckIsNotMade) {
