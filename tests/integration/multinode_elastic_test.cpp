@@ -220,5 +220,38 @@ TEST(TestHostsElastic, ARemoteSpareTakesAKilledWorkersPlace) {
       << r.err;
 }
 
+// A lost host takes its spare with it: hvdt-h2 runs rank 2 and the spare; its node agent is
+// killed, and the survivors re-form without promoting the spare that was lost.
+TEST(TestHostsElastic, ALostHostsSpareIsNotPromoted) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-np", "3", "--min-np", "2", "--max-np", "3", "--spares", "1", "-H",
+                   "hvdt-h1:2,hvdt-h2:2", "--blacklist-cooldown-range", "60", "60"},
+                  8),
+      home.env());
+  const auto pids = wait_for_pids(dir.path, 4, seconds(30));
+  ASSERT_EQ(pids.size(), 4u);
+  pid_t spare = -1;
+  std::ifstream(dir.path / "3.pid") >> spare;  // key 3: the spare, on hvdt-h2's free slot
+  std::this_thread::sleep_for(milliseconds(1000));
+  const pid_t agent = node_agent_pid(2);
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  const auto r = job.finish(seconds(110));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "host hvdt-h2 unused for 60 s; re-forming with 2 surviving workers"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "a warm spare")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: spares: 1 started, 0 promoted")) << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 2u) << r.out << r.err;
+  EXPECT_FALSE(done.contains(spare)) << r.out;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(wait_hosts_idle({2}, seconds(5)).empty());
+}
+
 }  // namespace
 }  // namespace hvdrun::itest

@@ -5,11 +5,13 @@
 // --preflight-exclude, runs on the others; an elastic job goes on without the host, and takes
 // it after a cooldown when its discovery script lists it.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
@@ -93,6 +95,40 @@ TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJob
   EXPECT_TRUE(contains(r.err, "hvdrun: preflight: 1 host left out of the job: hvdt-h2")) << r.err;
   EXPECT_TRUE(contains(r.out, "ran on hvdt-h1")) << r.out;
   EXPECT_FALSE(contains(r.out, "ran on hvdt-h2")) << r.out;
+}
+
+// True once a preflight probe runs on test host `host`.
+bool probe_runs_on(int host) {
+  for (const int pid : host_processes(host)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    if (cmdline.find("hvdrun-preflight") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A Ctrl-C while the probes run (the slow link keeps them busy for seconds): hvdrun ends
+// without a verdict and without starting the job, and no probe is left on any host.
+TEST(TestHostsPreflight, ACtrlCDuringTheChecksEndsHvdrunWithNoJobAndNoProbeLeft) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  SlowLink slow;
+  HvdrunProcess hvdrun(
+      {"-np", "3", "-H", "localhost:1,hvdt-h1:1,hvdt-h2:1", "--preflight", "sh", "-c", "echo ran"},
+      home.env());
+  const auto until = std::chrono::steady_clock::now() + seconds(30);
+  while (!(probe_runs_on(1) && probe_runs_on(2)) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(probe_runs_on(2)) << "no probe started on hvdt-h2";
+  hvdrun.signal(SIGINT);
+  const auto r = hvdrun.finish(seconds(30));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: preflight interrupted: no job was started")) << r.err;
+  EXPECT_FALSE(contains(r.err, "preflight of 3 hosts")) << r.err;  // no verdict
+  EXPECT_FALSE(contains(r.out, "ran")) << r.out;
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(10)).empty());
 }
 
 // The discovery script lists the slow host: the job starts without it, the host cools down as
