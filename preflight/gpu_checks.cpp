@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <memory>
 
 #include "hvdrun/error.h"
 #include "preflight/gpu_gemm.h"
@@ -63,8 +64,11 @@ GpuFigure gpu_gemm_tflops(int device, std::chrono::milliseconds budget,
     const DeviceGuard guard(device);
     constexpr int n = 2048;
     constexpr std::size_t bytes = std::size_t{n} * n * sizeof(float);
-    // Zero-filled: the kernel's speed does not depend on the values.
-    const DeviceBuffer a(bytes, "GEMM input"), b(bytes, "GEMM input"), c(bytes, "GEMM output");
+    // Zero-filled: the kernel's speed does not depend on the values. Owned here so that a
+    // product that never ends leaves them allocated: freeing them would wait for it.
+    auto a = std::make_unique<DeviceBuffer>(bytes, "GEMM input");
+    auto b = std::make_unique<DeviceBuffer>(bytes, "GEMM input");
+    auto c = std::make_unique<DeviceBuffer>(bytes, "GEMM output");
     const CudaEvent done("GEMM");
     const auto deadline = Clock::now() + limit;
     const auto start = Clock::now();
@@ -72,15 +76,21 @@ GpuFigure gpu_gemm_tflops(int device, std::chrono::milliseconds budget,
     int runs = 0;
     do {
       const auto begin = Clock::now();
-      nccl::check_cuda(
-          enqueue_gemm(n, static_cast<const float*>(a.data()), static_cast<const float*>(b.data()),
-                       static_cast<float*>(c.data()), nullptr),
-          "GEMM kernel");
+      nccl::check_cuda(enqueue_gemm(n, static_cast<const float*>(a->data()),
+                                    static_cast<const float*>(b->data()),
+                                    static_cast<float*>(c->data()), nullptr),
+                       "GEMM kernel");
       nccl::check_cuda(cudaEventRecord(done.get(), nullptr), "GEMM: cudaEventRecord");
-      wait_for(done, "GEMM", deadline);
+      try {
+        wait_for(done, "GEMM", deadline);
+      } catch (const TimeoutError&) {
+        (void)a.release(), (void)b.release(), (void)c.release();
+        throw;
+      }
       const double took = seconds_since(begin);
       if (runs++ > 0 && took > 0) best = best == 0 ? took : std::min(best, took);  // 1st warms up
-    } while (Clock::now() - start < budget || runs < 3);
+    } while ((Clock::now() - start < budget || runs < 3) && Clock::now() < deadline);
+    if (best <= 0) throw TimeoutError("no GEMM was timed before the deadline");
     figure.value = 2.0 * n * n * static_cast<double>(n) / best / 1e12;
   } catch (const std::exception& e) {
     figure.error = std::string("device ") + std::to_string(device) + ": " + e.what();
@@ -113,6 +123,7 @@ GpuFigure host_allreduce_gbps(int device, const NcclId& id, int rank, int size,
     }
     // Bus bandwidth: what each GPU's link carries in a ring, comparable across GPU counts.
     const double bytes = static_cast<double>(count * sizeof(float));
+    if (best <= 0) throw TimeoutError("no allreduce was timed");
     figure.value = bytes * 2.0 * (size - 1) / size / best / 1e9;
   } catch (const std::exception& e) {
     figure.error = e.what();

@@ -24,6 +24,7 @@ class CudaRuntime {
     set_ = reinterpret_cast<int (*)(int)>(::dlsym(handle_, "cudaSetDevice"));
     free_ = reinterpret_cast<int (*)(void*)>(::dlsym(handle_, "cudaFree"));
     error_ = reinterpret_cast<const char* (*)(int)>(::dlsym(handle_, "cudaGetErrorString"));
+    reset_ = reinterpret_cast<int (*)()>(::dlsym(handle_, "cudaDeviceReset"));
   }
   // The library stays loaded: unloading the CUDA runtime with contexts alive can crash at exit.
   ~CudaRuntime() = default;
@@ -32,10 +33,14 @@ class CudaRuntime {
 
   bool usable() const { return count_ && set_ && free_ && error_; }
   int device_count(int& n) const { return count_(&n); }
-  // cudaSetDevice, then a cudaFree(nullptr) that creates the device's context.
+  // cudaSetDevice, then a cudaFree(nullptr) that creates the device's context, then
+  // cudaDeviceReset: the context is not kept (in exclusive-process mode it would lock the GPU
+  // out for the probe that checks its speed).
   int initialise(int device) const {
-    const int status = set_(device);
-    return status != 0 ? status : free_(nullptr);
+    int status = set_(device);
+    if (status == 0) status = free_(nullptr);
+    if (status == 0 && reset_) (void)reset_();
+    return status;
   }
   std::string text(int status) const { return error_ ? error_(status) : std::to_string(status); }
 
@@ -45,6 +50,7 @@ class CudaRuntime {
   int (*set_)(int) = nullptr;
   int (*free_)(void*) = nullptr;
   const char* (*error_)(int) = nullptr;
+  int (*reset_)() = nullptr;
 };
 
 }  // namespace

@@ -169,7 +169,12 @@ std::string figure_text(double value, int digits) {
 std::string gpu_checks(const Settings& s, int gpus) {
   namespace pf = hvdrun::preflight;
   const bool checked = gpus > 0 && pf::gpu_checks_built();
-  const bool nccl_fits = hvdrun::local_size() <= gpus;  // else the GPU count check fails
+  // HVDRUN_GPU_DEVICE pins every probe of the host to one device: NCCL cannot put two ranks
+  // of a communicator on one GPU, so the host's NCCL check is made only for a single probe.
+  const char* pinned = std::getenv("HVDRUN_GPU_DEVICE");
+  const bool is_pinned = pinned && *pinned;
+  const bool nccl_fits = hvdrun::local_size() <= gpus &&  // else the GPU count check fails
+                         (!is_pinned || hvdrun::local_size() == 1);
   NcclIdRecord mine;
   std::snprintf(mine.host, sizeof mine.host, "%s", env_or("HVDRUN_HOSTNAME", "-").c_str());
   std::string nccl_why;
@@ -184,12 +189,25 @@ std::string gpu_checks(const Settings& s, int gpus) {
   if (!checked) return {};
   std::vector<NcclIdRecord> all(gathered.size() / sizeof(NcclIdRecord));
   std::memcpy(all.data(), gathered.data(), all.size() * sizeof(NcclIdRecord));
-  const char* pinned = std::getenv("HVDRUN_GPU_DEVICE");
-  const int device = pinned && *pinned ? std::atoi(pinned) : hvdrun::local_rank() % gpus;
-  // Each wait of a GPU check: a share of the whole preflight's time.
-  const auto bound = std::min(s.timeout / 2, milliseconds(30000));
+  int device = hvdrun::local_rank() % gpus;
+  if (is_pinned) {
+    char* end = nullptr;
+    const long value = std::strtol(pinned, &end, 10);
+    if (*end != '\0' || value < 0 || value >= gpus) {
+      return " gpu_gemm=" + encoded("HVDRUN_GPU_DEVICE=" + std::string(pinned) + " but " +
+                                    std::to_string(gpus) + " GPUs are visible");
+    }
+    device = static_cast<int>(value);
+  }
+  // All GPU checks together: a third of the whole preflight's time, 20 s at most.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::min(s.timeout / 3, milliseconds(20000));
+  const auto left = [&deadline] {
+    return std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(
+                                         deadline - std::chrono::steady_clock::now()));
+  };
   std::string out = " gpu_device=" + std::to_string(device);
-  const auto gemm = pf::gpu_gemm_tflops(device, s.gemm, bound);
+  const auto gemm = pf::gpu_gemm_tflops(device, s.gemm, left());
   out += gemm.value ? " gpu_gemm_tflops=" + figure_text(*gemm.value, 2)
                     : " gpu_gemm=" + encoded(gemm.error);
   const auto host = std::find_if(all.begin(), all.end(), [&](const NcclIdRecord& r) {
@@ -197,7 +215,7 @@ std::string gpu_checks(const Settings& s, int gpus) {
   });
   if (host != all.end()) {
     const auto nccl = pf::host_allreduce_gbps(device, host->id, hvdrun::local_rank(),
-                                              hvdrun::local_size(), bound);
+                                              hvdrun::local_size(), left());
     if (!nccl.value) {
       nccl_why = nccl.error;
     } else if (hvdrun::local_size() == 1) {

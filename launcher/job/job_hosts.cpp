@@ -123,8 +123,11 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
   for (std::size_t i = 0; i < change.added.size(); ++i) {
     const std::size_t index = change.added[i];
     const HostSpec& spec = hosts[change.added_from[i]];
-    if (preflight_cooled_.erase(spec.name) > 0) cool_after_preflight(index);
     const auto discovered = pools_.add_discovered(index, spec);
+    const bool usable = discovered == WorkerPools::Discovered::kUsable ||
+                        discovered == WorkerPools::Discovered::kConnecting;
+    // Before anything fills its slots: its connection, if any, is only under way.
+    if (usable && preflight_cooled_.erase(spec.name) > 0) cool_after_preflight(index);
     if (discovered == WorkerPools::Discovered::kUsable) continue;
     membership_->set_reachable(index, false);  // a remote one: until its SSH connection is up
     if (discovered == WorkerPools::Discovered::kThisMachineAgain) again.push_back(spec.name);

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <iostream>
 #include <optional>

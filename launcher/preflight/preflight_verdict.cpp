@@ -100,11 +100,14 @@ void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
   if (const std::string e = field(r, "gpu_gemm"); !e.empty() && row.gpu_gemm_error.empty()) {
     row.gpu_gemm_error = e;
   }
-  if (const std::string e = field(r, "nccl"); !e.empty() && row.nccl_error.empty()) {
-    row.nccl_error = e;
-  } else if (!e.empty() && row.nccl_error == "one GPU") {
-    row.nccl_error = e;  // a real failure says more
+  if (const std::string e = field(r, "nccl"); !e.empty()) {
+    // The first probe's error is the cause (the others then lack its NCCL id); a real error
+    // says more than "one GPU".
+    if (row.nccl_error.empty() || row.nccl_error == "one GPU" || field(r, "local_rank") == "0") {
+      row.nccl_error = e;
+    }
   }
+
   if (field(r, "local_rank") == "0") {
     if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
     row.link = number(r, "link_mbps");
@@ -145,8 +148,11 @@ void judge(PreflightRow& row, int reported, const PreflightVerdict& verdict, dou
     fail(below_median("GPU GEMM (device " + std::to_string(row.gpu_gemm_device) + ")", "TFLOP/s",
                       *row.gpu_gemm, *verdict.gpu_gemm_median));
   }
-  if (row.nccl && verdict.nccl_median && *row.nccl < floor * *verdict.nccl_median) {
-    fail(below_median("NCCL allreduce", "GB/s", *row.nccl, *verdict.nccl_median));
+  // NCCL's figure depends on how many GPUs take part: hosts are compared with the hosts of as
+  // many slots.
+  if (const auto m = verdict.nccl_medians.find(row.slots);
+      row.nccl && m != verdict.nccl_medians.end() && *row.nccl < floor * m->second) {
+    fail(below_median("NCCL allreduce", "GB/s", *row.nccl, m->second));
   }
   if (row.gemm && verdict.gemm_median && *row.gemm < floor * *verdict.gemm_median) {
     fail(below_median("GEMM", "GFLOP/s", *row.gemm, *verdict.gemm_median));
@@ -193,6 +199,13 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
   verdict.link_median = links.size() > 1 ? median(links) : std::nullopt;
   verdict.gpu_gemm_median = median(gpu_gemms);
   verdict.nccl_median = nccls.size() > 1 ? median(nccls) : std::nullopt;
+  std::map<int, std::vector<double>> nccl_groups;
+  for (const auto& row : verdict.rows) {
+    if (row.nccl) nccl_groups[row.slots].push_back(*row.nccl);
+  }
+  for (const auto& [slots, figures] : nccl_groups) {
+    if (figures.size() > 1) verdict.nccl_medians[slots] = *median(figures);
+  }
   for (std::size_t i = 0; i < verdict.rows.size(); ++i) {
     judge(verdict.rows[i], reported[i], verdict, slack);
   }
@@ -241,10 +254,10 @@ std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double
                     pad(row.link ? fixed(*row.link, 0) : "-", 11) +
                     (row.passed() ? "ok" : "FAIL: " + row.failure));
   }
-  std::string footer =
-      "  medians: GEMM " +
-      (verdict.gemm_median ? fixed(*verdict.gemm_median, 2) + " GFLOP/s" : "-") + ", link " +
-      (verdict.link_median ? fixed(*verdict.link_median, 0) + " MB/s" : "-");
+  std::string footer = "  medians: GEMM " +
+                       (verdict.gemm_median ? fixed(*verdict.gemm_median, 2) + " GFLOP/s" : "-") +
+                       ", link " +
+                       (verdict.link_median ? fixed(*verdict.link_median, 0) + " MB/s" : "-");
   if (verdict.gpu_job) {
     footer += ", GPU GEMM " +
               (verdict.gpu_gemm_median ? fixed(*verdict.gpu_gemm_median, 2) + " TFLOP/s" : "-") +

@@ -54,6 +54,7 @@ struct PreflightVerdict {
   std::optional<double> ring_ms;   // a 4 MiB allreduce across all hosts, rank 0's median
   bool gpu_job = false;            // some host shows a GPU: every host must show its slots' worth
   std::optional<double> gemm_median, link_median, gpu_gemm_median, nccl_median;
+  std::map<int, double> nccl_medians;  // by the hosts' slots, where two hosts or more have them
   std::vector<std::string> failed() const;  // hosts that failed, in order
 };
 

@@ -10,7 +10,11 @@ hvdrun=$1 check=$2
 probe=$?
 [ $probe -eq 0 ] || exit $probe
 fail() { echo "preflight_gpu_test: $*" >&2; exit 1; }
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then  # what the runtime shows, not all the machine has
+  gpus=$(tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c .)
+else
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+fi
 [ "${gpus:-0}" -ge 1 ] || gpus=1
 np=$((gpus > 8 ? 8 : gpus))
 

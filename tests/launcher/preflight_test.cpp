@@ -135,13 +135,41 @@ TEST(Preflight, TheSlowestGpuOfAHostIsItsGemmFigureAndFailsItBelowTheMedian) {
 
 TEST(Preflight, AHostWhoseNcclAllreduceIsSlowOrWhoseGpusCannotFormACommunicatorFails) {
   const auto v =
-      gpu_hosts({{{kFast, kFast}, {kFast, kFast}, {kFast, kFast}, {kFast, kFast, kFast, kFast}}},
+      gpu_hosts({{{kFast, kFast}, {kFast, kFast}, {kFast, kFast}, {kFast, kFast}}},
                 {"nccl_gbps=300", "nccl_gbps=90",
                  "nccl=ncclCommInitRank%20(rank%200%20of%202):%20unhandled%20system%20error",
                  "nccl_gbps=310"});
   EXPECT_EQ(v.failed(), (std::vector<std::string>{"g2", "g3"}));
   EXPECT_EQ(v.rows[1].failure, "NCCL allreduce 90 GB/s, 70 % below the median 300");
   EXPECT_EQ(v.rows[2].failure, "NCCL: ncclCommInitRank (rank 0 of 2): unhandled system error");
+}
+
+TEST(Preflight, NcclFiguresAreComparedAmongHostsOfAsManyGpus) {
+  const std::array<std::vector<std::string>, 4> sizes = {
+      {{kFast, kFast}, {kFast, kFast}, {kFast, kFast, kFast, kFast}, {kFast, kFast, kFast, kFast}}};
+  // Two GPUs give less than four: no host is slow among its like.
+  const auto alike =
+      gpu_hosts(sizes, {"nccl_gbps=100", "nccl_gbps=95", "nccl_gbps=300", "nccl_gbps=310"});
+  EXPECT_TRUE(alike.failed().empty()) << alike.rows[0].failure << alike.rows[1].failure;
+  const auto slow =
+      gpu_hosts(sizes, {"nccl_gbps=100", "nccl_gbps=50", "nccl_gbps=300", "nccl_gbps=310"});
+  EXPECT_EQ(slow.failed(), std::vector<std::string>{"g2"});
+  EXPECT_EQ(slow.rows[1].failure, "NCCL allreduce 50.0 GB/s, 33 % below the median 75.0");
+}
+
+// The first probe's NCCL error is the cause; the others only lack its id.
+TEST(Preflight, TheFirstProbesNcclErrorIsTheOneNamed) {
+  std::vector<PreflightHost> hosts = {{"a", 2, {}}};
+  const auto v =
+      decide_preflight(hosts,
+                       {probe("a", 1, 1,
+                              "program=ok gemm_gflops=10 " + kFast +
+                                  " nccl=no%20NCCL%20id%20from%20the%20host's%20first%20probe"),
+                        probe("a", 0, 0,
+                              "program=ok gemm_gflops=10 gpus=2 gpu_init=ok " + kFast +
+                                  " nccl=ncclGetUniqueId:%20unhandled%20system%20error")},
+                       0.2);
+  EXPECT_EQ(v.rows[0].failure, "NCCL: ncclGetUniqueId: unhandled system error");
 }
 
 TEST(Preflight, AGpuWhoseMatrixProductFailedFailsItsHostAndOneGpuHasNoNcclFigure) {
