@@ -195,10 +195,12 @@ TEST(Stdin, BroughtToTheForegroundTheTerminalIsRead) {
 }
 
 // Once rank 0 has ended, what is typed is the shell's: hvdrun no longer reads the terminal.
+// Rank 1 says when to type 2 s after rank 0 ended: time for hvdrun to see that end on a
+// loaded machine under a sanitizer (before it, hvdrun still relays to rank 0).
 TEST(Stdin, AfterRankZeroEndedTypingIsTheShells) {
   const auto run = run_in_terminal(
       {"-np", "2", "sh", "-c",
-       "if [ $RANK = 1 ]; then sleep 0.5; echo '1 waiting'; sleep 1.5; fi; echo \"$RANK gone\""},
+       "if [ $RANK = 1 ]; then sleep 2; echo '1 waiting'; sleep 1.5; fi; echo \"$RANK gone\""},
       "after\n", Place::kForeground, "[1]<stdout>:1 waiting", "read -t 5 x; echo \"left:[$x]\"");
   EXPECT_EQ(run.status, 0) << run.screen;
   EXPECT_NE(run.screen.find("left:[after]"), std::string::npos) << run.screen;
