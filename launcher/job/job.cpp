@@ -62,7 +62,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
                         spec_.elastic.cooldown_max);
     workers_.for_each(
         [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
-    preflight_cooled_.insert(spec_.preflight.cooled.begin(), spec_.preflight.cooled.end());
+    for (const auto& host : spec_.preflight.cooled) preflight_cooled_.insert(host.name);
     if (spec_.elastic.exclude_stragglers) straggler_watch_.emplace(spec_.elastic.straggler_margin);
     if (!spec_.elastic.discovery_script.empty()) {
       discovery_.emplace(
@@ -140,6 +140,7 @@ void Job::start_workers() {
   launch_workers(ids);
   refill_spares();
   if (discovery_ && generations_.count() == 1) discovery_->poll();
+  if (membership_ && !discovery_ && !preflight_cooled_.empty()) add_preflight_failed_hosts();
 }
 
 void Job::launch_workers(const std::vector<WorkerId>& ids) {

@@ -186,6 +186,8 @@ class Job final : private RendezvousEvents, private PoolEvents {
   bool start_without_host(std::size_t host, const std::string& why);
   void kill_lost(std::uint32_t key, const std::string& why);
   void on_discovered_hosts(const std::vector<HostSpec>& hosts);
+  void take_in(const ElasticMembership::HostsChange& change, const std::vector<HostSpec>& hosts);
+  void add_preflight_failed_hosts();
   void cool_after_preflight(std::size_t host);
   void warn_if_stdin_not_read() const;
 

@@ -53,7 +53,8 @@ void Job::host_failed(std::size_t host, const ssh::HostFailed& failed) {
     unusable_hosts_.emplace_back(pools_.host_name(host), failed.message);
   }
   if (!state_.is(JobState::kConnecting) && membership_) {  // a discovered host: the job goes on
-    note("warning: cannot use discovered host " + pools_.host_name(host) + ": " + failed.message);
+    note(std::string("warning: cannot use ") + (discovery_ ? "discovered " : "") + "host " +
+         pools_.host_name(host) + ": " + failed.message);
     return;
   }
   if (state_.is(JobState::kConnecting) && !outcome_ && start_without_host(host, failed.message)) {
@@ -117,8 +118,10 @@ static std::string some_of(const std::vector<std::string>& names) {
   return text;
 }
 
-void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
-  const auto change = membership_->update_hosts(hosts);
+// Hosts new to the job (`change.added`, from `hosts`): connected if remote; one that failed its
+// preflight check cools down first.
+void Job::take_in(const ElasticMembership::HostsChange& change,
+                  const std::vector<HostSpec>& hosts) {
   std::vector<std::string> again, loopback;  // said in one line each, not one per host
   for (std::size_t i = 0; i < change.added.size(); ++i) {
     const std::size_t index = change.added[i];
@@ -146,6 +149,19 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
          "loopback: not used (give --network-interface or --rendezvous-addr to allow remote "
          "hosts)");
   }
+}
+
+// An elastic job of -H hosts: the hosts that failed their preflight check are added now, in
+// cooldown (a remote one's connection starts), as a discovery script would add them.
+void Job::add_preflight_failed_hosts() {
+  std::vector<HostSpec> hosts = spec_.hosts;
+  hosts.insert(hosts.end(), spec_.preflight.cooled.begin(), spec_.preflight.cooled.end());
+  take_in(membership_->update_hosts(hosts), hosts);
+}
+
+void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
+  const auto change = membership_->update_hosts(hosts);
+  take_in(change, hosts);
   for (const auto& gone : change.removed_spares) {  // told to go; their ends are expected
     if (WorkerRecord* spare = spares_.find(WorkerKey{gone.key})) spare->removed = true;
     faces_.dismiss_spare(gone.key, "spare not needed: its slot left the job");

@@ -141,10 +141,13 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   }
   decision.job->preflight = PreflightSpec{};
   if (const auto failed = verdict.failed(); !failed.empty()) {
-    // The discovery script lists them again: they start in cooldown. Without one, an elastic
-    // job's hosts are those it starts on, so they stay out.
-    if (spec.elastic_job() && !spec.elastic.discovery_script.empty()) {
-      decision.job->preflight.cooled = failed;
+    // An elastic job takes them in after a cooldown (when its discovery script lists them).
+    if (spec.elastic_job()) {
+      for (const auto& host : probes.hosts) {
+        if (std::find(failed.begin(), failed.end(), host.name) != failed.end()) {
+          decision.job->preflight.cooled.push_back(host);
+        }
+      }
       note("preflight: " + plural(failed.size(), "host") + " start" +
            (failed.size() == 1 ? "s" : "") + " in cooldown (" +
            std::to_string(spec.elastic.cooldown_min.count()) +

@@ -92,7 +92,7 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
   // rendezvous reachable from other hosts, as the hosts placed now do.
   const bool remote_later =
       std::any_of(spec.preflight.cooled.begin(), spec.preflight.cooled.end(),
-                  [&](const std::string& name) { return !local_hosts.contains(name); });
+                  [&](const HostSpec& host) { return !local_hosts.contains(host.name); });
   const auto plan = plan_addresses(spec, !remote.empty() || remote_later);
   if (spec.verbose) {
     note("placement: " + plural(slots.size(), "rank") + " on " + plural(spec.hosts.size(), "host") +

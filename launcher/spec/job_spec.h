@@ -74,10 +74,9 @@ struct PreflightSpec {
   // failed) and the checks' own time.
   std::vector<std::pair<std::string, std::string>> results{};
   std::chrono::milliseconds took{0};
-  // Hosts that failed, in an elastic job whose discovery script lists its hosts: they start in
-  // cooldown (--blacklist-cooldown-range), as if a worker had failed there, and join when it
-  // ends.
-  std::vector<std::string> cooled{};
+  // Hosts that failed, in an elastic job: it starts without them; they start in cooldown
+  // (--blacklist-cooldown-range), as if a worker had failed there, and join when it ends.
+  std::vector<HostSpec> cooled{};
 };
 
 struct JobSpec {

@@ -3,7 +3,7 @@
 // shaped by tc to 50 Mbit/s, a host whose sshd is stopped (its agent cannot start). Each is
 // named in the table with the check it failed; a static job fails or, with
 // --preflight-exclude, runs on the others; an elastic job goes on without the host, and takes
-// it after a cooldown when its discovery script lists it.
+// it in after a cooldown.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -92,7 +92,10 @@ TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJob
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "FAIL: unreachable: connection refused by SSH host hvdt-h2"))
       << r.err;
-  EXPECT_TRUE(contains(r.err, "hvdrun: preflight: 1 host left out of the job: hvdt-h2")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: preflight: 1 host starts in cooldown (10 s, "
+                       "--blacklist-cooldown-range): hvdt-h2"))
+      << r.err;
   EXPECT_TRUE(contains(r.out, "ran on hvdt-h1")) << r.out;
   EXPECT_FALSE(contains(r.out, "ran on hvdt-h2")) << r.out;
 }
@@ -131,21 +134,37 @@ TEST(TestHostsPreflight, ACtrlCDuringTheChecksEndsHvdrunWithNoJobAndNoProbeLeft)
   EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(10)).empty());
 }
 
-// The discovery script lists the slow host: the job starts without it, the host cools down as
-// if a worker had failed there, then joins, and the job finishes at full size.
-TEST(TestHostsPreflight, AnElasticJobTakesAHostThatFailedOnceItsCooldownEnds) {
-  REQUIRE_TEST_HOSTS();
+// An elastic job with a slow host among its hosts (-H, or its discovery script's list): the job
+// starts without it, the host cools down as if a worker had failed there, then joins, and the
+// job finishes at full size.
+void slow_host_joins_after_its_cooldown(bool discovery) {
   TestHome home;
   SlowLink slow;
   TempDir dir;
   write_file(dir.path / "hosts", "localhost:1\nhvdt-h1:1\nhvdt-h2:1\n");
-  HvdrunProcess job(elastic_job(dir,
-                                {"-np", "2", "--min-np", "1", "--max-np", "3",
-                                 "--host-discovery-script", "cat " + (dir.path / "hosts").string(),
-                                 "--discovery-interval", "0.2", "--blacklist-cooldown-range", "3",
-                                 "3", "--preflight", "--preflight-slack", "60"},
-                                20),
-                    home.env());
+  std::vector<std::string> flags = {"-np",
+                                    discovery ? "2" : "3",
+                                    "--min-np",
+                                    "1",
+                                    "--max-np",
+                                    "3",
+                                    "--blacklist-cooldown-range",
+                                    "3",
+                                    "3",
+                                    "--preflight",
+                                    "--preflight-slack",
+                                    "60"};
+  if (discovery) {
+    for (const std::string& f :
+         {std::string("--host-discovery-script"), "cat " + (dir.path / "hosts").string(),
+          std::string("--discovery-interval"), std::string("0.2")}) {
+      flags.push_back(f);
+    }
+  } else {
+    flags.push_back("-H");
+    flags.push_back("localhost:1,hvdt-h1:1,hvdt-h2:1");
+  }
+  HvdrunProcess job(elastic_job(dir, flags, 20), home.env());
   // The three slots' workers: hvdt-h2's started once its cooldown ended.
   EXPECT_EQ(wait_for_pids(dir.path, 3, seconds(60)).size(), 3u);
   const auto r = job.finish(seconds(120));
@@ -163,6 +182,16 @@ TEST(TestHostsPreflight, AnElasticJobTakesAHostThatFailedOnceItsCooldownEnds) {
   ASSERT_EQ(done.size(), 3u) << r.out << r.err;
   expect_one_hash(done, r.out);
   EXPECT_TRUE(contains(r.out, "all ranks agree")) << r.out;
+}
+
+TEST(TestHostsPreflight, AnElasticJobTakesAHostThatFailedOnceItsCooldownEnds) {
+  REQUIRE_TEST_HOSTS();
+  slow_host_joins_after_its_cooldown(false);
+}
+
+TEST(TestHostsPreflight, ADiscoveredHostThatFailedJoinsOnceItsCooldownEnds) {
+  REQUIRE_TEST_HOSTS();
+  slow_host_joins_after_its_cooldown(true);
 }
 
 }  // namespace
