@@ -257,6 +257,10 @@ int main(int argc, char** argv) {
   // The probes' own collectives go over TCP: the GPU checks name what fails on a GPU, where a
   // world NCCL communicator would only fail the probes' start.
   ::setenv("HVDRUN_BACKEND", "cpu", 1);
+  // A collective that waits for a probe that hangs ends within half the preflight's time: the
+  // others report, and hvdrun stops the one that hangs at the limit.
+  const auto collective_s = std::max<long long>(1, s.timeout.count() / 2000);
+  ::setenv("HVDRUN_TIMEOUT", std::to_string(collective_s).c_str(), 1);
   try {
     hvdrun::InitGuard hvd;
     report += " rank=" + std::to_string(hvdrun::rank()) +

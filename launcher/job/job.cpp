@@ -50,6 +50,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       cooldown_timer_(io),
       stall_timer_(io),
       dump_timer_(io),
+      deadline_timer_(io),
       stacks_(io, hook_dir_.path(), stacks_dir(spec_, start.run_id)),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
@@ -282,6 +283,22 @@ void Job::maybe_finish() {
   generations_.current().ended = Clock::now();
   generations_.end_reason_if_none(outcome_ ? "the job failed" : "every rank exited 0");
   enter(pools_.open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
+}
+
+void Job::end_after(std::chrono::milliseconds limit, std::string why) {
+  deadline_timer_.expires_after(limit);
+  deadline_timer_.async_wait([this, why = std::move(why)](const boost::system::error_code& ec) {
+    // While connecting, --start-timeout bounds the wait; it is the limit there.
+    if (ec || state_.is(JobState::kFinished) || state_.is(JobState::kConnecting)) return;
+    ran_out_of_time_ = true;
+    if (!outcome_) {
+      generations_.end_reason_if_none(why);
+      outcome_ = Outcome::failed(Outcome::Kind::kJobError, why);
+    }
+    note(why + "; terminating " + plural(running(), "rank"));
+    terminate();
+    maybe_finish();
+  });
 }
 
 void Job::terminate() {

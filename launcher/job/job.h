@@ -81,6 +81,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
     return unusable_hosts_;
   }
   std::uint16_t horovod_port() const noexcept { return faces_.horovod_port(); }
+  // A run with a time limit (preflight's probes): once `limit` has passed, the workers still
+  // running are terminated as after a failure, and the outcome is `why`.
+  void end_after(std::chrono::milliseconds limit, std::string why);
+  bool ran_out_of_time() const noexcept { return ran_out_of_time_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -219,6 +223,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
   bool sigkill_sent_ = false;
+  bool ran_out_of_time_ = false;  // end_after()'s limit passed
   bool interrupted_ = false;
   std::optional<Clock::time_point> interrupted_at_;
   std::optional<SignalEvent> stop_signal_;  // the first signal that ends the job
@@ -253,6 +258,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   };
   std::optional<StackDump> dump_;
   boost::asio::steady_timer dump_timer_;
+  boost::asio::steady_timer deadline_timer_;             // end_after()
   std::optional<Timeline> timeline_;                     // --timeline
   std::optional<CollectiveTrace> collective_trace_;      // --timeline-collectives
   std::map<WorkerId, Clock::time_point> trace_started_;  // workers running, for their spans

@@ -177,6 +177,7 @@ void Job::finish() {
   cooldown_timer_.cancel();
   stall_timer_.cancel();
   dump_timer_.cancel();
+  deadline_timer_.cancel();
   if (discovery_) discovery_->cancel();
   take_samples();  // the last second's (of workers still connected)
   boost::system::error_code ignored;

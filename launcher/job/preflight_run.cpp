@@ -102,6 +102,9 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   RunHooks hooks;
   hooks.capture_prefix = std::string(kProbeMarker);
   hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
+  hooks.limit = spec.preflight.timeout;
+  hooks.limit_why = "preflight: the checks ran past --preflight-timeout " +
+                    std::to_string(spec.preflight.timeout.count()) + " s";
   const std::string probe = probe_program_for(spec);
   std::error_code ec;
   if (spec.remote_hvdrun.empty() && !std::filesystem::is_regular_file(probe, ec)) {
@@ -124,7 +127,12 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
     }
     hosts.push_back(std::move(host));
   }
-  const PreflightVerdict verdict = decide_preflight(hosts, reports, spec.preflight.slack);
+  PreflightVerdict verdict = decide_preflight(hosts, reports, spec.preflight.slack);
+  for (auto& row : verdict.rows) {  // a probe that hangs is stopped at the limit
+    if (hooks.timed_out && row.failure.starts_with("no report from")) {
+      row.failure += " (the checks ran past --preflight-timeout)";
+    }
+  }
   note("preflight of " + plural(hosts.size(), "host") + " in " + millis_since(start) + ":");
   for (const auto& line : preflight_table(verdict, spec.preflight.slack)) note(line);
   PreflightDecision decision;

@@ -203,6 +203,7 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   }
   if (!hooks) note_omp_default(spec, slots, environment);  // said once, by the job itself
   job.launch();
+  if (hooks && hooks->limit) job.end_after(*hooks->limit, hooks->limit_why);
   // Signals from the hvdrun that moved here, once the job's handlers are in (gone before them).
   const ControlLink moved_from(environment);
   std::optional<LoopProbe> probe;  // how long a handler holds the loop, for --verbose
@@ -222,6 +223,7 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   if (hooks) {
     hooks->unusable_hosts = job.unusable_hosts();
     hooks->interrupted = job.interrupted_at().has_value();
+    hooks->timed_out = job.ran_out_of_time();
   }
   return job.exit_status();
 }

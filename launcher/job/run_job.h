@@ -25,6 +25,10 @@ struct RunHooks {
   std::function<void(std::string_view line)> capture;
   std::vector<std::pair<std::string, std::string>> unusable_hosts;  // filled by run_once
   bool interrupted = false;  // filled by run_once: a signal to hvdrun ended the run
+  // The run's time limit (none: the job's own); `timed_out` filled by run_once.
+  std::optional<std::chrono::milliseconds> limit;
+  std::string limit_why;
+  bool timed_out = false;
 };
 
 // One run of the job core on `spec`'s hosts (already discovered and merged), to its summary;

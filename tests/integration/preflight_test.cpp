@@ -3,6 +3,7 @@
 // any worker starts, naming the host and the check; --preflight-only exits by the verdict.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -76,6 +77,31 @@ TEST(Preflight, AMissingProbeIsNamedAndNothingStarts) {
                                   (dir.path / "hvdrun-preflight").string() + " is not there"))
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// A probe that hangs (here one that never joins the others) is stopped at --preflight-timeout:
+// hvdrun ends, its host fails for want of a report, and no probe is left running.
+TEST(Preflight, AProbeThatHangsIsStoppedAtTheTimeoutAndFailsItsHost) {
+  TempDir dir;
+  const auto hvdrun = dir.path / "hvdrun";
+  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
+  std::filesystem::permissions(hvdrun, std::filesystem::perms::owner_all);
+  const auto probe = dir.path / "hvdrun-preflight";
+  std::ofstream(probe) << "#!/bin/sh\nsleep 612.5\n";  // the shell and its child both hang
+  std::filesystem::permissions(probe, std::filesystem::perms::owner_all);
+  HvdrunProcess job(hvdrun.string(),
+                    {"-np", "2", "--preflight-only", "--preflight-timeout", "2", "true"}, {},
+                    "/dev/null");
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "FAIL: no report from 2 of its 2 probes")) << r.err;
+  // ([x] keeps pgrep from finding its own shell.)
+  EXPECT_NE(
+      std::system(("pgrep -f '" + dir.path.string() + "/[h]vdrun-preflight' >/dev/null").c_str()),
+      0)
+      << "a probe outlived hvdrun";
+  EXPECT_NE(std::system("pgrep -f '[s]leep 612.5' >/dev/null"), 0)
+      << "a probe's child outlived hvdrun";
 }
 
 TEST(Preflight, DryRunChecksNothing) {
