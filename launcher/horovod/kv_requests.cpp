@@ -130,6 +130,7 @@ std::optional<KvReply> KvServerCore::on_rank_and_size(std::string_view key, KvSe
   if (is_spare(name) && dismissed_spares_.contains(name)) {
     return KvReply{http::status::ok, not_in_job_};
   }
+  if (is_spare(name)) spares_seen_[name] = std::chrono::steady_clock::now();
   // A worker asks again on a new connection when its first one broke (a broken connection
   // that waits is not noticed): the newest query of a name is the one answered.
   for (auto it = held_queries_.begin(); it != held_queries_.end();) {
@@ -193,6 +194,7 @@ void KvServerCore::answer_held_queries() {
 
 void KvServerCore::dismiss_spare(const std::string& name) {
   dismissed_spares_.insert(name);
+  spares_seen_.erase(name);
   for (auto it = held_queries_.begin(); it != held_queries_.end(); ++it) {
     if (it->name != name) continue;
     const auto session = it->session.lock();
@@ -200,6 +202,29 @@ void KvServerCore::dismiss_spare(const std::string& name) {
     if (session) session->deliver(KvReply{http::status::ok, not_in_job_});
     return;
   }
+}
+
+std::vector<std::string> KvServerCore::silent_spares(std::chrono::steady_clock::time_point now,
+                                                     std::chrono::milliseconds limit) const {
+  std::vector<std::string> silent;
+  for (const auto& [name, seen] : spares_seen_) {
+    const bool held = std::any_of(held_queries_.begin(), held_queries_.end(), [&](const auto& q) {
+      return q.name == name && !q.session.expired();
+    });
+    if (!held && now - seen > limit) silent.push_back(name);
+  }
+  return silent;
+}
+
+std::chrono::milliseconds KvServerCore::hold_of(const KvSession& session) const {
+  if (options_.spare_query_hold.count() > 0) {
+    for (const auto& query : held_queries_) {
+      if (query.session.lock().get() == &session && is_spare(query.name)) {
+        return options_.spare_query_hold;
+      }
+    }
+  }
+  return options_.rank_query_hold;
 }
 
 void KvServerCore::deliver_answers(std::vector<std::pair<std::string, std::string>> answers) {
@@ -211,6 +236,7 @@ void KvServerCore::deliver_answers(std::vector<std::pair<std::string, std::strin
     if (it == held_queries_.end()) continue;
     const auto session = it->session.lock();
     held_queries_.erase(it);
+    spares_seen_.erase(name);  // promoted: a member now, under the members' watch
     if (!session) continue;
     kv_logger()->debug("{}: worker {} re-joins as {}", name_, quoted(name), text);
     session->deliver(
@@ -226,6 +252,10 @@ KvReply KvServerCore::held_too_long(KvSession& session) {
       held_queries_.erase(it);
       break;
     }
+  }
+  if (is_spare(name)) {  // it asks again at once: that is its heartbeat
+    spares_seen_[name] = std::chrono::steady_clock::now();
+    return KvReply{http::status::service_unavailable, nullptr};
   }
   kv_logger()->warn(
       "{}: worker {} ({}) asked for its place in the next generation, but none came within {}; "

@@ -22,6 +22,10 @@ void KvServer::reset(KvPlan plan) {
   core_->reset(std::move(plan));
 }
 
+std::vector<std::string> KvServer::silent_spares(std::chrono::milliseconds limit) const {
+  return core_->silent_spares(std::chrono::steady_clock::now(), limit);
+}
+
 void KvServer::dismiss_spare(const std::string& name) {
   core_->dismiss_spare(name);
 }

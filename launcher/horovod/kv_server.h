@@ -37,6 +37,10 @@ struct KvServerOptions {
   // elastic job) a query that the current generation does not answer is held until the next
   // generation (reset()) answers it, or for at most this long (then 503).
   std::chrono::milliseconds rank_query_hold{0};
+  // A warm spare's query (spare.<key>) is held this long at most (0: rank_query_hold), then
+  // answered 503, and the spare asks again at once: its queries are its heartbeats
+  // (KvServer::silent_spares).
+  std::chrono::milliseconds spare_query_hold{0};
   // Called when every worker that registered (hvd.elastic.run) waits for a next generation
   // that the launcher has not formed: a collective failed and no worker exited. Returns
   // whether the launcher re-forms (reset() then answers them); until it does, each further
@@ -90,6 +94,9 @@ class KvServer {
   // hvd.init()): the query is held across generations until one answers it (KvPlan::survivors
   // has its name) or dismiss_spare(name) answers "not in the job".
   void dismiss_spare(const std::string& name);
+  // The spares that asked once and then neither asked again nor had a query held for `limit`
+  // (stopped, or hung): their heartbeats lapsed.
+  std::vector<std::string> silent_spares(std::chrono::milliseconds limit) const;
   void close();
   KvServerStats stats() const;
 

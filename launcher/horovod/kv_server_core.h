@@ -13,8 +13,10 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
+#include <chrono>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -43,8 +45,12 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   void start();
   void close();
   void reset(KvPlan plan);
-  // See KvServer::dismiss_spare.
+  // See KvServer::dismiss_spare and silent_spares.
   void dismiss_spare(const std::string& name);
+  std::vector<std::string> silent_spares(std::chrono::steady_clock::time_point now,
+                                         std::chrono::milliseconds limit) const;
+  // How long the session's held query waits for its answer.
+  std::chrono::milliseconds hold_of(const KvSession& session) const;
 
   std::uint16_t port() const noexcept { return port_; }
   const KvServerOptions& options() const noexcept { return options_; }
@@ -109,6 +115,8 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   };
   std::vector<HeldQuery> held_queries_;     // in arrival order
   std::set<std::string> dismissed_spares_;  // their query is answered "not in the job" at once
+  // Spares waiting to be promoted: when each last asked, or last had its query held.
+  std::map<std::string, std::chrono::steady_clock::time_point> spares_seen_;
 };
 
 }  // namespace hvdrun::launcher::horovod

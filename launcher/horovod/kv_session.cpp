@@ -105,7 +105,7 @@ asio::awaitable<void> KvSession::run() {
 }
 
 asio::awaitable<std::optional<KvReply>> KvSession::held_reply() {
-  hold_.expires_after(core_->options().rank_query_hold);
+  hold_.expires_after(core_->hold_of(*this));
   while (!delivered_ && stream_.socket().is_open()) {
     auto [ec] = co_await hold_.async_wait(kUseTuple);
     if (!ec && !delivered_) co_return core_->held_too_long(*this);  // expired

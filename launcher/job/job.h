@@ -186,6 +186,8 @@ class Job final : private RendezvousEvents, private PoolEvents {
   // The job ends: every spare is told it is not needed (its init() throws NotMemberError).
   void dismiss_spares();
   std::string describe_spares() const;
+  // Horovod spares whose queries stopped (their heartbeats) are lost: killed and replaced.
+  void check_horovod_spares();
   // job_hosts.cpp: hosts that connect, fail or are discovered.
   bool start_without_host(std::size_t host, const std::string& why);
   void kill_lost(std::uint32_t key, const std::string& why);

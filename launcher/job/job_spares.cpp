@@ -143,6 +143,17 @@ void Job::drop_spares_of(std::size_t host) {
   });
 }
 
+void Job::check_horovod_spares() {
+  const auto limit = spec_.elastic.heartbeat_timeout.value_or(kDefaultHeartbeatTimeout);
+  for (const std::uint32_t key : faces_.silent_horovod_spares(limit)) {
+    WorkerRecord* spare = spares_.find(WorkerKey{key});
+    if (spare && !spare->end() && !spare->removed) {
+      spare_lost(*spare, "no query at hvdrun's Horovod rendezvous for " +
+                             std::to_string(limit.count()) + " ms");
+    }
+  }
+}
+
 void Job::dismiss_spares() {
   if (spares_dismissed_) return;
   spares_dismissed_ = true;

@@ -27,6 +27,7 @@ void Job::watch_progress() {
   stall_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || state_.is(JobState::kFinished)) return;
     take_samples();
+    if (spares_.running() > 0) check_horovod_spares();
     if (spec_.stall_timeout.count() != 0 || spec_.stall_shutdown) check_stalls();
     const auto report = spec_.straggler_report;
     if (report.count() != 0 && Clock::now() - stragglers_said_ >= report) {

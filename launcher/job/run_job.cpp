@@ -115,7 +115,10 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
   // Horovod's clients send no credentials: where hvdrun's own rendezvous listens (plan.bind:
   // loopback for a local job unless --network-interface or --rendezvous-addr says otherwise).
   auto kv_options = horovod_server_options(plan.bind, workers, open_file_limit());
-  if (spec.survivors_reform()) kv_options.rank_query_hold = rank_query_hold(spec.elastic.timeout);
+  if (spec.survivors_reform()) {
+    kv_options.rank_query_hold = rank_query_hold(spec.elastic.timeout);
+    kv_options.spare_query_hold = rdzv::kDefaultHeartbeat;  // the spares' heartbeat interval
+  }
   return JobStart{spec,
                   std::move(slots),
                   std::move(remote),

@@ -2,6 +2,7 @@
 #include "launcher/servers/rendezvous_faces.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace hvdrun::launcher {
 
@@ -63,6 +64,18 @@ std::uint16_t RendezvousFaces::start_generation(GenerationStart start) {
 void RendezvousFaces::close() {
   server_.close();
   horovod_.close();
+}
+
+std::vector<std::uint32_t> RendezvousFaces::silent_horovod_spares(
+    std::chrono::milliseconds limit) const {
+  std::vector<std::uint32_t> keys;
+  for (const std::string& name : horovod_.silent_spares(limit)) {
+    const std::string_view digits = std::string_view(name).substr(name.find('.') + 1);
+    std::uint32_t key = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), key);
+    if (ec == std::errc() && end == digits.data() + digits.size()) keys.push_back(key);
+  }
+  return keys;
 }
 
 }  // namespace hvdrun::launcher

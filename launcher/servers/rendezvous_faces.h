@@ -91,6 +91,8 @@ class RendezvousFaces {
     server_.dismiss_spare(key, why);
     horovod_.dismiss_spare(horovod_spare_name(key));
   }
+  // Horovod spares whose queries stopped for `limit` (KvServer::silent_spares), by key.
+  std::vector<std::uint32_t> silent_horovod_spares(std::chrono::milliseconds limit) const;
   // The job is over: both servers stop.
   void close();
 

@@ -5,9 +5,13 @@
 // ends with the same parameters. The spare started after the host's cooldown is told at the
 // end that it is not needed, and exits 0.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include "tests/compat/compat_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
@@ -69,6 +73,64 @@ TEST(HorovodSpares, ADeadWorkersPlaceGoesToTheWarmSpareAndTheJobKeepsItsSize) {
                         R"(at the end)")))
       << r.err;
   // The refill, told at the end that it is not needed, said so and exited 0.
+  EXPECT_TRUE(contains(r.out, "[spare.4]<stdout>:hvdrun: spare 4 is not needed")) << r.out;
+  EXPECT_TRUE(wait_until_gone(pids, seconds(5)).empty());
+}
+
+// True once `pid` holds a TCP connection: a parked spare's query at hvdrun's Horovod rendezvous
+// (before its hvd.init() it has no other).
+bool holds_a_connection(pid_t pid) {
+  const std::string command =
+      "ss -Htnp state established 2>/dev/null | grep -q 'pid=" + std::to_string(pid) + ",'";
+  return std::system(command.c_str()) == 0;
+}
+
+// A spare that stops asking while it waits (SIGSTOP: its queries are its heartbeats) is lost:
+// hvdrun kills it and starts another, which is told at the end that it is not needed.
+TEST(HorovodSpares, ASpareThatStopsAskingWhileItWaitsIsReplaced) {
+  REQUIRE_HOROVOD();
+  TempDir dir;
+  HvdrunProcess job({"-H",
+                     "localhost:4",
+                     "-np",
+                     "3",
+                     "--min-np",
+                     "3",
+                     "--max-np",
+                     "3",
+                     "--spares",
+                     "1",
+                     "-x",
+                     "HOROVOD_GLOO_TIMEOUT_SECONDS=5",
+                     "/bin/sh",
+                     "-c",
+                     "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"",
+                     "sh",
+                     kPython,
+                     job_script("horovod_elastic_job.py"),
+                     "--batches",
+                     "400",
+                     "--step-delay",
+                     "0.05"},
+                    horovod_env());
+  const auto pids = wait_for_pids(dir.path, 4, seconds(60));
+  ASSERT_EQ(pids.size(), 4u);
+  pid_t spare = -1;
+  std::ifstream(dir.path / "3.pid") >> spare;
+  const auto until = std::chrono::steady_clock::now() + seconds(60);
+  while (!holds_a_connection(spare) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(holds_a_connection(spare)) << "spare 3 never asked to be promoted";
+  ASSERT_EQ(::kill(spare, SIGSTOP), 0);
+  const auto r = job.finish(seconds(150));
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"(hvdrun: spare 3 \(host localhost, pid [0-9]+\) missed its heartbeats )"
+                        R"(\(no query at hvdrun's Horovod rendezvous for 3000 ms\): killed while )"
+                        R"(it waited; another started)")))
+      << r.err;
+  expect_elastic_done(r.out, 400, {0, 0, 0});
   EXPECT_TRUE(contains(r.out, "[spare.4]<stdout>:hvdrun: spare 4 is not needed")) << r.out;
   EXPECT_TRUE(wait_until_gone(pids, seconds(5)).empty());
 }

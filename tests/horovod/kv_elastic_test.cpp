@@ -237,5 +237,31 @@ TEST(KvElastic, ASparesQueryWaitsAcrossGenerationsUntilItIsPromotedOrDismissed) 
   EXPECT_EQ(server.stats().held_queries, 0u);
 }
 
+// A spare's query is held for spare_query_hold only, then answered 503: the spare asks again at
+// once, and those queries are its heartbeats. One that stops asking is silent after the limit;
+// one whose query is held is not; a promoted or dismissed one is no longer watched.
+TEST(KvElastic, ASpareThatStopsAskingIsSilentAfterTheLimit) {
+  KvServerOptions options = elastic(10s);
+  options.spare_query_hold = 100ms;
+  KvServerThread server(options, plan_of(make_slots(1, 2)));
+  const auto first = Clock::now();
+  const auto answer = http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 5s);
+  EXPECT_EQ(answer.status, 503);
+  EXPECT_LT(Clock::now() - first, 5s);            // the spare's hold, not the rank queries' 10 s
+  EXPECT_TRUE(server.silent_spares(2s).empty());  // it was seen just now
+  std::this_thread::sleep_for(300ms);             // it does not ask again
+  EXPECT_EQ(server.silent_spares(200ms), std::vector<std::string>{"spare.5"});
+  // Asking again: seen, and not silent while its query is held.
+  auto again = std::async(std::launch::async, [&] {
+    return http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 5s);
+  });
+  ASSERT_TRUE(held_within(server, 1, 5s));
+  EXPECT_TRUE(server.silent_spares(1ms).empty());
+  EXPECT_EQ(again.get().status, 503);
+  server.dismiss_spare("spare.5");
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(server.silent_spares(1ms).empty());  // dismissed: no longer watched
+}
+
 }  // namespace
 }  // namespace hvdrun::launcher::horovod::test

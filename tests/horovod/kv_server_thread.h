@@ -43,6 +43,9 @@ class KvServerThread {
   void dismiss_spare(const std::string& name) {
     io_.on_io([&name](KvServer& s) { s.dismiss_spare(name); });
   }
+  std::vector<std::string> silent_spares(std::chrono::milliseconds limit) {
+    return io_.on_io([limit](KvServer& s) { return s.silent_spares(limit); });
+  }
   void reset(KvPlan plan) {
     io_.on_io([&plan](KvServer& s) { s.reset(std::move(plan)); });
   }
