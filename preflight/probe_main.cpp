@@ -5,14 +5,16 @@
 // hosts (rank 0), and prints one report line that hvdrun reads:
 //   HVDRUN_PREFLIGHT host=H rank=R local_rank=L program=ok|<why> gpus=N gpu_runtime=<why>
 //     gpu_init=ok|<why> gemm_gflops=F gpu_device=D gpu_gemm_tflops=F gpu_gemm=<why>
-//     nccl_gbps=F nccl=<why> link_mbps=F link=<why> ring_ms=F
+//     nccl_gbps=F nccl=<why> host_gbps=F host_ring=<why> link_mbps=F link=<why> ring_ms=F
 // On a host with GPUs, each probe also times a matrix product on its GPU, and the host's probes
-// form an NCCL communicator and time an allreduce among themselves.
+// form an NCCL communicator and time an allreduce among themselves; on a host without GPUs, the
+// host's probes time an allreduce among themselves over TCP.
 // (values percent-encoded). It exits 0 whatever it found (what failed is in the report), but 3
 // when it could not join the others (the report then has error=<why>).
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +29,7 @@
 
 #include "hvdrun/hvdrun.h"
 #include "preflight/gpu_checks.h"
+#include "preflight/host_ring.h"
 #include "preflight/link_test.h"
 #include "preflight/probe_checks.h"
 
@@ -230,6 +233,66 @@ std::string gpu_checks(const Settings& s, int gpus) {
   return out;
 }
 
+// One record per rank for the host ring: its host, local rank and listener.
+struct RingRecord {
+  char host[128] = {};
+  std::int32_t local_rank = 0;
+  std::uint16_t port = 0;  // 0: it takes no part
+  std::uint16_t unused = 0;
+};
+
+// The allreduce among this host's probes over TCP, as report fields: on hosts without GPUs
+// (those with GPUs have NCCL's, in builds that have it), of two slots or more. `shown`: the
+// GPUs the host shows, the same for all its probes. Every probe takes part in the exchange.
+std::string host_ring_check(const Settings& s, int shown) {
+  namespace pf = hvdrun::preflight;
+  const bool checked = hvdrun::local_size() >= 2 && !(shown > 0 && pf::gpu_checks_built());
+  RingRecord mine;
+  std::snprintf(mine.host, sizeof mine.host, "%s", env_or("HVDRUN_HOSTNAME", "-").c_str());
+  mine.local_rank = hvdrun::local_rank();
+  hvdrun::tcp::Listener listener;
+  std::string why;
+  if (checked) {
+    try {
+      listener = hvdrun::tcp::Listener::bind("127.0.0.1", 0);
+      mine.port = listener.port();
+    } catch (const std::exception& e) {
+      why = std::string("cannot listen on loopback: ") + e.what();
+    }
+  }
+  std::array<char, 33> secret{};  // hex, from rank 0
+  if (hvdrun::rank() == 0) {
+    std::random_device random;
+    for (std::size_t i = 0; i + 1 < secret.size(); ++i)
+      secret[i] = "0123456789abcdef"[random() % 16];
+  }
+  hvdrun::broadcast(secret.data(), secret.size(), hvdrun::DataType::kUInt8, 0);
+  std::vector<std::byte> gathered;
+  hvdrun::allgather(&mine, sizeof mine, hvdrun::DataType::kUInt8, gathered);
+  if (!checked) return {};
+  std::vector<RingRecord> all(gathered.size() / sizeof(RingRecord));
+  std::memcpy(all.data(), gathered.data(), all.size() * sizeof(RingRecord));
+  std::vector<pf::RingPeer> peers;
+  bool complete = true;  // every probe of the host listens: else none forms the ring
+  for (const auto& r : all) {
+    if (std::strncmp(r.host, mine.host, sizeof r.host) != 0) continue;
+    if (r.port == 0) complete = false;
+    peers.push_back({r.local_rank, r.port});
+  }
+  if (complete) {
+    const auto bound = std::min(s.timeout / 3, milliseconds(20000));
+    const auto figure = pf::host_ring_allreduce(hvdrun::local_rank(), peers, std::move(listener),
+                                                std::string(secret.data()), bound);
+    if (figure.gbps && hvdrun::local_rank() == 0) {
+      return " host_gbps=" + figure_text(*figure.gbps, 2);
+    }
+    if (!figure.gbps) why = figure.error;
+  } else if (why.empty()) {
+    why = "a probe of this host cannot listen on loopback";
+  }
+  return why.empty() ? std::string() : " host_ring=" + encoded(why);
+}
+
 double ring_ms() {
   std::vector<float> data(1u << 20, 1.0f);  // 4 MiB
   std::vector<double> times;
@@ -266,19 +329,21 @@ int main(int argc, char** argv) {
     report += " rank=" + std::to_string(hvdrun::rank()) +
               " local_rank=" + std::to_string(hvdrun::local_rank());
     report += " program=" + (program_ok ? std::string("ok") : encoded(program_why));
-    int visible = 0;
+    int visible = 0, shown = 0;  // GPUs usable here; GPUs the host shows
     if (hvdrun::local_rank() == 0) {
       const auto gpus = hvdrun::preflight::check_gpus();
       visible = gpus.init_error.empty() ? gpus.visible : 0;
+      shown = gpus.visible;
       report += " gpus=" + std::to_string(gpus.visible) + " gpu_runtime=" + encoded(gpus.runtime) +
                 " gpu_init=" + (gpus.init_error.empty() ? "ok" : encoded(gpus.init_error));
     } else {
-      visible = hvdrun::preflight::count_gpus();
+      visible = shown = hvdrun::preflight::count_gpus();
     }
     char number[64];
     std::snprintf(number, sizeof number, "%.2f", hvdrun::preflight::gemm_gflops(192, s.gemm));
     report += std::string(" gemm_gflops=") + number;
     report += gpu_checks(s, visible);
+    report += host_ring_check(s, shown);
     std::string link_why;
     const double link = link_test(s, link_why);
     if (hvdrun::local_rank() == 0) {

@@ -51,6 +51,20 @@ std::string fixed(double v, int digits) {
   return text;
 }
 
+// The median of `figure` among the hosts of each slot count that two hosts or more have.
+std::map<int, double> medians_by_slots(const std::vector<PreflightRow>& rows,
+                                       std::optional<double> PreflightRow::*figure) {
+  std::map<int, std::vector<double>> groups;
+  for (const auto& row : rows) {
+    if (row.*figure) groups[row.slots].push_back(*(row.*figure));
+  }
+  std::map<int, double> medians;
+  for (const auto& [slots, figures] : groups) {
+    if (figures.size() > 1) medians[slots] = *median(figures);
+  }
+  return medians;
+}
+
 // "link 41 MB/s, 96 % below the median 940"
 std::string below_median(const std::string& what, const char* unit, double v, double m) {
   const int digits = m < 100 ? 1 : 0;
@@ -100,6 +114,10 @@ void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
   if (const std::string e = field(r, "gpu_gemm"); !e.empty() && row.gpu_gemm_error.empty()) {
     row.gpu_gemm_error = e;
   }
+  if (const std::string e = field(r, "host_ring");
+      !e.empty() && (row.host_ring_error.empty() || field(r, "local_rank") == "0")) {
+    row.host_ring_error = e;
+  }
   if (const std::string e = field(r, "nccl"); !e.empty()) {
     // The first probe's error is the cause (the others then lack its NCCL id); a real error
     // says more than "one GPU".
@@ -112,6 +130,7 @@ void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
     if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
     row.link = number(r, "link_mbps");
     row.nccl = number(r, "nccl_gbps");
+    row.host_ring = number(r, "host_gbps");
     row.link_error = field(r, "link");
     const std::string init = field(r, "gpu_init");
     if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
@@ -148,11 +167,18 @@ void judge(PreflightRow& row, int reported, const PreflightVerdict& verdict, dou
     fail(below_median("GPU GEMM (device " + std::to_string(row.gpu_gemm_device) + ")", "TFLOP/s",
                       *row.gpu_gemm, *verdict.gpu_gemm_median));
   }
-  // NCCL's figure depends on how many GPUs take part: hosts are compared with the hosts of as
-  // many slots.
+  // An allreduce's figure depends on how many take part: hosts are compared with the hosts of
+  // as many slots.
   if (const auto m = verdict.nccl_medians.find(row.slots);
       row.nccl && m != verdict.nccl_medians.end() && *row.nccl < floor * m->second) {
     fail(below_median("NCCL allreduce", "GB/s", *row.nccl, m->second));
+  }
+  if (!row.host_ring_error.empty() && row.host_ring_error != "one slot") {
+    fail("host allreduce: " + row.host_ring_error);
+  }
+  if (const auto m = verdict.host_ring_medians.find(row.slots);
+      row.host_ring && m != verdict.host_ring_medians.end() && *row.host_ring < floor * m->second) {
+    fail(below_median("host allreduce", "GB/s", *row.host_ring, m->second));
   }
   if (row.gemm && verdict.gemm_median && *row.gemm < floor * *verdict.gemm_median) {
     fail(below_median("GEMM", "GFLOP/s", *row.gemm, *verdict.gemm_median));
@@ -199,13 +225,13 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
   verdict.link_median = links.size() > 1 ? median(links) : std::nullopt;
   verdict.gpu_gemm_median = median(gpu_gemms);
   verdict.nccl_median = nccls.size() > 1 ? median(nccls) : std::nullopt;
-  std::map<int, std::vector<double>> nccl_groups;
+  verdict.nccl_medians = medians_by_slots(verdict.rows, &PreflightRow::nccl);
+  verdict.host_ring_medians = medians_by_slots(verdict.rows, &PreflightRow::host_ring);
+  std::vector<double> host_rings;
   for (const auto& row : verdict.rows) {
-    if (row.nccl) nccl_groups[row.slots].push_back(*row.nccl);
+    if (row.host_ring) host_rings.push_back(*row.host_ring);
   }
-  for (const auto& [slots, figures] : nccl_groups) {
-    if (figures.size() > 1) verdict.nccl_medians[slots] = *median(figures);
-  }
+  verdict.host_ring_median = median(host_rings);
   for (std::size_t i = 0; i < verdict.rows.size(); ++i) {
     judge(verdict.rows[i], reported[i], verdict, slack);
   }
@@ -236,9 +262,15 @@ std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double
     return pad(row->gpu_gemm ? fixed(*row->gpu_gemm, 2) : "-", 13) +
            pad(row->nccl ? fixed(*row->nccl, 1) : "-", 11);
   };
+  // The hosts' allreduce over TCP, in a job where some host has that figure.
+  const auto ring_column = [&](const PreflightRow* row) -> std::string {
+    if (!verdict.host_ring_median) return {};
+    if (!row) return pad("host GB/s", 11);
+    return pad(row->host_ring ? fixed(*row->host_ring, 2) : "-", 11);
+  };
   lines.push_back("  " + pad("host", width) + "  " + pad("agent", 6) + pad("program", 9) +
                   pad("GPUs", 8) + gpu_columns(nullptr) + pad("GEMM GFLOP/s", 14) +
-                  pad("link MB/s", 11) + "verdict");
+                  ring_column(nullptr) + pad("link MB/s", 11) + "verdict");
   for (const auto& row : verdict.rows) {
     std::string gpus = "-";
     if (row.gpus && (verdict.gpu_job || *row.gpus > 0)) {
@@ -250,7 +282,7 @@ std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double
                                               : "missing",
                         9) +
                     pad(gpus, 8) + gpu_columns(&row) +
-                    pad(row.gemm ? fixed(*row.gemm, 2) : "-", 14) +
+                    pad(row.gemm ? fixed(*row.gemm, 2) : "-", 14) + ring_column(&row) +
                     pad(row.link ? fixed(*row.link, 0) : "-", 11) +
                     (row.passed() ? "ok" : "FAIL: " + row.failure));
   }
@@ -258,6 +290,9 @@ std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double
                        (verdict.gemm_median ? fixed(*verdict.gemm_median, 2) + " GFLOP/s" : "-") +
                        ", link " +
                        (verdict.link_median ? fixed(*verdict.link_median, 0) + " MB/s" : "-");
+  if (verdict.host_ring_median) {
+    footer += ", host allreduce " + fixed(*verdict.host_ring_median, 2) + " GB/s";
+  }
   if (verdict.gpu_job) {
     footer += ", GPU GEMM " +
               (verdict.gpu_gemm_median ? fixed(*verdict.gpu_gemm_median, 2) + " TFLOP/s" : "-") +

@@ -3,7 +3,8 @@
 // fails with its figure: the host was reached and its agent started, the program is there, as
 // many GPUs as slots (in a job whose hosts show GPUs) and each initialises, NCCL forms a
 // communicator across the host's GPUs, and the matrix product (on a core and on each GPU), the
-// host's NCCL allreduce and its link are within --preflight-slack of the median of all hosts.
+// host's allreduce (NCCL, or TCP without GPUs) and its link are within --preflight-slack of the
+// median of all hosts.
 // Then the table for the console.
 #pragma once
 
@@ -40,7 +41,10 @@ struct PreflightRow {
   int gpu_gemm_device = -1;
   std::string gpu_gemm_error;
   std::optional<double> nccl;
-  std::string nccl_error;      // "one GPU": the communicator formed, no figure to compare
+  std::string nccl_error;  // "one GPU": the communicator formed, no figure to compare
+  // On a host without GPUs: the allreduce among its probes over TCP (bus GB/s), or why not.
+  std::optional<double> host_ring;
+  std::string host_ring_error;
   std::optional<double> link;  // MB/s out of the host
   std::string link_error;      // why there is no figure ("one host": none was measured)
   std::string probe_error;     // what ended one of its probes early (a collective that broke)
@@ -54,7 +58,10 @@ struct PreflightVerdict {
   std::optional<double> ring_ms;   // a 4 MiB allreduce across all hosts, rank 0's median
   bool gpu_job = false;            // some host shows a GPU: every host must show its slots' worth
   std::optional<double> gemm_median, link_median, gpu_gemm_median, nccl_median;
-  std::map<int, double> nccl_medians;  // by the hosts' slots, where two hosts or more have them
+  // By the hosts' slots, where two hosts or more have them: how many take part changes the
+  // figures.
+  std::map<int, double> nccl_medians, host_ring_medians;
+  std::optional<double> host_ring_median;
   std::vector<std::string> failed() const;  // hosts that failed, in order
 };
 

@@ -189,6 +189,38 @@ TEST(Preflight, AGpuWhoseMatrixProductFailedFailsItsHostAndOneGpuHasNoNcclFigure
   EXPECT_FALSE(one.nccl_median);
 }
 
+// Hosts without GPUs: the allreduce among each host's probes over TCP, compared among hosts of
+// as many slots; an error there fails the host, "one slot" does not.
+TEST(Preflight, AHostWhoseProbesAllreduceSlowlyOverTcpFailsAmongHostsOfAsManySlots) {
+  std::vector<PreflightHost> hosts = {
+      {"a", 2, {}}, {"b", 2, {}}, {"c", 2, {}}, {"d", 4, {}}, {"e", 1, {}}};
+  const std::map<std::string, std::string> first = {{"a", "host_gbps=2.0"},
+                                                    {"b", "host_gbps=1.9"},
+                                                    {"c", "host_gbps=0.9"},
+                                                    {"d", "host_gbps=0.8"},
+                                                    {"e", "host_ring=one%20slot"}};
+  std::vector<std::map<std::string, std::string>> reports;
+  int rank = 0;
+  for (const auto& h : hosts) {
+    for (int lr = 0; lr < h.slots; ++lr) {
+      reports.push_back(probe(h.name, rank++, lr,
+                              "program=ok gpus=0 gemm_gflops=10 link_mbps=1000" +
+                                  (lr == 0 ? " " + first.at(h.name) : std::string())));
+    }
+  }
+  const auto v = decide_preflight(hosts, reports, 0.2);
+  // d, the only host of 4 slots, has nothing to be compared with; e has no figure.
+  EXPECT_EQ(v.failed(), std::vector<std::string>{"c"});
+  EXPECT_EQ(v.rows[2].failure, "host allreduce 0.9 GB/s, 53 % below the median 1.9");
+  const auto table = preflight_table(v, 0.2);
+  EXPECT_THAT(table[0], HasSubstr("host GB/s"));
+  EXPECT_THAT(table.back(), HasSubstr("host allreduce 1.40 GB/s"));
+  // A ring that could not form fails its host.
+  reports[1]["host_ring"] = "connect to rank 0: refused";
+  EXPECT_EQ(decide_preflight(hosts, reports, 0.2).rows[0].failure,
+            "host allreduce: connect to rank 0: refused");
+}
+
 TEST(Preflight, WithoutGpusAnywhereTheGpuCheckIsNotMade) {
   const auto v = four({"program=ok gpus=0 gpu_runtime=no%20CUDA%20runtime", kGood, kGood, kGood});
   EXPECT_FALSE(v.gpu_job);
