@@ -19,14 +19,15 @@ struct RingPeer {
 };
 
 struct RingFigure {
-  std::optional<double> gbps;  // bus bandwidth of the best 16 MiB float allreduce
+  std::optional<double> gbps;  // bus bandwidth of the fastest 4 MiB float allreduce
   std::string error;
 };
 
 // `peers`: the host's probes (this one included, with `listener`'s port), any order. Every
-// probe of the host calls it; each wait is bounded by `limit`; `secret` authenticates the
-// ring's links. Never throws.
+// probe of the host calls it; they repeat the allreduce for about `budget`; each wait is
+// bounded by `limit`; `secret` authenticates the ring's links. Never throws.
 RingFigure host_ring_allreduce(int local_rank, std::vector<RingPeer> peers, tcp::Listener listener,
-                               const std::string& secret, std::chrono::milliseconds limit);
+                               const std::string& secret, std::chrono::milliseconds budget,
+                               std::chrono::milliseconds limit);
 
 }  // namespace hvdrun::preflight
