@@ -244,10 +244,12 @@ void KvServerCore::deliver_answers(std::vector<std::pair<std::string, std::strin
   }
 }
 
-KvReply KvServerCore::held_too_long(KvSession& session) {
+std::optional<KvReply> KvServerCore::held_too_long(KvSession& session) {
   std::string name;
   for (auto it = held_queries_.begin(); it != held_queries_.end(); ++it) {
     if (it->session.lock().get() == &session) {
+      // A spare in the generation being formed: its answer comes with the others'.
+      if (is_spare(it->name) && rank_queries_.answers(it->name)) return std::nullopt;
       name = std::move(it->name);
       held_queries_.erase(it);
       break;

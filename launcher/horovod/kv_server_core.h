@@ -59,8 +59,9 @@ class KvServerCore : public std::enable_shared_from_this<KvServerCore> {
   // Called by sessions. handle() answers a complete request (it may move the body out), or
   // holds it (nullopt): the answer then comes by KvSession::deliver().
   std::optional<KvReply> handle(KvRequest& request, KvSession& session);
-  // A held request's session waited too long: the reply it sends.
-  KvReply held_too_long(KvSession& session);
+  // A held request's session waited too long: the reply it sends, or none when it is to be
+  // held again (a spare whose promotion is awaited: its answer is on the way).
+  std::optional<KvReply> held_too_long(KvSession& session);
   // A request that could not be read: the error reply to send, or nullopt to just close.
   std::optional<KvReply> read_failed(const boost::system::error_code& ec, const KvSession& session);
   void reply_timed_out(const KvSession& session, std::size_t sent, std::size_t total);

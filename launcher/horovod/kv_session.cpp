@@ -108,7 +108,9 @@ asio::awaitable<std::optional<KvReply>> KvSession::held_reply() {
   hold_.expires_after(core_->hold_of(*this));
   while (!delivered_ && stream_.socket().is_open()) {
     auto [ec] = co_await hold_.async_wait(kUseTuple);
-    if (!ec && !delivered_) co_return core_->held_too_long(*this);  // expired
+    if (ec || delivered_) continue;
+    if (auto reply = core_->held_too_long(*this)) co_return reply;  // expired
+    hold_.expires_after(core_->hold_of(*this));                     // held again
   }
   co_return std::move(delivered_);
 }

@@ -142,6 +142,7 @@ void Job::start_workers() {
   refill_spares();
   if (discovery_ && generations_.count() == 1) discovery_->poll();
   if (membership_ && !discovery_ && !preflight_cooled_.empty()) add_preflight_failed_hosts();
+  arm_limit();
 }
 
 void Job::launch_workers(const std::vector<WorkerId>& ids) {
@@ -286,16 +287,22 @@ void Job::maybe_finish() {
 }
 
 void Job::end_after(std::chrono::milliseconds limit, std::string why) {
-  deadline_timer_.expires_after(limit);
-  deadline_timer_.async_wait([this, why = std::move(why)](const boost::system::error_code& ec) {
-    // While connecting, --start-timeout bounds the wait; it is the limit there.
-    if (ec || state_.is(JobState::kFinished) || state_.is(JobState::kConnecting)) return;
+  limit_.emplace(limit, std::move(why));
+  if (state_.active()) arm_limit();  // started already (no connections); else start_workers()
+}
+
+void Job::arm_limit() {
+  if (!limit_ || state_.is(JobState::kFinished)) return;
+  deadline_timer_.expires_after(limit_->first);
+  deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
+    // Only a run still under way is ended; one ending already keeps its outcome.
+    if (ec || !(state_.active() || state_.is(JobState::kRestarting))) return;
     ran_out_of_time_ = true;
     if (!outcome_) {
-      generations_.end_reason_if_none(why);
-      outcome_ = Outcome::failed(Outcome::Kind::kJobError, why);
+      generations_.end_reason_if_none(limit_->second);
+      outcome_ = Outcome::failed(Outcome::Kind::kJobError, limit_->second);
     }
-    note(why + "; terminating " + plural(running(), "rank"));
+    note(limit_->second + "; terminating " + plural(running(), "rank"));
     terminate();
     maybe_finish();
   });

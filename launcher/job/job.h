@@ -81,8 +81,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
     return unusable_hosts_;
   }
   std::uint16_t horovod_port() const noexcept { return faces_.horovod_port(); }
-  // A run with a time limit (preflight's probes): once `limit` has passed, the workers still
-  // running are terminated as after a failure, and the outcome is `why`.
+  // A run with a time limit (preflight's probes): `limit` after its workers started (the
+  // connections have --start-timeout), those still running are terminated as after a failure,
+  // and the outcome is `why`.
   void end_after(std::chrono::milliseconds limit, std::string why);
   bool ran_out_of_time() const noexcept { return ran_out_of_time_; }
 
@@ -226,6 +227,8 @@ class Job final : private RendezvousEvents, private PoolEvents {
   Clock::time_point launched_ = Clock::now();
   bool sigkill_sent_ = false;
   bool ran_out_of_time_ = false;  // end_after()'s limit passed
+  std::optional<std::pair<std::chrono::milliseconds, std::string>> limit_;  // end_after()'s
+  void arm_limit();
   bool interrupted_ = false;
   std::optional<Clock::time_point> interrupted_at_;
   std::optional<SignalEvent> stop_signal_;  // the first signal that ends the job

@@ -144,6 +144,7 @@ void Job::drop_spares_of(std::size_t host) {
 }
 
 void Job::check_horovod_spares() {
+  if (!state_.active()) return;  // a restart or the end deals with every spare
   const auto limit = spec_.elastic.heartbeat_timeout.value_or(kDefaultHeartbeatTimeout);
   for (const std::uint32_t key : faces_.silent_horovod_spares(limit)) {
     WorkerRecord* spare = spares_.find(WorkerKey{key});

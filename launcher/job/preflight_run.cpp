@@ -25,6 +25,12 @@ std::string probe_program_for(const JobSpec& spec) {
   return (std::filesystem::path(hvdrun).parent_path() / "hvdrun-preflight").string();
 }
 
+// The preflight's time is shared: half for the connections (and the probes' start), half for
+// the probes' run.
+std::chrono::milliseconds run_share(std::chrono::seconds timeout) {
+  return std::max(std::chrono::milliseconds(500), std::chrono::milliseconds(timeout) / 2);
+}
+
 // "a, b and 2 more"
 std::string some_of(const std::vector<std::string>& names) {
   std::string text;
@@ -48,10 +54,13 @@ JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
   probe.elastic.timeout = spec.preflight.timeout;
   probe.elastic.cooldown_min = probe.elastic.cooldown_max = std::chrono::seconds(3600);
   probe.max_restarts = 0;
-  const auto timeout_ms = std::chrono::milliseconds(spec.preflight.timeout).count();
+  // The probes' run has what the connections leave of the preflight's time: they take half.
+  const auto timeout_ms = run_share(spec.preflight.timeout).count();
   probe.command = {probe_program, "--program", spec.command.at(0), "--timeout-ms",
                    std::to_string(timeout_ms)};
-  probe.start_timeout = spec.preflight.timeout;
+  probe.start_timeout =
+      std::max(std::chrono::seconds(1),
+               std::chrono::duration_cast<std::chrono::seconds>(run_share(spec.preflight.timeout)));
   probe.timeline.reset();
   probe.timeline_collectives = false;
   probe.output_dir.reset();
@@ -102,7 +111,7 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   RunHooks hooks;
   hooks.capture_prefix = std::string(kProbeMarker);
   hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
-  hooks.limit = spec.preflight.timeout;
+  hooks.limit = run_share(spec.preflight.timeout);
   hooks.limit_why = "preflight: the checks ran past --preflight-timeout " +
                     std::to_string(spec.preflight.timeout.count()) + " s";
   const std::string probe = probe_program_for(spec);

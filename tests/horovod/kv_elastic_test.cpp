@@ -239,7 +239,7 @@ TEST(KvElastic, ASparesQueryWaitsAcrossGenerationsUntilItIsPromotedOrDismissed) 
 
 // A spare's query is held for spare_query_hold only, then answered 503: the spare asks again at
 // once, and those queries are its heartbeats. One that stops asking is silent after the limit;
-// one whose query is held is not; a promoted or dismissed one is no longer watched.
+// a dismissed one is no longer watched.
 TEST(KvElastic, ASpareThatStopsAskingIsSilentAfterTheLimit) {
   KvServerOptions options = elastic(10s);
   options.spare_query_hold = 100ms;
@@ -251,16 +251,51 @@ TEST(KvElastic, ASpareThatStopsAskingIsSilentAfterTheLimit) {
   EXPECT_TRUE(server.silent_spares(2s).empty());  // it was seen just now
   std::this_thread::sleep_for(300ms);             // it does not ask again
   EXPECT_EQ(server.silent_spares(200ms), std::vector<std::string>{"spare.5"});
-  // Asking again: seen, and not silent while its query is held.
-  auto again = std::async(std::launch::async, [&] {
-    return http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 5s);
+  server.dismiss_spare("spare.5");
+  EXPECT_TRUE(server.silent_spares(1ms).empty());  // dismissed: no longer watched
+}
+
+// A spare whose query is held is not silent, however long ago it first asked.
+TEST(KvElastic, ASpareWhoseQueryIsHeldIsNotSilent) {
+  KvServerOptions options = elastic(10s);
+  options.spare_query_hold = 5s;
+  KvServerThread server(options, plan_of(make_slots(1, 2)));
+  auto spare = std::async(std::launch::async, [&] {
+    return http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 10s);
   });
   ASSERT_TRUE(held_within(server, 1, 5s));
-  EXPECT_TRUE(server.silent_spares(1ms).empty());
-  EXPECT_EQ(again.get().status, 503);
-  server.dismiss_spare("spare.5");
   std::this_thread::sleep_for(50ms);
-  EXPECT_TRUE(server.silent_spares(1ms).empty());  // dismissed: no longer watched
+  EXPECT_TRUE(server.silent_spares(1ms).empty());
+  server.dismiss_spare("spare.5");
+  EXPECT_EQ(spare.get().body, "-1,-1,-1,-1,-1,-1");
+}
+
+// A spare promoted into a generation that still waits for a survivor keeps its query held past
+// its short hold (no 503: the answer is on the way), and gets its place with the survivor's.
+TEST(KvElastic, APromotedSparesQueryIsHeldUntilItsGenerationAnswers) {
+  KvServerOptions options = elastic(10s);
+  options.spare_query_hold = 100ms;
+  KvServerThread server(options, plan_of(make_slots(1, 2)));
+  EXPECT_EQ(http_request(server.port(), "PUT", "/worker_addresses/node0:0", "x").status, 200);
+  auto spare = std::async(std::launch::async, [&] {
+    return http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 10s);
+  });
+  ASSERT_TRUE(held_within(server, 1, 5s));
+  KvPlan plan = plan_of(make_slots(1, 2));
+  hvdrun::Slot survivor;
+  survivor.host = "node0";
+  survivor.local_size = 2;
+  hvdrun::Slot promoted = survivor;
+  promoted.rank = 1;
+  promoted.local_rank = 1;
+  plan.survivors = {{"node0:0", survivor}, {"spare.5", promoted}};
+  server.reset(plan);
+  EXPECT_EQ(spare.wait_for(400ms), std::future_status::timeout);  // held past 100 ms
+  EXPECT_EQ(http_request(server.port(), "GET", "/rank_and_size/node0:0", {}, 10s).body,
+            "0,2,0,2,0,1");
+  const auto answer = spare.get();
+  EXPECT_EQ(answer.status, 200);
+  EXPECT_EQ(answer.body, "1,2,1,2,0,1");
 }
 
 }  // namespace

@@ -307,10 +307,11 @@ TEST(Preflight, TheProbesJobHasAProbeOnEverySlotAndOutlivesAnUnusableHost) {
   EXPECT_EQ(probes.elastic.spares, 0);
   EXPECT_FALSE(probes.timeline);
   EXPECT_FALSE(probes.preflight.run);
-  EXPECT_EQ(probes.start_timeout, std::chrono::seconds(20));
+  // Half of --preflight-timeout for the connections and the probes' start, half for their run.
+  EXPECT_EQ(probes.start_timeout, std::chrono::seconds(10));
   EXPECT_EQ(probes.command,
             (std::vector<std::string>{"/opt/hvdrun/bin/hvdrun-preflight", "--program", "train",
-                                      "--timeout-ms", "20000"}));
+                                      "--timeout-ms", "10000"}));
 }
 
 TEST(Preflight, ALinkTransferThatFailedFailsItsHost) {
