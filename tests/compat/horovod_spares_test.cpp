@@ -21,36 +21,29 @@ namespace {
 
 using std::chrono::seconds;
 
+// hvdrun's arguments for horovod_elastic_job.py at 3 workers with 1 spare on localhost:4, each
+// writing its pid to DIR/<HVDRUN_SLOT>.pid: `flags` for hvdrun, `args` for the program.
+std::vector<std::string> spares_job(const TempDir& dir, const std::vector<std::string>& flags,
+                                    const std::vector<std::string>& args) {
+  std::vector<std::string> all = {
+      "-H",       "localhost:4", "-np",      "3", "--min-np", "3",
+      "--max-np", "3",           "--spares", "1", "-x",       "HOROVOD_GLOO_TIMEOUT_SECONDS=5"};
+  all.insert(all.end(), flags.begin(), flags.end());
+  for (const std::string& a :
+       {std::string("/bin/sh"), std::string("-c"),
+        "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"", std::string("sh"),
+        std::string(kPython), job_script("horovod_elastic_job.py")}) {
+    all.push_back(a);
+  }
+  all.insert(all.end(), args.begin(), args.end());
+  return all;
+}
+
 TEST(HorovodSpares, ADeadWorkersPlaceGoesToTheWarmSpareAndTheJobKeepsItsSize) {
   REQUIRE_HOROVOD();
   TempDir dir;
-  HvdrunProcess job({"-H",
-                     "localhost:4",
-                     "-np",
-                     "3",
-                     "--min-np",
-                     "3",
-                     "--max-np",
-                     "3",
-                     "--spares",
-                     "1",
-                     "--blacklist-cooldown-range",
-                     "1",
-                     "1",
-                     "-x",
-                     "HOROVOD_GLOO_TIMEOUT_SECONDS=5",
-                     "/bin/sh",
-                     "-c",
-                     "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"",
-                     "sh",
-                     kPython,
-                     job_script("horovod_elastic_job.py"),
-                     "--fail-slot",
-                     "1",
-                     "--fail-at",
-                     "10",
-                     "--batches",
-                     "60"},
+  HvdrunProcess job(spares_job(dir, {"--blacklist-cooldown-range", "1", "1"},
+                               {"--fail-slot", "1", "--fail-at", "10", "--batches", "60"}),
                     horovod_env());
   const auto pids = wait_for_pids(dir.path, 4, seconds(60));  // 3 workers and the spare
   ASSERT_EQ(pids.size(), 4u);
@@ -90,28 +83,7 @@ bool holds_a_connection(pid_t pid) {
 TEST(HorovodSpares, ASpareThatStopsAskingWhileItWaitsIsReplaced) {
   REQUIRE_HOROVOD();
   TempDir dir;
-  HvdrunProcess job({"-H",
-                     "localhost:4",
-                     "-np",
-                     "3",
-                     "--min-np",
-                     "3",
-                     "--max-np",
-                     "3",
-                     "--spares",
-                     "1",
-                     "-x",
-                     "HOROVOD_GLOO_TIMEOUT_SECONDS=5",
-                     "/bin/sh",
-                     "-c",
-                     "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"",
-                     "sh",
-                     kPython,
-                     job_script("horovod_elastic_job.py"),
-                     "--batches",
-                     "400",
-                     "--step-delay",
-                     "0.05"},
+  HvdrunProcess job(spares_job(dir, {}, {"--batches", "400", "--step-delay", "0.05"}),
                     horovod_env());
   const auto pids = wait_for_pids(dir.path, 4, seconds(60));
   ASSERT_EQ(pids.size(), 4u);
