@@ -207,11 +207,12 @@ void KvServerCore::dismiss_spare(const std::string& name) {
 std::vector<std::string> KvServerCore::silent_spares(std::chrono::steady_clock::time_point now,
                                                      std::chrono::milliseconds limit) const {
   std::vector<std::string> silent;
-  for (const auto& [name, seen] : spares_seen_) {
+  for (const auto& entry : spares_seen_) {  // (clang 14 cannot capture a structured binding)
+    const std::string& name = entry.first;
     const bool held = std::any_of(held_queries_.begin(), held_queries_.end(), [&](const auto& q) {
       return q.name == name && !q.session.expired();
     });
-    if (!held && now - seen > limit) silent.push_back(name);
+    if (!held && now - entry.second > limit) silent.push_back(name);
   }
   return silent;
 }
