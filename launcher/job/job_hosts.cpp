@@ -96,8 +96,9 @@ bool Job::start_without_host(std::size_t host, const std::string& why) {
   return true;
 }
 
-// A host that failed its preflight check is listed by the discovery script: it starts in
-// cooldown, as if a worker had failed there, and joins when the cooldown ends.
+// A host that failed its preflight check joins the job's hosts (the discovery script lists it,
+// or an -H job adds it): it starts in cooldown, as if a worker had failed there, and joins
+// when the cooldown ends.
 void Job::cool_after_preflight(std::size_t host) {
   const auto cooldown = membership_->cool_down(host, Clock::now());
   const std::string& name = membership_->host_name(host);
@@ -108,14 +109,6 @@ void Job::cool_after_preflight(std::size_t host) {
   note("host " + name + " failed its preflight check" + check + ": unused for " +
        std::to_string(cooldown.count()) + " s");
   watch_cooldowns();
-}
-
-// Up to 3 names and how many more: "a, b, c and 4 more".
-static std::string some_of(const std::vector<std::string>& names) {
-  std::string text;
-  for (std::size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
-  if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
-  return text;
 }
 
 // Hosts new to the job (`change.added`, from `hosts`): connected if remote; one that failed its

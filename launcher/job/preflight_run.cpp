@@ -31,14 +31,6 @@ std::chrono::milliseconds run_share(std::chrono::seconds timeout) {
   return std::max(std::chrono::milliseconds(500), std::chrono::milliseconds(timeout) / 2);
 }
 
-// "a, b and 2 more"
-std::string some_of(const std::vector<std::string>& names) {
-  std::string text;
-  for (std::size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
-  if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
-  return text;
-}
-
 }  // namespace
 
 JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
@@ -112,7 +104,7 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   hooks.capture_prefix = std::string(kProbeMarker);
   hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
   hooks.limit = run_share(spec.preflight.timeout);
-  hooks.limit_why = "preflight: the checks ran past --preflight-timeout " +
+  hooks.limit_why = "preflight: the probes ran past their half of --preflight-timeout " +
                     std::to_string(spec.preflight.timeout.count()) + " s";
   const std::string probe = probe_program_for(spec);
   std::error_code ec;
@@ -158,7 +150,7 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   }
   decision.job->preflight = PreflightSpec{};
   if (const auto failed = verdict.failed(); !failed.empty()) {
-    // An elastic job takes them in after a cooldown (when its discovery script lists them).
+    // An elastic job takes them in after a cooldown (Job::cool_after_preflight).
     if (spec.elastic_job()) {
       for (const auto& host : probes.hosts) {
         if (std::find(failed.begin(), failed.end(), host.name) != failed.end()) {

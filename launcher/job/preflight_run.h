@@ -4,8 +4,8 @@
 // going; its report lines are read, not shown. Then the table on the console, and the job's
 // hosts without those that failed: a static job fails naming the host and the check (or, with
 // --preflight-exclude, runs on the others if they give -np slots); an elastic job starts
-// without them (it fails if fewer than --min-np slots remain), and takes them after a cooldown
-// when its discovery script lists them.
+// without them (it fails if fewer than --min-np slots remain), and takes them in after a
+// cooldown. --preflight-timeout bounds it all: half for the connections, half for the probes.
 #pragma once
 
 #include <map>

@@ -96,4 +96,11 @@ std::string plural(std::size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+std::string some_of(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
+  return text;
+}
+
 }  // namespace hvdrun::launcher

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hvdrun::launcher {
 
@@ -37,6 +38,9 @@ class LogRoute {
 
 // "1 rank", "3 ranks": a count and its noun, for notes.
 std::string plural(std::size_t n, const char* word);
+
+// "a, b, c and 4 more": up to 3 names and how many more, for notes.
+std::string some_of(const std::vector<std::string>& names);
 
 // "12.3 ms": the time since `start`, for --verbose phase lines.
 std::string millis_since(std::chrono::steady_clock::time_point start);

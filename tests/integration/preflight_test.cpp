@@ -25,6 +25,9 @@ TEST(Preflight, APassingCheckIsTabledAndTheJobRuns) {
   EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 1 host in ")) << r.err;
   EXPECT_TRUE(contains(r.err, "GEMM GFLOP/s")) << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun:   localhost  ok    ok ")) << r.err;
+  // Two slots without GPUs: the host's probes timed an allreduce among themselves.
+  EXPECT_TRUE(contains(r.err, "host GB/s")) << r.err;
+  EXPECT_TRUE(contains(r.err, "host allreduce ")) << r.err;
   EXPECT_TRUE(contains(r.out, "ran as 0")) << r.out;
   EXPECT_TRUE(contains(r.out, "ran as 1")) << r.out;
   EXPECT_FALSE(contains(r.out, "HVDRUN_PREFLIGHT")) << r.out;  // the reports are read, not shown
@@ -102,6 +105,33 @@ TEST(Preflight, AProbeThatHangsIsStoppedAtTheTimeoutAndFailsItsHost) {
       << "a probe outlived hvdrun";
   EXPECT_NE(std::system("pgrep -f '[s]leep 612.5' >/dev/null"), 0)
       << "a probe's child outlived hvdrun";
+}
+
+// A probe that joins the others and then hangs in its own code (its runtime still sends
+// heartbeats, as a probe stuck in a GPU call does): only the preflight's limit ends the run,
+// half of --preflight-timeout after the probes started.
+TEST(Preflight, AJoinedProbeThatHangsIsStoppedAtThePreflightsLimit) {
+  TempDir dir;
+  const auto hvdrun = dir.path / "hvdrun";
+  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
+  std::filesystem::permissions(hvdrun, std::filesystem::perms::owner_all);
+  const auto probe = dir.path / "hvdrun-preflight";
+  // Rank 0 sleeps 600 s before its first allreduce; rank 1 waits for it in the collective.
+  std::ofstream(probe) << "#!/bin/sh\nexec " << STALL_WORKER << " 2 0 1 600\n";
+  std::filesystem::permissions(probe, std::filesystem::perms::owner_all);
+  HvdrunProcess job(hvdrun.string(),
+                    {"-np", "2", "--preflight-only", "--preflight-timeout", "4", "true"}, {},
+                    "/dev/null");
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "hvdrun: preflight: the probes ran past their half of "
+                       "--preflight-timeout 4 s; terminating 2 ranks"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "FAIL: no report from 2 of its 2 probes (the checks ran past "
+                       "--preflight-timeout)"))
+      << r.err;
 }
 
 TEST(Preflight, DryRunChecksNothing) {
