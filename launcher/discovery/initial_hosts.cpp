@@ -10,6 +10,7 @@
 #include "launcher/discovery/discovery_script.h"
 #include "launcher/output/logging.h"
 #include "launcher/process/interrupted.h"
+#include "launcher/spec/hosts.h"
 
 namespace hvdrun::launcher {
 
@@ -26,11 +27,6 @@ std::vector<HostSpec> initial_hosts(const JobSpec& spec, Watchdog& watchdog,
   std::optional<std::vector<HostSpec>> hosts;
   std::string failure;
   int last_slots = -1;
-  const auto slots_of = [](const std::vector<HostSpec>& list) {
-    long long total = 0;
-    for (const auto& h : list) total += h.slots;
-    return static_cast<int>(std::min<long long>(total, 1'000'000'000));
-  };
   std::function<void()> run_once = [&] {
     script.run([&](DiscoveryResult result) {
       if (!result.error.empty()) {
@@ -38,7 +34,7 @@ std::vector<HostSpec> initial_hosts(const JobSpec& spec, Watchdog& watchdog,
         io.stop();
         return;
       }
-      const int slots = slots_of(result.hosts);
+      const int slots = total_slots(result.hosts);
       if (slots >= spec.num_proc) {
         hosts = std::move(result.hosts);
         io.stop();

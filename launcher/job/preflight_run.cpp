@@ -6,18 +6,13 @@
 
 #include "launcher/output/logging.h"
 #include "launcher/remote/remote_spawn.h"
+#include "launcher/spec/hosts.h"
 #include "launcher/spec/local_aliases.h"
 
 namespace hvdrun::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int slots_of(const std::vector<HostSpec>& hosts) {
-  long long total = 0;
-  for (const auto& h : hosts) total += h.slots;
-  return static_cast<int>(std::min<long long>(total, 1 << 20));
-}
 
 std::string probe_program_for(const JobSpec& spec) {
   const std::string hvdrun =
@@ -38,7 +33,7 @@ JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
   // The hosts that may get ranks: -np of them, or --max-np in an elastic job.
   probe.hosts.resize(
       hosts_used(spec.hosts, std::max(spec.num_proc, spec.elastic.max_np.value_or(0))));
-  const int total = slots_of(probe.hosts);
+  const int total = total_slots(probe.hosts);
   probe.num_proc = total;
   probe.elastic = ElasticSpec{};
   probe.elastic.min_np = 1;  // a host that cannot be used leaves the others going
@@ -84,7 +79,7 @@ std::optional<JobSpec> job_after_preflight(const JobSpec& spec, const PreflightV
   std::erase_if(job.hosts, [&](const HostSpec& h) {
     return std::find(failed.begin(), failed.end(), h.name) != failed.end();
   });
-  const int slots = slots_of(job.hosts);
+  const int slots = total_slots(job.hosts);
   const int needed = spec.elastic_job() ? *spec.elastic.min_np : spec.num_proc;
   if (slots < needed) {
     error = culprit + "; the hosts that passed give " + std::to_string(slots) + " slots, " +

@@ -21,6 +21,7 @@
 #include "launcher/plan/open_files.h"
 #include "launcher/plan/placement.h"
 #include "launcher/servers/server_setup.h"
+#include "launcher/spec/hosts.h"
 #include "launcher/spec/local_aliases.h"
 #include "launcher/spec/local_host.h"
 #include "rendezvous/auth.h"
@@ -66,18 +67,21 @@ void finish_output(asio::io_context& io, Console& console,
   }
 }
 
-// An elastic job with a discovery script starts on the hosts it gives, with every slot up to
-// --max-np (as horovodrun does).
+// An elastic job starts every slot its hosts give, up to --max-np (as horovodrun does); -np is
+// the least it starts with.
+int elastic_start_size(const JobSpec& spec) {
+  return std::max(spec.num_proc, std::min(total_slots(spec.hosts), *spec.elastic.max_np));
+}
+
+// An elastic job with a discovery script starts on the hosts it gives.
 JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts, LocalHosts& local,
                               std::string& alias_note) {
   alias_note = merge_local_aliases(hosts, hosts.size(),
                                    [&](const std::string& name) { return local.contains(name); });
   if (!alias_note.empty()) note(alias_note);
   JobSpec spec = given;
-  long long slots = 0;
-  for (const auto& h : hosts) slots += h.slots;
   spec.hosts = std::move(hosts);
-  spec.num_proc = static_cast<int>(std::min<long long>(slots, *spec.elastic.max_np));
+  spec.num_proc = elastic_start_size(spec);
   return spec;
 }
 
@@ -158,6 +162,7 @@ int run_job(const JobSpec& given, const std::map<std::string, std::string>& envi
         merge_local_aliases(spec.hosts, hosts_used(spec.hosts, most),
                             [&](const std::string& name) { return local_hosts.contains(name); });
     if (!alias_note.empty()) note(alias_note);
+    if (spec.elastic_job()) spec.num_proc = elastic_start_size(spec);
   }
   if (spec.preflight.run && !spec.dry_run) {  // --dry-run starts nothing, probes included
     auto checked = preflight_then(spec, alias_note, environment, watchdog, local_hosts);

@@ -231,6 +231,13 @@ std::string quoted(std::string_view text) {
   return out + "'";
 }
 
+int total_slots(const std::vector<HostSpec>& hosts) {
+  long long total = 0;
+  for (const auto& host : hosts)
+    total = std::min<long long>(total + std::max(host.slots, 0), kMaxSlots);
+  return static_cast<int>(total);
+}
+
 std::vector<HostSpec> parse_hosts_flag(std::string_view text) {
   const std::string origin = "-H";
   if (trim(text).empty()) throw UsageError("-H " + quoted(text) + ": no hosts given");

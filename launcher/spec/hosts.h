@@ -15,6 +15,9 @@ namespace hvdrun::launcher {
 // Largest slot count of one host (and process count of a job) hvdrun accepts.
 inline constexpr int kMaxSlots = 1'000'000;
 
+// The slots `hosts` give together, at most kMaxSlots.
+int total_slots(const std::vector<HostSpec>& hosts);
+
 std::vector<HostSpec> parse_hosts_flag(std::string_view text);
 // `notes` receives non-fatal remarks (e.g. "hosts.txt:3: max_slots ignored").
 std::vector<HostSpec> parse_hostfile(const std::string& path, std::vector<std::string>& notes);

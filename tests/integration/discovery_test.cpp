@@ -22,12 +22,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-std::size_t count(const std::string& text, const std::string& part) {
-  std::size_t n = 0;
-  for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
-  return n;
-}
-
 TEST(Discovery, TheJobGrowsToMaxNpWhenSlotsAppearAndShrinksWhenTheyGo) {
   TempDir dir;
   write_file(dir.path / "hosts", "# two slots for now\nlocalhost:2\n");
@@ -182,9 +176,9 @@ TEST(Discovery, LaterFailuresWarnOnceAndTheJobKeepsItsHosts) {
   std::filesystem::remove(broken);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(count(r.err,
-                  "failed: exit code 1 (stderr: 'api down'); the job keeps the hosts it "
-                  "has"),
+  EXPECT_EQ(count_of(r.err,
+                     "failed: exit code 1 (stderr: 'api down'); the job keeps the hosts it "
+                     "has"),
             1u)
       << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun: the discovery script works again")) << r.err;
@@ -239,7 +233,7 @@ TEST(Discovery, AHostUnreachableAtTheStartIsLeftOutWhenTheOthersReachMinNp) {
   EXPECT_TRUE(contains(r.err, "hvdrun: warning: cannot use host 0.0.0.0: ")) << r.err;
   EXPECT_TRUE(contains(r.err, "; the job starts without its 2 slots")) << r.err;
   EXPECT_TRUE(contains(r.out, "applied 8192 samples of 8192; all ranks agree")) << r.out;
-  EXPECT_EQ(count(r.out, "starts as rank"), 2u) << r.out;
+  EXPECT_EQ(count_of(r.out, "starts as rank"), 2u) << r.out;
 
   flags = common;
   flags.insert(flags.begin(), {"-np", "3", "--min-np", "3"});
@@ -308,7 +302,7 @@ TEST(Discovery, ARemovalAfterAWorkerFinishedStartsNoOneOnItsSlot) {
   const auto r =
       finish_then_list(dir, "localhost:3\n", "localhost:2", {"-np", "3", "--min-np", "1"});
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(count(r.out, "started as rank"), 3u) << r.out;  // the three first workers only
+  EXPECT_EQ(count_of(r.out, "started as rank"), 3u) << r.out;  // the three first workers only
   EXPECT_TRUE(contains(r.err, "no longer lists the slots of rank 2")) << r.err;
   EXPECT_FALSE(contains(r.err, "of them new")) << r.err;
 }
@@ -337,14 +331,14 @@ TEST(Discovery, AHostChangeOfAHorovodJobWaitsForRankZerosRegistration) {
   write_file(dir.path / "stop", "");
   const auto r = job.finish(seconds(30));
   EXPECT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(count(r.out, "HTTP/1.1 200"), 2u) << r.out;
+  EXPECT_EQ(count_of(r.out, "HTTP/1.1 200"), 2u) << r.out;
   EXPECT_TRUE(contains(r.err,
                        "the job runs Horovod; its workers re-form after a failure, and "
                        "host changes are sent to its rank 0"))
       << r.err;
-  EXPECT_EQ(count(r.err,
-                  "slots added (slots added by the discovery script); the Horovod workers "
-                  "are told once rank 0 has registered its notification service"),
+  EXPECT_EQ(count_of(r.err,
+                     "slots added (slots added by the discovery script); the Horovod workers "
+                     "are told once rank 0 has registered its notification service"),
             1u)
       << r.err;
   EXPECT_FALSE(contains(r.err, "generation 1")) << r.err;

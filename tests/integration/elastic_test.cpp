@@ -2,7 +2,8 @@
 // is SIGKILLed or SIGSTOPped mid-run. The survivors keep their processes, roll back to their
 // last commit, re-form with new ranks and finish with identical weights, having applied every
 // sample exactly once; a host's slots come back after the cooldown; below --min-np the job
-// fails after --elastic-timeout; --reset-limit ends the job.
+// fails after --elastic-timeout; --reset-limit ends the job; a job starts on every slot up to
+// --max-np.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -253,6 +254,22 @@ TEST(Elastic, SigkillOfHvdrunDuringAReFormationLeavesNothing) {
   waiting.job->signal(SIGKILL);
   waiting.job->finish(seconds(30));
   EXPECT_TRUE(wait_until_gone(waiting.pids, seconds(10)).empty());
+}
+
+// As horovodrun's: -np is the least an elastic job starts with; it takes every slot its hosts
+// give, up to --max-np, from the start.
+TEST(Elastic, AJobStartsOnEverySlotItsHostsGiveUpToMaxNp) {
+  TempDir dir;
+  const auto r = run_hvdrun(
+      elastic_job(dir, {"-H", "localhost:4", "-np", "2", "--min-np", "1", "--max-np", "3"}, 1));
+  EXPECT_EQ(r.status, 0) << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 3u) << r.out;
+  for (const auto& [pid, result] : done) EXPECT_EQ(result.first, 3) << pid << "\n" << r.out;
+  expect_one_hash(done, r.out);
+  // One generation of 3 from the start: no worker joined later, none re-formed.
+  EXPECT_EQ(count_of(r.out, "starts as rank"), 3u) << r.out;
+  EXPECT_EQ(count_of(r.out, "after 0 resets"), 3u) << r.out;
 }
 
 TEST(Elastic, FlagsAreCheckedAgainstEachOther) {

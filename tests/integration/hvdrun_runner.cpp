@@ -200,6 +200,12 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+std::size_t count_of(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (auto pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
+  return n;
+}
+
 std::map<int, long> check_flood_lines(std::string out, bool last_may_be_cut) {
   if (last_may_be_cut) out.erase(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
   std::map<int, long> next;

@@ -73,6 +73,8 @@ std::vector<std::string> lines_of(const std::string& text);
 // number of lines per rank.
 std::map<int, long> check_flood_lines(std::string out, bool last_may_be_cut);
 bool contains(const std::string& text, const std::string& part);
+// How many times `part` occurs in `text` (overlapping ones too).
+std::size_t count_of(const std::string& text, const std::string& part);
 // Whether each rank 0..ranks-1 wrote "rank R<said>" as a line of its own on stdout
 // ("[R]<stdout>:rank R got SIGUSR1"); the first rank that did not, if any.
 std::optional<int> rank_missing_line(const std::string& out, int ranks, const std::string& said);
