@@ -57,6 +57,12 @@ std::optional<NcclId> new_nccl_id(std::string& why) {
   return out;
 }
 
+std::string gpu_model(int device) {
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, device) != cudaSuccess) return {};
+  return std::string(properties.name, strnlen(properties.name, sizeof properties.name));
+}
+
 GpuFigure gpu_gemm_tflops(int device, std::chrono::milliseconds budget,
                           std::chrono::milliseconds limit) {
   GpuFigure figure;

@@ -23,6 +23,10 @@ using NcclId = std::array<char, 128>;  // ncclUniqueId's bytes
 // A new NCCL unique id (the host's first probe makes it for the others), or none with `why`.
 std::optional<NcclId> new_nccl_id(std::string& why);
 
+// The name of `device`'s model ("NVIDIA H100 80GB HBM3"), or empty when the runtime does not
+// say: hosts compare their matrix products with hosts of the same model.
+std::string gpu_model(int device);
+
 // TFLOP/s of the fastest of repeated 2048 x 2048 float products on `device` for about `budget`.
 GpuFigure gpu_gemm_tflops(int device, std::chrono::milliseconds budget,
                           std::chrono::milliseconds limit);

@@ -19,6 +19,10 @@ std::optional<NcclId> new_nccl_id(std::string& why) {
   return std::nullopt;
 }
 
+std::string gpu_model(int) {
+  return {};
+}
+
 GpuFigure gpu_gemm_tflops(int, std::chrono::milliseconds, std::chrono::milliseconds) {
   return not_built();
 }

@@ -4,7 +4,7 @@
 // product on its core, its host's link (first worker of each host) and an allreduce across all
 // hosts (rank 0), and prints one report line that hvdrun reads:
 //   HVDRUN_PREFLIGHT host=H rank=R local_rank=L program=ok|<why> gpus=N gpu_runtime=<why>
-//     gpu_init=ok|<why> gemm_gflops=F gpu_device=D gpu_gemm_tflops=F gpu_gemm=<why>
+//     gpu_init=ok|<why> gemm_gflops=F gpu_device=D gpu_gemm_tflops=F gpu_gemm=<why> gpu_model=M
 //     nccl_gbps=F nccl=<why> host_gbps=F host_ring=<why> link_mbps=F link=<why> ring_ms=F
 // On a host with GPUs, each probe also times a matrix product on its GPU, and the host's probes
 // form an NCCL communicator and time an allreduce among themselves; on a host without GPUs, the
@@ -213,6 +213,9 @@ std::string gpu_checks(const Settings& s, int gpus) {
   const auto gemm = pf::gpu_gemm_tflops(device, s.gemm, left());
   out += gemm.value ? " gpu_gemm_tflops=" + figure_text(*gemm.value, 2)
                     : " gpu_gemm=" + encoded(gemm.error);
+  if (const std::string model = pf::gpu_model(device); !model.empty()) {
+    out += " gpu_model=" + encoded(model);
+  }
   const auto host = std::find_if(all.begin(), all.end(), [&](const NcclIdRecord& r) {
     return r.has_id && std::strncmp(r.host, mine.host, sizeof r.host) == 0;
   });

@@ -72,6 +72,17 @@ std::string below_median(const std::string& what, const char* unit, double v, do
          " % below the median " + fixed(m, digits);
 }
 
+// "45.10 TFLOP/s (NVIDIA H200)", one such per model, or "-".
+std::string gpu_gemm_medians_text(const std::map<std::string, double>& medians) {
+  if (medians.empty()) return "-";
+  std::string text;
+  for (const auto& [model, value] : medians) {
+    if (!text.empty()) text += ", ";
+    text += fixed(value, 2) + " TFLOP/s" + (model.empty() ? "" : " (" + model + ")");
+  }
+  return text;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> read_probe_report(std::string_view line) {
@@ -110,6 +121,7 @@ void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
   if (const auto t = number(r, "gpu_gemm_tflops"); t && (!row.gpu_gemm || *t < *row.gpu_gemm)) {
     row.gpu_gemm = *t;  // the slowest GPU: one slow GPU holds back every step of the job
     row.gpu_gemm_device = static_cast<int>(number(r, "gpu_device").value_or(-1));
+    row.gpu_model = field(r, "gpu_model");
   }
   if (const std::string e = field(r, "gpu_gemm"); !e.empty() && row.gpu_gemm_error.empty()) {
     row.gpu_gemm_error = e;
@@ -163,9 +175,12 @@ void judge(PreflightRow& row, int reported, const PreflightVerdict& verdict, dou
     if (!row.gpu_gemm_error.empty()) fail("GPU GEMM: " + row.gpu_gemm_error);
   }
   const double floor = 1.0 - slack;
-  if (row.gpu_gemm && verdict.gpu_gemm_median && *row.gpu_gemm < floor * *verdict.gpu_gemm_median) {
-    fail(below_median("GPU GEMM (device " + std::to_string(row.gpu_gemm_device) + ")", "TFLOP/s",
-                      *row.gpu_gemm, *verdict.gpu_gemm_median));
+  // A GPU is compared with the GPUs of its model.
+  if (const auto m = verdict.gpu_gemm_medians.find(row.gpu_model);
+      row.gpu_gemm && m != verdict.gpu_gemm_medians.end() && *row.gpu_gemm < floor * m->second) {
+    fail(below_median("GPU GEMM (device " + std::to_string(row.gpu_gemm_device) +
+                          (row.gpu_model.empty() ? "" : ", " + row.gpu_model) + ")",
+                      "TFLOP/s", *row.gpu_gemm, m->second));
   }
   // An allreduce's figure depends on how many take part: hosts are compared with the hosts of
   // as many slots.
@@ -213,17 +228,20 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
     ++reported[it->second];
     take_report(r, verdict.rows[it->second], verdict);
   }
-  std::vector<double> gemms, links, gpu_gemms, nccls;
+  std::vector<double> gemms, links, nccls;
+  std::map<std::string, std::vector<double>> gpu_gemms;  // by model
   for (const auto& row : verdict.rows) {
     if (row.gpus && *row.gpus > 0) verdict.gpu_job = true;
     if (row.gemm) gemms.push_back(*row.gemm);
     if (row.link) links.push_back(*row.link);
-    if (row.gpu_gemm) gpu_gemms.push_back(*row.gpu_gemm);
+    if (row.gpu_gemm) gpu_gemms[row.gpu_model].push_back(*row.gpu_gemm);
     if (row.nccl) nccls.push_back(*row.nccl);
   }
   verdict.gemm_median = median(gemms);
   verdict.link_median = links.size() > 1 ? median(links) : std::nullopt;
-  verdict.gpu_gemm_median = median(gpu_gemms);
+  for (const auto& [model, figures] : gpu_gemms) {
+    verdict.gpu_gemm_medians[model] = *median(figures);
+  }
   verdict.nccl_median = nccls.size() > 1 ? median(nccls) : std::nullopt;
   verdict.nccl_medians = medians_by_slots(verdict.rows, &PreflightRow::nccl);
   verdict.host_ring_medians = medians_by_slots(verdict.rows, &PreflightRow::host_ring);
@@ -294,8 +312,7 @@ std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double
     footer += ", host allreduce " + fixed(*verdict.host_ring_median, 2) + " GB/s";
   }
   if (verdict.gpu_job) {
-    footer += ", GPU GEMM " +
-              (verdict.gpu_gemm_median ? fixed(*verdict.gpu_gemm_median, 2) + " TFLOP/s" : "-") +
+    footer += ", GPU GEMM " + gpu_gemm_medians_text(verdict.gpu_gemm_medians) +
               ", NCCL allreduce " +
               (verdict.nccl_median ? fixed(*verdict.nccl_median, 1) + " GB/s" : "-");
   }

@@ -4,7 +4,8 @@
 // many GPUs as slots (in a job whose hosts show GPUs) and each initialises, NCCL forms a
 // communicator across the host's GPUs, and the matrix product (on a core and on each GPU), the
 // host's allreduce (NCCL, or TCP without GPUs) and its link are within --preflight-slack of the
-// median of all hosts.
+// median of all hosts (of the hosts of as many slots for an allreduce, of the hosts of the same
+// GPU model for a GPU's matrix product).
 // Then the table for the console.
 #pragma once
 
@@ -35,10 +36,11 @@ struct PreflightRow {
   std::optional<int> gpus;     // visible, from the host's first probe
   std::string gpu_note;        // "7 of 8", "none (no CUDA runtime)", "device 3: ..."
   std::optional<double> gemm;  // GFLOP/s: the best of the host's probes (they share its cores)
-  // On its GPUs: the slowest GPU's matrix product (TFLOP/s) and which device it was, and the
-  // NCCL allreduce among its probes (bus GB/s), or why there is none.
+  // On its GPUs: the slowest GPU's matrix product (TFLOP/s), which device it was and its model
+  // (empty when unknown), and the NCCL allreduce among its probes (bus GB/s), or why not.
   std::optional<double> gpu_gemm;
   int gpu_gemm_device = -1;
+  std::string gpu_model;
   std::string gpu_gemm_error;
   std::optional<double> nccl;
   std::string nccl_error;  // "one GPU": the communicator formed, no figure to compare
@@ -57,10 +59,12 @@ struct PreflightVerdict {
   std::vector<PreflightRow> rows;  // in the hosts' order
   std::optional<double> ring_ms;   // a 4 MiB allreduce across all hosts, rank 0's median
   bool gpu_job = false;            // some host shows a GPU: every host must show its slots' worth
-  std::optional<double> gemm_median, link_median, gpu_gemm_median, nccl_median;
+  std::optional<double> gemm_median, link_median, nccl_median;
   // By the hosts' slots, where two hosts or more have them: how many take part changes the
   // figures.
   std::map<int, double> nccl_medians, host_ring_medians;
+  // By GPU model (the key "" for hosts whose model is unknown): GPU models differ in speed.
+  std::map<std::string, double> gpu_gemm_medians;
   std::optional<double> host_ring_median;
   std::vector<std::string> failed() const;  // hosts that failed, in order
 };

@@ -123,7 +123,7 @@ TEST(Preflight, TheSlowestGpuOfAHostIsItsGemmFigureAndFailsItBelowTheMedian) {
                              {kFast, kFast, kFast, kFast}}},
                            {"nccl_gbps=300", "nccl_gbps=300", "nccl_gbps=290", "nccl_gbps=310"});
   EXPECT_TRUE(v.gpu_job);
-  EXPECT_EQ(*v.gpu_gemm_median, 20);
+  EXPECT_EQ(v.gpu_gemm_medians, (std::map<std::string, double>{{"", 20}}));
   EXPECT_EQ(*v.rows[1].gpu_gemm, 12.5);
   EXPECT_EQ(v.failed(), std::vector<std::string>{"g2"});
   EXPECT_EQ(v.rows[1].failure, "GPU GEMM (device 1) 12.5 TFLOP/s, 38 % below the median 20.0");
@@ -131,6 +131,30 @@ TEST(Preflight, TheSlowestGpuOfAHostIsItsGemmFigureAndFailsItBelowTheMedian) {
   EXPECT_THAT(table[0], HasSubstr("GPU TFLOP/s  NCCL GB/s"));
   EXPECT_THAT(table[2], HasSubstr("12.50"));
   EXPECT_THAT(table.back(), HasSubstr("GPU GEMM 20.00 TFLOP/s, NCCL allreduce 300.0 GB/s"));
+}
+
+// A cluster of two GPU models: each GPU is compared with its own model's median.
+TEST(Preflight, GpuMatrixProductsAreComparedAmongHostsOfTheSameModel) {
+  const std::string h200 = "gpu_gemm_tflops=20 gpu_model=NVIDIA%20H200";
+  const auto a100 = [](const std::string& tflops) {
+    return "gpu_gemm_tflops=" + tflops + " gpu_model=NVIDIA%20A100-SXM4-80GB";
+  };
+  const std::array<std::string, 4> nccl = {"nccl_gbps=300", "nccl_gbps=300", "nccl_gbps=300",
+                                           "nccl_gbps=300"};
+  const auto mixed = gpu_hosts(
+      {{{h200, h200}, {h200, h200}, {a100("10"), a100("10")}, {a100("9.5"), a100("10")}}}, nccl);
+  EXPECT_TRUE(mixed.failed().empty()) << mixed.rows[2].failure << mixed.rows[3].failure;
+  EXPECT_EQ(mixed.gpu_gemm_medians,
+            (std::map<std::string, double>{{"NVIDIA A100-SXM4-80GB", 9.75}, {"NVIDIA H200", 20}}));
+  EXPECT_EQ(mixed.rows[3].gpu_model, "NVIDIA A100-SXM4-80GB");
+  EXPECT_THAT(preflight_table(mixed, 0.2).back(),
+              HasSubstr("GPU GEMM 9.75 TFLOP/s (NVIDIA A100-SXM4-80GB), 20.00 TFLOP/s (NVIDIA "
+                        "H200), NCCL allreduce 300.0 GB/s"));
+  const auto slow = gpu_hosts(
+      {{{h200, h200}, {h200, h200}, {a100("10"), a100("10")}, {a100("10"), a100("6")}}}, nccl);
+  EXPECT_EQ(slow.failed(), std::vector<std::string>{"g4"});
+  EXPECT_EQ(slow.rows[3].failure,
+            "GPU GEMM (device 1, NVIDIA A100-SXM4-80GB) 6.0 TFLOP/s, 25 % below the median 8.0");
 }
 
 TEST(Preflight, AHostWhoseNcclAllreduceIsSlowOrWhoseGpusCannotFormACommunicatorFails) {
