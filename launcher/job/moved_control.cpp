@@ -103,6 +103,13 @@ bool ControlPort::connected() const {
 bool ControlPort::send(int signo) {
   std::lock_guard lock(mutex_);
   if (!link_.valid()) return false;
+  // The moved hvdrun never writes: a readable link is one its run closed (between --preflight's
+  // run and the job's, before the next link). A byte sent there would be lost.
+  pollfd p{link_.get(), POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) != 0) {
+    link_.reset();
+    return false;
+  }
   const char byte = static_cast<char>(signo);
   return ::send(link_.get(), &byte, 1, MSG_NOSIGNAL) == 1;
 }
@@ -117,8 +124,8 @@ void ControlPort::accept_loop() {
     std::vector<std::thread> done;
     std::lock_guard lock(mutex_);
     done.swap(finished_);
-    for (auto& thread : done) thread.join();  // each has left the lock: it ends now
-    if (link_.valid() || handshaking_.size() >= kMaxHandshakes) continue;  // closed
+    for (auto& thread : done) thread.join();              // each has left the lock: it ends now
+    if (handshaking_.size() >= kMaxHandshakes) continue;  // closed
     const int raw = fd.get();
     auto& thread = handshaking_[raw];
     try {
@@ -138,8 +145,10 @@ void ControlPort::handshake(UniqueFd fd) {
   }
   std::lock_guard lock(mutex_);
   const int raw = fd.get();
-  if (proved && !link_.valid() && !stopping_) link_ = std::move(fd);
-  fd.reset();  // a stranger's, or a second one: closed before the port may go
+  // The latest proof wins: the moved hvdrun connects again for each of its runs (--preflight's
+  // probes, then the job), each run's link closed when it ends.
+  if (proved && !stopping_) link_ = std::move(fd);
+  fd.reset();  // a stranger's: closed before the port may go
   const auto self = handshaking_.find(raw);
   finished_.push_back(std::move(self->second));
   handshaking_.erase(self);

@@ -35,9 +35,10 @@ class ControlPort {
 
   std::uint16_t port() const noexcept { return port_; }
   const std::string& secret() const noexcept { return secret_; }
-  // Once a connection proved the secret (the first one that does is kept).
+  // Once a connection proved the secret. The latest one that did is kept: the moved hvdrun
+  // connects for each of its runs (--preflight's probes, then the job).
   bool connected() const;
-  // Sends `signo` to the moved hvdrun; false without a connection.
+  // Sends `signo` to the moved hvdrun; false without a connection (or with one that closed).
   bool send(int signo);
 
  private:

@@ -1,8 +1,8 @@
 // Jobs inside a real Slurm allocation (scripts/slurm-test-cluster.sh: slurmctld and 3 slurmd
 // "nodes" in network namespaces): hvdrun with no host flags trains on every node of the
 // allocation, its node agents started by one srun step; sbatch; heterogeneous task counts; a
-// node's agent killed; scancel of the job; an elastic job losing a node. Nothing may be left
-// on any node.
+// node's agent killed; scancel of the job; an elastic job losing a node; --preflight. Nothing may
+// be left on any node.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -199,6 +200,35 @@ TEST(Slurm, CtrlCToAMovedHvdrunEndsTheJobOnEveryNode) {
   const auto r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 130) << r.err;
   EXPECT_TRUE(contains(r.err, "running the job from its first node, hvds-n1")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: interrupted (SIGINT), terminating 3 ranks")) << r.err;
+  EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
+// --preflight in an allocation: the probes check every node through their own agents, then the
+// job runs; the moved hvdrun connects back for each of its two runs, so a Ctrl-C still reaches
+// the job's.
+TEST(Slurm, APreflightChecksEveryNodeAndCtrlCThenReachesTheMovedJob) {
+  REQUIRE_SLURM();
+  TempDir dir;
+  HvdrunProcess job(
+      "/usr/bin/salloc",
+      {"-N", "3", "-n", "3", HVDRUN_BINARY, "--preflight", "--preflight-slack", "60", "/bin/sh",
+       "-c", "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec sleep 60"},
+      slurm_env(), "/dev/null");
+  ASSERT_EQ(wait_for_pids(dir.path, 3, seconds(40)).size(), 3u);
+  std::this_thread::sleep_for(milliseconds(300));
+  const pid_t outer = child_named(job.pid(), "hvdrun");
+  ASSERT_GT(outer, 0);
+  ASSERT_EQ(::kill(outer, SIGINT), 0);
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 130) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 3 hosts in ")) << r.err;
+  for (int node = 1; node <= 3; ++node) {
+    EXPECT_TRUE(std::regex_search(
+        r.err, std::regex("hvds-n" + std::to_string(node) + R"( +ok +ok .* ok\n)")))
+        << r.err;
+  }
+  EXPECT_FALSE(contains(r.err, "cannot reach the hvdrun this one moved from")) << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun: interrupted (SIGINT), terminating 3 ranks")) << r.err;
   EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
 }

@@ -1,6 +1,7 @@
 // The control connection of an hvdrun moved into its Slurm allocation: the moved hvdrun
-// connects back, both prove the secret, and it raises each signal it is sent; a stranger's
-// connection, silent or without the secret, is closed, carries no signal and delays nobody.
+// connects back, both prove the secret, and it raises each signal it is sent; a later run's
+// link replaces one that closed; a stranger's connection, silent or without the secret, is
+// closed, carries no signal and delays nobody.
 #include "launcher/job/moved_control.h"
 
 #include <arpa/inet.h>
@@ -75,6 +76,26 @@ TEST(MovedControl, ASignalReachesTheMovedHvdrunPastSilentStrangers) {
   }
   ::close(stranger1);
   ::close(stranger2);
+}
+
+// The moved hvdrun runs twice with --preflight (the probes, then the job), each run with its
+// own link: once the first closed, nothing is sent there (it would be lost), and the second
+// link gets the signals.
+TEST(MovedControl, TheLinkOfALaterRunReplacesOneThatClosed) {
+  const Usr2Handler handler;
+  ControlPort port;
+  {
+    const ControlLink first(env_of(port, port.secret()));
+    ASSERT_TRUE(eventually([&] { return port.connected(); }));
+  }
+  std::this_thread::sleep_for(100ms);  // its end has reached the port
+  EXPECT_FALSE(port.send(SIGUSR2));    // a first byte there would have "gone" and been lost
+  EXPECT_FALSE(port.connected());
+  const ControlLink second(env_of(port, port.secret()));
+  ASSERT_TRUE(eventually([&] { return port.connected(); }));
+  const int before = usr2_seen.load();
+  ASSERT_TRUE(port.send(SIGUSR2));
+  EXPECT_TRUE(eventually([&] { return usr2_seen.load() == before + 1; }));
 }
 
 // Without the secret, the handshake fails: no connection, no signal.
