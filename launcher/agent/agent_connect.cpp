@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/process_end.h"
 #include "common/unique_fd.h"
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_auth.h"
@@ -125,6 +127,16 @@ UniqueFd connect_once(const Options& o, std::string& error) {
   return fd;
 }
 
+// SIGTERM, SIGINT or SIGHUP if one is pending (blocked by a run of the agent), else 0.
+int pending_end_signal() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return 0;
+  for (const int signo : {SIGTERM, SIGINT, SIGHUP}) {
+    if (::sigismember(&pending, signo) == 1) return signo;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int node_agent_main(const std::vector<std::string>& args) {
@@ -132,7 +144,7 @@ int node_agent_main(const std::vector<std::string>& args) {
   std::string secret;
   try {
     o = parse(args);
-    if (o.host.empty()) return run_node_agent(0, 1, 2);
+    if (o.host.empty()) return run_node_agent(0, 1, 2).status;
     secret = read_secret(o);
   } catch (const UsageError& e) {
     write_all(2, std::string("hvdrun node agent: ") + e.what() + "\n");
@@ -141,19 +153,32 @@ int node_agent_main(const std::vector<std::string>& args) {
   if (o.node.empty()) {
     if (const char* slurm = std::getenv("SLURMD_NODENAME")) o.node = slurm;
   }
-  const auto deadline = Clock::now() + o.timeout;
+  auto deadline = Clock::now() + o.timeout;
   const std::string where = o.host + ":" + o.port;
   bool said = false;
   std::minstd_rand random(static_cast<unsigned>(::getpid()));
   std::uniform_int_distribution<int> jitter(0, 250);
   for (;;) {
+    // After a run (which blocked them), a signal that ends the agent is pending until here.
+    if (const int signo = pending_end_signal()) {
+      write_all(2, "hvdrun node agent: ending on " + signal_name(signo) +
+                       " before the launcher's next run\n");
+      return 128 + signo;
+    }
     std::string error;
     UniqueFd fd = connect_once(o, error);
     if (fd.valid()) {
       try {
         agent_handshake(fd.get(), secret,
                         std::min(deadline, Clock::now() + std::chrono::seconds(10)));
-        return run_node_agent(fd.get(), fd.get(), 2, o.node);
+        const AgentEnd end = run_node_agent(fd.get(), fd.get(), 2, o.node);
+        if (!end.again) return end.status;
+        // The launcher runs again on its port (the job after its checks): a new connection.
+        write_all(2, "hvdrun node agent: the launcher at " + where +
+                         " runs again after its checks: connecting again\n");
+        deadline = Clock::now() + o.timeout;
+        said = true;
+        continue;
       } catch (const NetworkError& e) {  // the launcher was busy: again, after a while
         error = e.what();
       } catch (const Error& e) {

@@ -4,7 +4,9 @@
 // the launcher may come up later), proves the job's secret (agent_auth.h) and then speaks on
 // that connection. The secret comes from HVDRUN_AGENT_SECRET (removed from the environment
 // its workers inherit) or --secret-file FILE, never from the command line. --node NAME (else
-// SLURMD_NODENAME) is the name the launcher knows its host by.
+// SLURMD_NODENAME) is the name the launcher knows its host by. A launcher that ends a run with
+// JobEnd's `again` runs again on the same port: the agent connects again (with a new
+// --connect-timeout), unless SIGTERM, SIGINT or SIGHUP came meanwhile.
 #pragma once
 
 #include <string>

@@ -128,6 +128,7 @@ struct Encoder {
   void operator()(const JobEndFrame& f) const {
     w.u8(kJobEnd);
     w.i32(f.status);
+    w.u8(f.again ? 1 : 0);
   }
   void operator()(const StacksFrame& f) const {
     w.u8(kStacks);
@@ -177,7 +178,11 @@ ToAgent decode_to_agent(std::string_view body) {
     case kJobEnd: {
       JobEndFrame f;
       f.status = r.i32("status");
+      const auto again = r.u8("again");
       r.finish("job end");
+      if (again > 1)
+        throw ProtocolError("agent protocol: job end 'again' " + std::to_string(again));
+      f.again = again == 1;
       if (f.status < 0 || f.status > 255) {
         throw ProtocolError("agent protocol: job status " + std::to_string(f.status));
       }

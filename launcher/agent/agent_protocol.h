@@ -35,7 +35,7 @@
 namespace hvdrun::launcher::agent {
 
 inline constexpr std::string_view kAgentPreamble = "HVDRUN-NODE-AGENT/1\n";
-inline constexpr std::uint32_t kAgentProtocolVersion = 1;
+inline constexpr std::uint32_t kAgentProtocolVersion = 2;   // 2: JobEnd carries `again`
 inline constexpr std::size_t kMaxFrameBytes = 64u << 20;    // a Spawn with a large environment
 inline constexpr std::size_t kMaxStrings = 1u << 20;        // env entries + argv words of a Spawn
 inline constexpr std::size_t kMaxOutputChunk = 64u << 10;   // bytes of one Output frame
@@ -115,9 +115,12 @@ struct StacksFrame {
 };
 
 // Launcher -> agent, at the job's end: the job's exit status, which the agent then exits with
-// (a node started on its own, as a Kubernetes pod, reports the job's outcome, not its own).
+// (a node started on its own, as a Kubernetes pod, reports the job's outcome, not its own); or,
+// with `again`, that the launcher runs again on the same port (the job after --preflight's
+// probes): the agent connects again once this run is over.
 struct JobEndFrame {
   std::int32_t status = 0;  // 0..255
+  bool again = false;
   bool operator==(const JobEndFrame&) const = default;
 };
 

@@ -92,7 +92,7 @@ class NodeAgent {
         HelloFrame{kAgentProtocolVersion, host_, static_cast<std::int32_t>(::getpid()), node});
   }
 
-  int run() {
+  AgentEnd run() {
     next_heartbeat_ = Clock::now() + kHeartbeatInterval;
     while (!done()) {
       poll_once();
@@ -113,7 +113,7 @@ class NodeAgent {
       }
       if (!outbox_.flush()) begin_shutdown();
     }
-    return exit_status_;
+    return {exit_status_, again_};
   }
 
  private:
@@ -311,8 +311,12 @@ class NodeAgent {
     }
   }
 
-  // The job's status: what this agent exits with once the launcher closes its connection.
-  void handle(JobEndFrame& f) { exit_status_ = f.status; }
+  // The job's status: what this agent exits with once the launcher closes its connection; or
+  // that the launcher runs again (the agent then connects again, unless a signal ended it).
+  void handle(JobEndFrame& f) {
+    exit_status_ = f.status;
+    again_ = f.again && !signalled_;
+  }
 
   void send_stacks() {
     for (auto& frame : stacks_.take()) outbox_.control(std::move(frame));
@@ -369,6 +373,8 @@ class NodeAgent {
       } else {
         note("ending on " + signal_name(static_cast<int>(info.ssi_signo)) +
              ": taking its workers down");
+        signalled_ = true;
+        again_ = false;
         begin_shutdown();
       }
     }
@@ -411,6 +417,8 @@ class NodeAgent {
   bool in_open_ = true;
   bool shutting_down_ = false;
   int exit_status_ = 0;
+  bool again_ = false;      // the launcher runs again: connect again
+  bool signalled_ = false;  // a signal ended the agent
   Clock::time_point next_heartbeat_{};
   std::optional<Clock::time_point> kill_deadline_;
   std::optional<Clock::time_point> give_up_;
@@ -418,7 +426,7 @@ class NodeAgent {
 
 }  // namespace
 
-int run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node) {
+AgentEnd run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node) {
   ::signal(SIGPIPE, SIG_IGN);
   sigset_t handled, old_mask;
   sigemptyset(&handled);
@@ -430,7 +438,7 @@ int run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node) {
   if (!sig_fd.valid()) {
     write_all(err_fd,
               std::string("hvdrun node agent: signalfd failed: ") + std::strerror(errno) + "\n");
-    return kBadLauncher;
+    return {kBadLauncher, false};
   }
   for (const int signo : {SIGCHLD, SIGTERM, SIGHUP, SIGINT, SIGUSR1, SIGUSR2}) {
     sigdelset(&old_mask, signo);

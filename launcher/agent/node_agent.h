@@ -13,11 +13,15 @@
 
 namespace hvdrun::launcher::agent {
 
+struct AgentEnd {
+  int status = 0;      // for main(): the job's (JobEnd), 0, or 2 when the launcher sent a bad frame
+  bool again = false;  // the launcher runs again on its port: connect again (JobEnd's `again`)
+};
+
 // Runs the agent on these descriptors (0, 1, 2 in `hvdrun --node-agent`) until the launcher is
-// gone and every worker reaped. Returns the exit status for main(): 0, or 2 when the launcher
-// sent a bad frame. Blocks SIGCHLD, SIGTERM, SIGHUP and SIGINT and ignores SIGPIPE in the
-// calling process: call it from main() only.
-// `node`: the name its Hello gives the launcher to know its host by (agent_protocol.h).
-int run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node = {});
+// gone and every worker reaped. Blocks SIGCHLD, SIGTERM, SIGHUP and SIGINT (a signal that comes
+// after the run stays pending) and ignores SIGPIPE in the calling process: call it from main()
+// only. `node`: the name its Hello gives the launcher to know its host by (agent_protocol.h).
+AgentEnd run_node_agent(int in_fd, int out_fd, int err_fd, const std::string& node = {});
 
 }  // namespace hvdrun::launcher::agent

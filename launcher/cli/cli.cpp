@@ -340,11 +340,6 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
                      " and --nnodes cannot be used together: with --nnodes every node starts its "
                      "own agent");
   }
-  if (spec.preflight.run && per_node) {
-    throw UsageError(std::string(spec.preflight.only ? "--preflight-only" : "--preflight") +
-                     " and --nnodes cannot be used together: with --nnodes each node starts on "
-                     "its own, and its agent serves one run only");
-  }
   if (launcher == "slurm" && !from_slurm) {
     throw UsageError(parsed.spelled("launcher") +
                      " slurm: the hosts must come from a Slurm allocation (SLURM_JOB_ID set, no "
@@ -356,6 +351,13 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
                         : JobSpec::Launcher::kSsh;
   }
   check_elastic(spec, parsed);
+  // Every node of a per-node start is one of the job's: one that fails its checks fails it.
+  if (spec.preflight.run && per_node && (spec.preflight.exclude || spec.elastic_job())) {
+    throw UsageError(std::string(spec.preflight.exclude ? "--preflight-exclude" : "--preflight") +
+                     (spec.preflight.exclude ? "" : " in an elastic job") +
+                     " and --nnodes cannot be used together: each node starts on its own, and a "
+                     "node that fails its checks fails the job");
+  }
   if (!spec.elastic.discovery_script.empty()) return;  // the script gives the hosts
   if (spec.hosts.empty()) spec.hosts.push_back(HostSpec{"", "localhost", spec.num_proc, "default"});
   check_enough_slots(spec.hosts, spec.num_proc);

@@ -184,7 +184,9 @@ void Job::finish() {
   children_.clear(ignored);  // restores the default dispositions
   children_.cancel(ignored);
   signals_.close();
-  pools_.end_job(outcome_exit_status(outcome_));
+  // A per-node start's agents connect again for the run that follows this one, if any (the job
+  // after its preflight) and if this one was not interrupted.
+  pools_.end_job(outcome_exit_status(outcome_), spec_.per_node.another_run && !interrupted_at_);
   pools_.close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   if (timeline_) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "launcher/output/logging.h"
+#include "launcher/remote/agent_dismissal.h"
 #include "launcher/remote/remote_spawn.h"
 #include "launcher/spec/hosts.h"
 #include "launcher/spec/local_aliases.h"
@@ -24,6 +25,22 @@ std::string probe_program_for(const JobSpec& spec) {
 // the probes' run.
 std::chrono::milliseconds run_share(std::chrono::seconds timeout) {
   return std::max(std::chrono::milliseconds(500), std::chrono::milliseconds(timeout) / 2);
+}
+
+// The preflight's outcome when no job follows it: a per-node start's agents, which would
+// connect again for the job, are told to end with `status`, as they would after a job.
+PreflightDecision without_job(const JobSpec& spec, int status) {
+  if (spec.launcher == JobSpec::Launcher::kNodes && spec.hosts.size() > 1) {
+    std::vector<std::string> nodes;
+    for (std::size_t i = 1; i < spec.hosts.size(); ++i) nodes.push_back(spec.hosts[i].name);
+    const auto missing = ssh::dismiss_agents(spec.per_node.secret, spec.per_node.port, nodes,
+                                             status, run_share(spec.preflight.timeout));
+    if (!missing.empty()) {
+      note("warning: preflight: no word to the node agent of " + some_of(missing) +
+           " (it did not connect again): it ends when its --connect-timeout does");
+    }
+  }
+  return PreflightDecision{std::nullopt, status};
 }
 
 }  // namespace
@@ -54,6 +71,8 @@ JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
   probe.ranks_filter.clear();
   probe.dry_run = false;
   probe.preflight = PreflightSpec{};
+  // A per-node start's agents serve the job after the probes: they connect again.
+  probe.per_node.another_run = spec.launcher == JobSpec::Launcher::kNodes;
   return probe;
 }
 
@@ -106,7 +125,7 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   if (spec.remote_hvdrun.empty() && !std::filesystem::is_regular_file(probe, ec)) {
     note("error: preflight: its probe " + probe +
          " is not there: hvdrun-preflight is installed beside hvdrun (reinstall hvdrun)");
-    return PreflightDecision{std::nullopt, 1};
+    return without_job(spec, 1);
   }
   const JobSpec probes = probe_job(spec, probe);
   const int probes_status =
@@ -131,17 +150,13 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   }
   note("preflight of " + plural(hosts.size(), "host") + " in " + millis_since(start) + ":");
   for (const auto& line : preflight_table(verdict, spec.preflight.slack)) note(line);
-  PreflightDecision decision;
-  if (spec.preflight.only) {
-    decision.status = verdict.failed().empty() ? 0 : 1;
-    return decision;
-  }
+  if (spec.preflight.only) return without_job(spec, verdict.failed().empty() ? 0 : 1);
   std::string error;
+  PreflightDecision decision;
   decision.job = job_after_preflight(spec, verdict, error);
   if (!decision.job) {
     note("error: preflight: " + error);
-    decision.status = 1;
-    return decision;
+    return without_job(spec, 1);
   }
   decision.job->preflight = PreflightSpec{};
   if (const auto failed = verdict.failed(); !failed.empty()) {

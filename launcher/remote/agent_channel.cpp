@@ -73,8 +73,8 @@ void AgentChannel::request_stacks() {
   transport_.write(agent::encode(agent::StacksRequestFrame{}));
 }
 
-void AgentChannel::end_job(int status) {
-  transport_.write(agent::encode(agent::JobEndFrame{status}));
+void AgentChannel::end_job(int status, bool again) {
+  transport_.write(agent::encode(agent::JobEndFrame{status, again}));
 }
 
 bool AgentChannel::advance(bool paused) {

@@ -36,8 +36,9 @@ class AgentChannel {
   void signal(int id, int signo);
   // Asks the agent for every running worker's stacks (on_stacks, one per worker).
   void request_stacks();
-  // Tells the agent the job's exit status, which it then exits with.
-  void end_job(int status);
+  // Tells the agent the job's exit status, which it then exits with, or (`again`) that the
+  // launcher runs again on its port.
+  void end_job(int status, bool again);
   // Steps until a pass changes nothing. Returns false once the host is lost (every worker then
   // has its end reported; failure() says why).
   bool advance(bool paused);

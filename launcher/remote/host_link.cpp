@@ -43,8 +43,8 @@ void HostLink::request_stacks() {
   push(Stacks{});
 }
 
-void HostLink::end_job(int status) {
-  push(JobEnd{status});
+void HostLink::end_job(int status, bool again) {
+  push(JobEnd{status, again});
 }
 
 bool HostLink::stopping() const {

@@ -32,6 +32,7 @@ class HostLink {
   struct Stacks {};
   struct JobEnd {
     int status;
+    bool again;  // the launcher runs again: the agent connects again
   };
   using Command = std::variant<Start, Signal, Stacks, JobEnd>;
 
@@ -45,8 +46,9 @@ class HostLink {
   void start_workers(std::vector<RemoteWorker> workers);
   void terminate(int id, int signo);
   void request_stacks();
-  // The job's exit status for the agent (sent before the link stops, if the link is up).
-  void end_job(int status);
+  // The job's exit status for the agent (sent before the link stops, if the link is up), or,
+  // with `again`, that the launcher runs again on its port.
+  void end_job(int status, bool again);
   // The link closes its connection (or gives up connecting) and reports nothing more; does not
   // wait (the spawner waits for its loop to let go of every link).
   void request_stop();

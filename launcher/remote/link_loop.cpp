@@ -102,7 +102,7 @@ bool LinkLoop::step(Served& s, Clock::time_point now) {
     } else if (const auto* sig = std::get_if<HostLink::Signal>(&command)) {
       s.channel->signal(sig->id, sig->signo);
     } else if (const auto* end = std::get_if<HostLink::JobEnd>(&command)) {
-      s.channel->end_job(end->status);
+      s.channel->end_job(end->status, end->again);
       ending = true;
     } else {
       s.channel->request_stacks();

@@ -90,8 +90,8 @@ void HostSpawner::request_stacks() {
   for (auto& link : links_) link->request_stacks();
 }
 
-void HostSpawner::end_job(int status) {
-  for (auto& link : links_) link->end_job(status);
+void HostSpawner::end_job(int status, bool again) {
+  for (auto& link : links_) link->end_job(status, again);
 }
 
 RemoteSpawner::RemoteSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOptions options,

@@ -136,8 +136,9 @@ class HostSpawner {
   void terminate_all(int signo);
   // Every host's agent collects its running workers' stacks (RemoteEvents::on_stacks).
   void request_stacks();
-  // Every host's agent is told the job's exit status, which it then exits with.
-  void end_job(int status);
+  // Every host's agent is told the job's exit status, which it then exits with; with `again`,
+  // that this launcher runs again on its port (the agents then connect again).
+  void end_job(int status, bool again);
 
  protected:
   HostSpawner(RemoteSpawnOptions options, RemoteEvents events);

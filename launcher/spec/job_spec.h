@@ -135,6 +135,9 @@ struct JobSpec {
     std::string host;        // the endpoint's host: node 0's
     std::uint16_t port = 0;  // the endpoint's port: node 0's agent port
     std::string secret;      // from --rdzv-secret-file or HVDRUN_RDZV_SECRET
+    // Node 0 runs again on the port after this run (the job after --preflight's probes): the
+    // nodes' agents connect again.
+    bool another_run = false;
   };
   PerNode per_node;
 

@@ -240,8 +240,8 @@ std::vector<WorkerId> RemoteWorkers::request_stacks() {
   return out;
 }
 
-void RemoteWorkers::end_job(int status) {
-  if (!closed_ && spec_.launcher == JobSpec::Launcher::kNodes) spawner_->end_job(status);
+void RemoteWorkers::end_job(int status, bool again) {
+  if (!closed_ && spec_.launcher == JobSpec::Launcher::kNodes) spawner_->end_job(status, again);
 }
 
 void RemoteWorkers::close() {

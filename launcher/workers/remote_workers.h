@@ -70,8 +70,9 @@ class RemoteWorkers final : public WorkerPool {
   // Has each host's agent collect its running workers' stacks (on_stacks, one per worker);
   // returns the workers whose stacks may come.
   std::vector<WorkerId> request_stacks();
-  // The job is over with `status`: agents started on their own (per-node starts) exit with it.
-  void end_job(int status);
+  // The job is over with `status`: agents started on their own (per-node starts) exit with it,
+  // or, with `again`, connect again for this hvdrun's next run (the job after its preflight).
+  void end_job(int status, bool again);
   // Closes every session now (joins the host threads); the agents kill what is left there.
   void close() override;
   // A worker's output is one stream here: its channel. Only the streams of workers whose end

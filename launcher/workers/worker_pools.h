@@ -105,8 +105,8 @@ class WorkerPools {
     return remote_ ? remote_->request_stacks() : std::vector<WorkerId>{};
   }
   // The job is over with `status` (RemoteWorkers::end_job).
-  void end_job(int status) {
-    if (remote_) remote_->end_job(status);
+  void end_job(int status, bool again) {
+    if (remote_) remote_->end_job(status, again);
   }
   const RankZeroStdin& rank_zero_stdin() const noexcept { return rank_zero_stdin_; }
 

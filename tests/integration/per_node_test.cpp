@@ -1,7 +1,8 @@
 // Per-node starts (Kubernetes' model): every "pod" (here a plain process on this machine)
 // runs the same hvdrun command with its own node rank; node 0 runs the job, the others run
 // node agents that connect to its endpoint, waiting for it when it comes late; the PyTorchJob
-// variables alone; a wrong secret refused, named.
+// variables alone; a wrong secret refused, named; --preflight and --preflight-only, after
+// which every node exits with the outcome.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,6 +10,7 @@
 
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <thread>
 
 #include "tests/integration/hvdrun_runner.h"
@@ -89,6 +91,54 @@ TEST(PerNode, EveryNodeExitsWithTheJobsStatus) {
   EXPECT_EQ(job.status, 3) << job.err;
   const auto r = node1.finish(seconds(30));
   EXPECT_EQ(r.status, 3) << r.err;
+}
+
+// --preflight: node 0 checks every node through its agent, then runs the job there; each agent
+// connects again for the job, and every node exits with the job's status.
+TEST(PerNode, APreflightChecksEveryNodeThenTheJobRunsOnThem) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  const int port = free_port();
+  auto command = [&](int rank) {
+    std::vector<std::string> args = node_command(3, rank, port, secret.path());
+    args.insert(args.begin(), {"--preflight", "--preflight-slack", "60"});
+    return args;
+  };
+  HvdrunProcess node1(command(1));
+  HvdrunProcess node2(command(2));
+  auto job = run_hvdrun(command(0), {}, seconds(120));
+  EXPECT_EQ(job.status, 0) << job.err;
+  EXPECT_TRUE(contains(job.err, "hvdrun: preflight of 3 hosts in ")) << job.err;
+  for (const std::string node : {"node-1", "node-2"}) {
+    EXPECT_TRUE(std::regex_search(job.err, std::regex(node + R"( +ok +ok .* ok\n)"))) << job.err;
+  }
+  EXPECT_TRUE(contains(job.out, "[0]<stdout>:all 6 ranks agree")) << job.out << job.err;
+  for (HvdrunProcess* node : {&node1, &node2}) {
+    const auto r = node->finish(seconds(30));
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(contains(r.err, " runs again after its checks: connecting again")) << r.err;
+  }
+}
+
+// --preflight-only: no job follows the checks; every node exits with their verdict, a failed
+// one too (--preflight-slack 0: of two nodes, the slower in some check fails).
+TEST(PerNode, PreflightOnlyEndsEveryNodeWithTheVerdict) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  for (const std::string slack : {"60", "0"}) {
+    const int port = free_port();
+    auto command = [&](int rank) {
+      std::vector<std::string> args = node_command(2, rank, port, secret.path());
+      args.insert(args.begin(), {"--preflight-only", "--preflight-slack", slack});
+      return args;
+    };
+    HvdrunProcess node1(command(1));
+    auto job = run_hvdrun(command(0), {}, seconds(90));
+    const int verdict = slack == "0" ? 1 : 0;
+    EXPECT_EQ(job.status, verdict) << job.err;
+    EXPECT_EQ(contains(job.err, "FAIL: "), verdict == 1) << job.err;
+    EXPECT_FALSE(contains(job.out, "ranks agree")) << job.out;  // no job ran
+    const auto r = node1.finish(seconds(30));
+    EXPECT_EQ(r.status, verdict) << r.err;
+  }
 }
 
 // What a PyTorchJob's operator sets, and nothing else on the command line.

@@ -124,10 +124,27 @@ TEST(Cli, PreflightIsRefusedWhereItsHostsWouldNotBeTheJobs) {
       spec_of({"-np", "2", "--preflight", "--host-discovery-script", "./d.sh", "p"}).preflight.run);
   const auto secret = std::filesystem::temp_directory_path() / "hvdrun-cli-test-secret";
   std::ofstream(secret) << "0123456789abcdef0123456789abcdef\n";
-  EXPECT_THAT(
-      error_of({"--preflight-only", "--nnodes", "2", "--node-rank", "0", "--nproc-per-node", "1",
-                "--rdzv-endpoint", "h:29400", "--rdzv-secret-file", secret.string(), "p"}),
-      HasSubstr("--preflight-only and --nnodes cannot be used together"));
+  const auto per_node = [&](std::vector<std::string> flags) {
+    const std::vector<std::string> rest = {"--nnodes",
+                                           "2",
+                                           "--node-rank",
+                                           "0",
+                                           "--nproc-per-node",
+                                           "1",
+                                           "--rdzv-endpoint",
+                                           "h:29400",
+                                           "--rdzv-secret-file",
+                                           secret.string(),
+                                           "p"};
+    flags.insert(flags.end(), rest.begin(), rest.end());
+    return flags;
+  };
+  // Every node of a per-node start is checked, and one that fails fails the job.
+  EXPECT_TRUE(spec_of(per_node({"--preflight-only"})).preflight.only);
+  EXPECT_THAT(error_of(per_node({"--preflight", "--preflight-exclude"})),
+              HasSubstr("--preflight-exclude and --nnodes cannot be used together"));
+  EXPECT_THAT(error_of(per_node({"--preflight", "--min-np", "1"})),
+              HasSubstr("--preflight in an elastic job and --nnodes cannot be used together"));
   std::filesystem::remove(secret);
 }
 

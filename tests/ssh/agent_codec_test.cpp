@@ -45,6 +45,7 @@ TEST(AgentProtocol, EveryFrameRoundTrips) {
   EXPECT_EQ(round_trip(HeartbeatFrame{}), HeartbeatFrame{});
   EXPECT_EQ(round_trip(StacksRequestFrame{}), StacksRequestFrame{});
   EXPECT_EQ(round_trip(JobEndFrame{3}), JobEndFrame{3});
+  EXPECT_EQ(round_trip(JobEndFrame{0, true}), (JobEndFrame{0, true}));
   const StacksFrame stacks{4, 777, "  File \"x.py\", line 3 in f\n", "TID 777:\n#0 main\n",
                            "no native frames: eu-stack not found"};
   EXPECT_EQ(round_trip(stacks), stacks);
