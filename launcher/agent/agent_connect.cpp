@@ -17,7 +17,6 @@
 #include <sstream>
 #include <thread>
 
-#include "common/process_end.h"
 #include "common/unique_fd.h"
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_auth.h"
@@ -127,14 +126,13 @@ UniqueFd connect_once(const Options& o, std::string& error) {
   return fd;
 }
 
-// SIGTERM, SIGINT or SIGHUP if one is pending (blocked by a run of the agent), else 0.
-int pending_end_signal() {
-  sigset_t pending;
-  if (::sigpending(&pending) != 0) return 0;
-  for (const int signo : {SIGTERM, SIGINT, SIGHUP}) {
-    if (::sigismember(&pending, signo) == 1) return signo;
-  }
-  return 0;
+// Between two runs nothing runs here: SIGTERM, SIGINT and SIGHUP (blocked by the run, one may
+// be pending) end the agent at once again, as before its first run, even in a connect.
+void unblock_end_signals() {
+  sigset_t end;
+  sigemptyset(&end);
+  for (const int signo : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&end, signo);
+  ::sigprocmask(SIG_UNBLOCK, &end, nullptr);
 }
 
 }  // namespace
@@ -159,12 +157,6 @@ int node_agent_main(const std::vector<std::string>& args) {
   std::minstd_rand random(static_cast<unsigned>(::getpid()));
   std::uniform_int_distribution<int> jitter(0, 250);
   for (;;) {
-    // After a run (which blocked them), a signal that ends the agent is pending until here.
-    if (const int signo = pending_end_signal()) {
-      write_all(2, "hvdrun node agent: ending on " + signal_name(signo) +
-                       " before the launcher's next run\n");
-      return 128 + signo;
-    }
     std::string error;
     UniqueFd fd = connect_once(o, error);
     if (fd.valid()) {
@@ -173,6 +165,7 @@ int node_agent_main(const std::vector<std::string>& args) {
                         std::min(deadline, Clock::now() + std::chrono::seconds(10)));
         const AgentEnd end = run_node_agent(fd.get(), fd.get(), 2, o.node);
         if (!end.again) return end.status;
+        unblock_end_signals();
         // The launcher runs again on its port (the job after its checks): a new connection.
         write_all(2, "hvdrun node agent: the launcher at " + where +
                          " runs again after its checks: connecting again\n");

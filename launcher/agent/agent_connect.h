@@ -6,7 +6,7 @@
 // its workers inherit) or --secret-file FILE, never from the command line. --node NAME (else
 // SLURMD_NODENAME) is the name the launcher knows its host by. A launcher that ends a run with
 // JobEnd's `again` runs again on the same port: the agent connects again (with a new
-// --connect-timeout), unless SIGTERM, SIGINT or SIGHUP came meanwhile.
+// --connect-timeout); SIGTERM, SIGINT or SIGHUP meanwhile end it.
 #pragma once
 
 #include <string>

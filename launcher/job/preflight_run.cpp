@@ -33,8 +33,11 @@ PreflightDecision without_job(const JobSpec& spec, int status) {
   if (spec.launcher == JobSpec::Launcher::kNodes && spec.hosts.size() > 1) {
     std::vector<std::string> nodes;
     for (std::size_t i = 1; i < spec.hosts.size(); ++i) nodes.push_back(spec.hosts[i].name);
-    const auto missing = ssh::dismiss_agents(spec.per_node.secret, spec.per_node.port, nodes,
-                                             status, run_share(spec.preflight.timeout));
+    // At least 10 s: an agent refused by the closed port tries again every 0.25 to 0.5 s.
+    const auto missing =
+        ssh::dismiss_agents(spec.per_node.secret, spec.per_node.port, nodes, status,
+                            std::max<std::chrono::milliseconds>(std::chrono::seconds(10),
+                                                                run_share(spec.preflight.timeout)));
     if (!missing.empty()) {
       note("warning: preflight: no word to the node agent of " + some_of(missing) +
            " (it did not connect again): it ends when its --connect-timeout does");

@@ -31,8 +31,9 @@ std::string joined(const std::vector<HostSpec>& hosts, bool slots) {
 }
 
 // Waits for srun, passing the signals hvdrun gets on to the moved hvdrun (moved_control.h);
-// srun's end as hvdrun's exit status. Before the moved hvdrun connected, INT, TERM and HUP end
-// the step through srun, at once; the others are said and dropped.
+// srun's end as hvdrun's exit status. While the moved hvdrun is not connected (before its first
+// run, between --preflight's checks and the job), INT, TERM and HUP end the step through srun,
+// at once; the others are said and dropped.
 int wait_forwarding(Child& srun, ControlPort& control) {
   sigset_t set;
   sigemptyset(&set);
@@ -52,10 +53,14 @@ int wait_forwarding(Child& srun, ControlPort& control) {
     if (signo <= 0 || signo == SIGCHLD) continue;
     if (control.send(signo)) continue;
     if (signo == SIGINT || signo == SIGTERM || signo == SIGHUP) {
-      note(signal_name(signo) + " before the moved hvdrun answered: ending its step through srun");
+      note(signal_name(signo) +
+           " while the moved hvdrun was not connected (starting, or between its checks and its "
+           "job): ending its step through srun");
       srun.signal_process(SIGTERM);
     } else {
-      note(signal_name(signo) + " before the moved hvdrun answered: not passed on");
+      note(signal_name(signo) +
+           " while the moved hvdrun was not connected (starting, or between its checks and its "
+           "job): not passed on");
     }
   }
 }

@@ -78,10 +78,16 @@ AgentListener::AgentListener(const std::string& bind, std::string secret,
   accept_thread_ = std::thread([this] { accept_loop(); });
 }
 
-AgentListener::~AgentListener() {
+void AgentListener::close_port() {
+  if (!accept_thread_.joinable()) return;
   const std::uint64_t one = 1;
   [[maybe_unused]] const auto n = ::write(stop_.get(), &one, sizeof one);
   accept_thread_.join();  // no handshake starts after this
+  listen_.reset();        // a connect now is refused: the agent tries again, elsewhere or later
+}
+
+AgentListener::~AgentListener() {
+  close_port();
   std::unique_lock lock(mutex_);
   stopping_ = true;
   for (const auto& [fd, thread] : handshaking_) ::shutdown(fd, SHUT_RDWR);  // reads end now

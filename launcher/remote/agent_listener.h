@@ -42,6 +42,10 @@ class AgentListener {
                            const SocketCanceller& canceller);
   // Every wait for an agent not yet connected ends with `message` (its starter ended).
   void fail_all(const std::string& message);
+  // Takes no more connections (the port is closed); those that came are still handed over.
+  // Before the agents are told to come again to this port's next listener: none may reach
+  // this one.
+  void close_port();
 
  private:
   struct Arrived {

@@ -62,6 +62,9 @@ AgentPortSpawner::AgentPortSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOpt
 }
 
 AgentPortSpawner::~AgentPortSpawner() {
+  // An agent told to come again (the job after --preflight's probes) finds the port closed,
+  // not this listener, until the next run's opens.
+  listener_->close_port();
   close_links();  // the agents see their connections close and end (and srun's step with them)
   step_.reset();
   listener_.reset();

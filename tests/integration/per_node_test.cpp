@@ -119,15 +119,18 @@ TEST(PerNode, APreflightChecksEveryNodeThenTheJobRunsOnThem) {
   }
 }
 
-// --preflight-only: no job follows the checks; every node exits with their verdict, a failed
-// one too (--preflight-slack 0: of two nodes, the slower in some check fails).
-TEST(PerNode, PreflightOnlyEndsEveryNodeWithTheVerdict) {
+// No job after the checks (--preflight-only, or a node that failed them: --preflight-slack 0,
+// where of two nodes the slower in some check fails): every node exits with the verdict.
+TEST(PerNode, WithoutAJobAfterTheChecksEveryNodeExitsWithTheirVerdict) {
   const SecretFile secret("shared-secret-of-the-nodes");
-  for (const std::string slack : {"60", "0"}) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--preflight-only", "60"}, {"--preflight-only", "0"}, {"--preflight", "0"}};
+  for (const auto& [flag, slack] : cases) {
+    SCOPED_TRACE(flag + " --preflight-slack " + slack);
     const int port = free_port();
     auto command = [&](int rank) {
       std::vector<std::string> args = node_command(2, rank, port, secret.path());
-      args.insert(args.begin(), {"--preflight-only", "--preflight-slack", slack});
+      args.insert(args.begin(), {flag, "--preflight-slack", slack});
       return args;
     };
     HvdrunProcess node1(command(1));
@@ -135,6 +138,10 @@ TEST(PerNode, PreflightOnlyEndsEveryNodeWithTheVerdict) {
     const int verdict = slack == "0" ? 1 : 0;
     EXPECT_EQ(job.status, verdict) << job.err;
     EXPECT_EQ(contains(job.err, "FAIL: "), verdict == 1) << job.err;
+    if (flag == "--preflight") {
+      EXPECT_TRUE(contains(job.err, "failed its preflight check")) << job.err;
+      EXPECT_TRUE(contains(job.err, "no worker was started")) << job.err;
+    }
     EXPECT_FALSE(contains(job.out, "ranks agree")) << job.out;  // no job ran
     const auto r = node1.finish(seconds(30));
     EXPECT_EQ(r.status, verdict) << r.err;

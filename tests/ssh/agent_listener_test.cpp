@@ -14,6 +14,9 @@
 #include <thread>
 
 #include "hvdrun/error.h"
+#include "launcher/agent/agent_protocol.h"
+#include "launcher/remote/agent_dismissal.h"
+#include "launcher/remote/agent_transport.h"
 #include "launcher/remote/srun_step.h"
 #include "launcher/ssh/ssh_socket.h"
 
@@ -49,7 +52,8 @@ class ConnectingAgent {
     }
     ::close(err_);
   }
-  // Its exit status and stderr, once it exits (within 10 s).
+  pid_t pid() const { return pid_; }
+  // Its exit status (-1 after a signal: signal() says which) and stderr, once it exits.
   std::pair<int, std::string> finish() {
     std::string text;
     char buffer[4096];
@@ -58,13 +62,34 @@ class ConnectingAgent {
     int status = 0;
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
+    signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
   }
+  int signal() const { return signal_; }
 
  private:
   pid_t pid_ = -1;
   int err_ = -1;
+  int signal_ = 0;
 };
+
+// A first run on a listener of `port` that ends telling the agent of `node` to come again (as
+// --preflight's probes' run does): its status goes out, then the connection and port close.
+void run_once_then_again(std::uint16_t port, const std::string& node) {
+  AgentListener listener("127.0.0.1", kSecret, {node}, port);
+  SocketCanceller canceller;
+  AgentConnection connection = listener.wait_for(node, Clock::now() + 10s, canceller);
+  ASSERT_NE(connection.transport, nullptr);
+  connection.transport->write(agent::encode(agent::JobEndFrame{0, true}));
+  connection.transport->step([](OutputStream, std::string_view) {});
+  listener.close_port();
+}
+
+// A free port on loopback now.
+std::uint16_t free_port() {
+  AgentListener probe("127.0.0.1", kSecret, {"x"});
+  return probe.port();
+}
 
 TEST(AgentListener, AnAgentWithTheSecretIsHandedToTheWaitForItsNode) {
   AgentListener listener("127.0.0.1", kSecret, {"node-a", "node-b"});
@@ -133,6 +158,40 @@ TEST(AgentListener, AnAgentTurnedAwayWhileTheLauncherIsBusyComesBack) {
   for (const int fd : silent) ::close(fd);
   SocketCanceller canceller;
   EXPECT_NE(listener.wait_for("node-a", Clock::now() + 10s, canceller).transport, nullptr);
+}
+
+// The agent told to come again connects to the port's next listener: here the dismissal of a
+// per-node start's agents after --preflight-only, whose status the agent exits with.
+TEST(AgentListener, AnAgentToldToComeAgainFindsTheNextListenerAndExitsWithItsStatus) {
+  const std::uint16_t port = free_port();
+  ConnectingAgent agent(port, "node-a", kSecret);
+  run_once_then_again(port, "node-a");
+  EXPECT_TRUE(dismiss_agents(kSecret, port, {"node-a"}, 7, 10s).empty());
+  const auto [status, err] = agent.finish();
+  EXPECT_EQ(status, 7) << err;
+  EXPECT_NE(err.find("runs again after its checks: connecting again"), std::string::npos) << err;
+}
+
+// Between two runs nothing runs on the node: SIGTERM ends the agent at once, as before its
+// first run, though it tries to connect again.
+TEST(AgentListener, AnAgentBetweenTwoRunsEndsOnSigterm) {
+  const std::uint16_t port = free_port();
+  ConnectingAgent agent(port, "node-a", kSecret);
+  run_once_then_again(port, "node-a");
+  std::this_thread::sleep_for(700ms);  // refused by the closed port at least once
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(agent.pid(), SIGTERM), 0);
+  const auto [status, err] = agent.finish();
+  EXPECT_EQ(agent.signal(), SIGTERM) << status << " " << err;
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, 2s);
+}
+
+// A dismissal whose agent never comes back ends at its timeout, naming the node.
+TEST(AgentListener, ADismissalWhoseAgentDoesNotComeEndsAtItsTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(dismiss_agents(kSecret, free_port(), {"node-a", "node-b"}, 1, 300ms),
+            (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
 }
 
 TEST(AgentListener, FailAllEndsTheWaits) {
