@@ -125,7 +125,9 @@ TEST(PerNode, WithoutAJobAfterTheChecksEveryNodeExitsWithTheirVerdict) {
   const SecretFile secret("shared-secret-of-the-nodes");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--preflight-only", "60"}, {"--preflight-only", "0"}, {"--preflight", "0"}};
-  for (const auto& [flag, slack] : cases) {
+  for (const auto& test_case : cases) {
+    const std::string& flag = test_case.first;  // not bindings: the lambda below captures them
+    const std::string& slack = test_case.second;
     SCOPED_TRACE(flag + " --preflight-slack " + slack);
     const int port = free_port();
     auto command = [&](int rank) {
