@@ -24,6 +24,19 @@ KvPlan one_survivor_of_node0_1() {
   return plan;
 }
 
+// The plan of a generation of two workers on node0: `first` takes rank 0, `second` rank 1.
+KvPlan two_on_node0(const std::string& first, const std::string& second) {
+  KvPlan plan = plan_of(make_slots(1, 2));
+  hvdrun::Slot rank0;
+  rank0.host = "node0";
+  rank0.local_size = 2;
+  hvdrun::Slot rank1 = rank0;
+  rank1.rank = 1;
+  rank1.local_rank = 1;
+  plan.survivors = {{first, rank0}, {second, rank1}};
+  return plan;
+}
+
 KvServerOptions elastic(std::chrono::milliseconds hold) {
   KvServerOptions options;
   options.rank_query_hold = hold;
@@ -68,15 +81,7 @@ TEST(KvElastic, AnswersWaitForEveryRegisteredSurvivor) {
   KvServerThread server(elastic(10s), plan_of(make_slots(1, 2)));
   EXPECT_EQ(http_request(server.port(), "PUT", "/worker_addresses/node0:0", "x").status, 200);
   EXPECT_EQ(http_request(server.port(), "PUT", "/worker_addresses/node0:1", "y").status, 200);
-  KvPlan plan = plan_of(make_slots(1, 2));
-  hvdrun::Slot first;
-  first.host = "node0";
-  first.local_size = 2;
-  hvdrun::Slot second = first;
-  second.rank = 1;
-  second.local_rank = 1;
-  plan.survivors = {{"node0:1", first}, {"node0:0", second}};  // they swap places
-  server.reset(plan);
+  server.reset(two_on_node0("node0:1", "node0:0"));  // they swap places
   auto early = std::async(std::launch::async, [&] {
     return http_request(server.port(), "GET", "/rank_and_size/node0:1", {}, 10s);
   });
@@ -281,15 +286,7 @@ TEST(KvElastic, APromotedSparesQueryIsHeldUntilItsGenerationAnswers) {
     return http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 10s);
   });
   ASSERT_TRUE(held_within(server, 1, 5s));
-  KvPlan plan = plan_of(make_slots(1, 2));
-  hvdrun::Slot survivor;
-  survivor.host = "node0";
-  survivor.local_size = 2;
-  hvdrun::Slot promoted = survivor;
-  promoted.rank = 1;
-  promoted.local_rank = 1;
-  plan.survivors = {{"node0:0", survivor}, {"spare.5", promoted}};
-  server.reset(plan);
+  server.reset(two_on_node0("node0:0", "spare.5"));
   EXPECT_EQ(spare.wait_for(400ms), std::future_status::timeout);  // held past 100 ms
   EXPECT_EQ(http_request(server.port(), "GET", "/rank_and_size/node0:0", {}, 10s).body,
             "0,2,0,2,0,1");

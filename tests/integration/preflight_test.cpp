@@ -15,6 +15,20 @@ namespace {
 
 using std::chrono::seconds;
 
+// A copy of hvdrun in `dir`, with `probe` (a shell script, if not empty) as the hvdrun-preflight
+// beside it: the probe each of its preflights runs.
+std::string hvdrun_with_probe(const TempDir& dir, const std::string& probe) {
+  const auto hvdrun = dir.path / "hvdrun";
+  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
+  std::filesystem::permissions(hvdrun, std::filesystem::perms::owner_all);
+  if (!probe.empty()) {
+    const auto path = dir.path / "hvdrun-preflight";
+    std::ofstream(path) << probe;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  }
+  return hvdrun.string();
+}
+
 TEST(Preflight, APassingCheckIsTabledAndTheJobRuns) {
   TempDir dir;
   const auto timeline = (dir.path / "t.json").string();
@@ -67,13 +81,10 @@ TEST(Preflight, PreflightOnlyExitsByTheVerdict) {
 }
 
 TEST(Preflight, AMissingProbeIsNamedAndNothingStarts) {
-  TempDir dir;  // an hvdrun without hvdrun-preflight beside it
-  const auto hvdrun = dir.path / "hvdrun";
-  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
-  std::filesystem::permissions(hvdrun, std::filesystem::perms::owner_all);
+  TempDir dir;
+  const std::string hvdrun = hvdrun_with_probe(dir, "");  // without hvdrun-preflight beside it
   const auto marker = dir.path / "ran";
-  HvdrunProcess job(hvdrun.string(), {"-np", "1", "--preflight", "touch", marker.string()}, {},
-                    "/dev/null");
+  HvdrunProcess job(hvdrun, {"-np", "1", "--preflight", "touch", marker.string()}, {}, "/dev/null");
   const auto r = job.finish(seconds(30));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun: error: preflight: its probe " +
@@ -86,15 +97,10 @@ TEST(Preflight, AMissingProbeIsNamedAndNothingStarts) {
 // hvdrun ends, its host fails for want of a report, and no probe is left running.
 TEST(Preflight, AProbeThatHangsIsStoppedAtTheTimeoutAndFailsItsHost) {
   TempDir dir;
-  const auto hvdrun = dir.path / "hvdrun";
-  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
-  std::filesystem::permissions(hvdrun, std::filesystem::perms::owner_all);
-  const auto probe = dir.path / "hvdrun-preflight";
-  std::ofstream(probe) << "#!/bin/sh\nsleep 612.5\n";  // the shell and its child both hang
-  std::filesystem::permissions(probe, std::filesystem::perms::owner_all);
-  HvdrunProcess job(hvdrun.string(),
-                    {"-np", "2", "--preflight-only", "--preflight-timeout", "2", "true"}, {},
-                    "/dev/null");
+  // The shell and its child both hang.
+  const std::string hvdrun = hvdrun_with_probe(dir, "#!/bin/sh\nsleep 612.5\n");
+  HvdrunProcess job(hvdrun, {"-np", "2", "--preflight-only", "--preflight-timeout", "2", "true"},
+                    {}, "/dev/null");
   const auto r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "FAIL: no report from 2 of its 2 probes")) << r.err;
@@ -112,16 +118,11 @@ TEST(Preflight, AProbeThatHangsIsStoppedAtTheTimeoutAndFailsItsHost) {
 // half of --preflight-timeout after the probes started.
 TEST(Preflight, AJoinedProbeThatHangsIsStoppedAtThePreflightsLimit) {
   TempDir dir;
-  const auto hvdrun = dir.path / "hvdrun";
-  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
-  std::filesystem::permissions(hvdrun, std::filesystem::perms::owner_all);
-  const auto probe = dir.path / "hvdrun-preflight";
   // Rank 0 sleeps 600 s before its first allreduce; rank 1 waits for it in the collective.
-  std::ofstream(probe) << "#!/bin/sh\nexec " << STALL_WORKER << " 2 0 1 600\n";
-  std::filesystem::permissions(probe, std::filesystem::perms::owner_all);
-  HvdrunProcess job(hvdrun.string(),
-                    {"-np", "2", "--preflight-only", "--preflight-timeout", "4", "true"}, {},
-                    "/dev/null");
+  const std::string hvdrun =
+      hvdrun_with_probe(dir, std::string("#!/bin/sh\nexec ") + STALL_WORKER + " 2 0 1 600\n");
+  HvdrunProcess job(hvdrun, {"-np", "2", "--preflight-only", "--preflight-timeout", "4", "true"},
+                    {}, "/dev/null");
   const auto r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err,

@@ -132,6 +132,9 @@ TEST(AgentProtocol, BadFieldsAreNamed) {
   // Trailing bytes after a credit.
   EXPECT_STREQ(decode_error(std::string("\x03\x01\x00\x00\x00\x00", 6)).what(),
                "agent protocol: 1 unexpected bytes at the end of a credit frame");
+  // A job end whose `again` is neither 0 nor 1.
+  EXPECT_STREQ(decode_error(std::string("\x05\x00\x00\x00\x00\x02", 6)).what(),
+               "agent protocol: job end 'again' 2");
   // A count of a billion environment entries in a small frame: refused before reserving.
   std::string lying("\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\xca\x9a\x3b", 13);
   EXPECT_NE(std::string(decode_error(lying).what()).find("entries exceed the limit"),
