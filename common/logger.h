@@ -1,4 +1,4 @@
-// The one way hvdrun's components get a named spdlog logger ("launcher", "rdzv", "ssh",
+// The one way hvdrun's components get a named spdlog logger ("launcher", "rdzv", "ssh", "agents",
 // "runtime"): the logger registered under that name, or a new one on a thread-safe stderr
 // sink at level warn, registered so that every later call and every thread shares it. The
 // application (the launcher's setup_logging, libhvdrun's init) sets level and pattern.

@@ -4,6 +4,12 @@
 
 namespace hvdrun::env {
 
+// hvdrun's own, never a worker's: the nodes' long-lived shared secret of a per-node start
+// (the alternative to --rdzv-secret-file), and the prefix of the variables of hvdrun's move
+// into its Slurm allocation (HVDRUN_SLURM_MOVED, ..., the control port's secret).
+inline constexpr const char* kNodesSecret = "HVDRUN_RDZV_SECRET";
+inline constexpr const char* kSlurmMovePrefix = "HVDRUN_SLURM_";
+
 // Rendezvous server of the job, "host:port".
 inline constexpr const char* kRendezvousAddr = "HVDRUN_RENDEZVOUS_ADDR";
 // Per-job secret (hex); proves a client belongs to the job. Never printed.

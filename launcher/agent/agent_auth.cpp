@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/socket_io.h"
 #include "common/unique_fd.h"
 #include "hvdrun/error.h"
 #include "rendezvous/auth.h"
@@ -37,11 +38,13 @@ void read_exact(int fd, std::uint8_t* out, std::size_t size, HandshakeClock::tim
     if (ready == 0) throw TimeoutError(std::string("agent handshake: no ") + what + " in time");
     const long n = read_some(fd, reinterpret_cast<char*>(out) + got, size - got);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0 && got == 0 && std::string_view(what).starts_with("challenge")) {
-      // Closed before the launcher said anything: it was busy (too many handshakes at once) or
-      // going away; worth another try.
+    if (n <= 0 && got == 0 && std::string_view(what).ends_with("from the launcher")) {
+      // Closed before the launcher said anything, or before its proof: it was busy (strangers
+      // held its handshake slots and this connection was displaced, or took too long) or going
+      // away; worth another try. A wrong secret is answered with kRefusal instead.
       throw NetworkError(
-          "agent handshake: the launcher closed the connection before its challenge");
+          std::string("agent handshake: the launcher closed the connection before ") + "its " +
+          what);
     }
     if (n <= 0) {
       throw ProtocolError(std::string("agent handshake: the connection closed before the ") + what);
@@ -50,18 +53,13 @@ void read_exact(int fd, std::uint8_t* out, std::size_t size, HandshakeClock::tim
   }
 }
 
+// On a socket: send() without SIGPIPE (a peer that closed is an error here, not a signal).
 void write_exact(int fd, const std::string& bytes, HandshakeClock::time_point deadline) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    pollfd p{fd, POLLOUT, 0};
-    const int ready = ::poll(&p, 1, ms_left(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) throw TimeoutError("agent handshake: could not write in time");
-    const ssize_t n = ::write(fd, bytes.data() + sent, bytes.size() - sent);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) throw NetworkError(std::string("agent handshake: ") + std::strerror(errno));
-    sent += static_cast<std::size_t>(n);
+  const net::IoResult sent = net::send_all(fd, bytes.data(), bytes.size(), deadline);
+  if (sent.status == net::IoResult::Status::kTimeout) {
+    throw TimeoutError("agent handshake: could not write in time");
   }
+  if (!sent.ok()) throw NetworkError("agent handshake: " + sent.text());
 }
 
 Nonce fresh_nonce() {
@@ -81,6 +79,10 @@ Mac proof(std::string_view secret, std::string_view context, const Nonce& launch
 }
 
 constexpr std::string_view kAgentContext = "hvdrun node agent";
+// The launcher's answer, in place of its proof, to a proof that does not match its secret: the
+// agent then knows the secrets differ (a MAC equals it with probability 2^-256).
+constexpr std::string_view kRefusal = "HVDX: this proof does not match.";
+static_assert(kRefusal.size() == rdzv::kMacSize);
 constexpr std::string_view kLauncherContext = "hvdrun launcher";
 
 std::string bytes_of(std::string_view magic,
@@ -104,7 +106,13 @@ void launcher_handshake(int fd, std::string_view secret, HandshakeClock::time_po
   std::memcpy(theirs.data(), reply.data() + 4, theirs.size());
   const Mac expected = proof(secret, kAgentContext, mine, theirs);
   if (!rdzv::mac_equal(expected, std::span(reply).subspan(4 + rdzv::kNonceSize))) {
-    throw ProtocolError("agent handshake: the agent does not know the job's secret");
+    try {
+      write_exact(fd, std::string(kRefusal), deadline);
+    } catch (const Error&) {
+    }
+    throw ProtocolError(
+        "agent handshake: its proof does not match this job's secret (a stranger, or a node "
+        "given another secret)");
   }
   write_exact(fd, bytes_of("", {proof(secret, kLauncherContext, mine, theirs)}), deadline);
 }
@@ -121,8 +129,15 @@ void agent_handshake(int fd, std::string_view secret, HandshakeClock::time_point
   write_exact(fd, bytes_of("HVDA", {mine, proof(secret, kAgentContext, theirs, mine)}), deadline);
   Mac answer{};
   read_exact(fd, answer.data(), answer.size(), deadline, "proof from the launcher");
+  if (std::memcmp(answer.data(), kRefusal.data(), kRefusal.size()) == 0) {
+    throw SecretMismatch(
+        "agent handshake: the launcher refused this agent's proof: the secrets differ (give every "
+        "node the same --rdzv-secret-file or HVDRUN_RDZV_SECRET)");
+  }
   if (!rdzv::mac_equal(answer, proof(secret, kLauncherContext, theirs, mine))) {
-    throw ProtocolError("agent handshake: the launcher does not know the job's secret");
+    throw SecretMismatch(
+        "agent handshake: the launcher's proof does not match this agent's secret: the secrets "
+        "differ");
   }
 }
 

@@ -6,16 +6,27 @@
 //   agent -> launcher: "HVDA", nonce_a (32 bytes), HMAC-SHA256(secret, "hvdrun node agent" ||
 //                      nonce_l || nonce_a)
 //   launcher -> agent: HMAC-SHA256(secret, "hvdrun launcher" || nonce_l || nonce_a)
+//   (or, to an agent whose proof is wrong: a fixed refusal of the same size, so that the agent
+//   can say that the secrets differ)
 // Then the agent protocol (agent_protocol.h) runs on the connection. Fixed sizes, each read
-// bounded by the deadline; a wrong proof is a ProtocolError that says so, a slow peer a
-// TimeoutError, a launcher that closed before its challenge (busy) a NetworkError: the agent
+// bounded by the deadline; a wrong proof is a ProtocolError on the launcher's side and a
+// SecretMismatch on the agent's, a slow peer a TimeoutError, a launcher that closed before its
+// challenge or its proof (busy, or it displaced this connection) a NetworkError: the agent
 // connects again. The traffic after it is not encrypted (as the rendezvous's).
 #pragma once
 
 #include <chrono>
 #include <string_view>
 
+#include "hvdrun/error.h"
+
 namespace hvdrun::launcher::agent {
+
+// The two sides' secrets differ (the agent's side).
+class SecretMismatch : public ProtocolError {
+ public:
+  using ProtocolError::ProtocolError;
+};
 
 using HandshakeClock = std::chrono::steady_clock;
 

@@ -21,6 +21,9 @@
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_auth.h"
 #include "launcher/agent/node_agent.h"
+#include "rendezvous/env_names.h"
+
+extern char** environ;
 
 namespace hvdrun::launcher::agent {
 namespace {
@@ -135,9 +138,36 @@ void unblock_end_signals() {
   ::sigprocmask(SIG_UNBLOCK, &end, nullptr);
 }
 
+// What an agent that connected exits with: the job's status as the launcher told it; a
+// non-zero one when the launcher went away without telling it (it failed or was killed: a
+// node of a per-node start must not report success for a job that did not end well), or when
+// a signal ended the agent (128 + its number, as a shell reports it).
+int connected_status(const AgentEnd& end, const std::string& where) {
+  if (end.told) return end.status;
+  if (end.signal != 0) return 128 + end.signal;
+  write_all(2, "hvdrun node agent: the launcher at " + where +
+                   " closed the connection before the job's end (it failed, was killed, or lost "
+                   "this node): exiting with status 1\n");
+  return 1;
+}
+
+// hvdrun's own secrets and its move's variables leave the agent's environment, which its
+// workers inherit (srun passes the moved hvdrun's environment on; a pod has the nodes' secret).
+// The agent's own secret is read first (read_secret()).
+void forget_launcher_variables() {
+  std::vector<std::string> names{env::kNodesSecret};
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with(env::kSlurmMovePrefix))
+      names.emplace_back(entry.substr(0, entry.find('=')));
+  }
+  for (const auto& name : names) ::unsetenv(name.c_str());
+}
+
 }  // namespace
 
 int node_agent_main(const std::vector<std::string>& args) {
+  forget_launcher_variables();
   Options o;
   std::string secret;
   try {
@@ -164,7 +194,7 @@ int node_agent_main(const std::vector<std::string>& args) {
         agent_handshake(fd.get(), secret,
                         std::min(deadline, Clock::now() + std::chrono::seconds(10)));
         const AgentEnd end = run_node_agent(fd.get(), fd.get(), 2, o.node);
-        if (!end.again) return end.status;
+        if (!end.again) return connected_status(end, where);
         unblock_end_signals();
         // The launcher runs again on its port (the job after its checks): a new connection.
         write_all(2, "hvdrun node agent: the launcher at " + where +
@@ -174,6 +204,9 @@ int node_agent_main(const std::vector<std::string>& args) {
         continue;
       } catch (const NetworkError& e) {  // the launcher was busy: again, after a while
         error = e.what();
+      } catch (const SecretMismatch& e) {
+        write_all(2, "hvdrun node agent: the launcher at " + where + ": " + e.what() + "\n");
+        return 2;
       } catch (const Error& e) {
         write_all(2, "hvdrun node agent: the launcher at " + where + ": " + e.what() + "\n");
         return 1;

@@ -18,6 +18,7 @@ enum Type : std::uint8_t {
   kCredit = 3,
   kStacksRequest = 4,
   kJobEnd = 5,
+  kRefused = 6,
   kHello = 16,
   kStarted = 17,
   kOutput = 18,
@@ -130,6 +131,10 @@ struct Encoder {
     w.i32(f.status);
     w.u8(f.again ? 1 : 0);
   }
+  void operator()(const RefusedFrame& f) const {
+    w.u8(kRefused);
+    w.string(f.reason.substr(0, kMaxMessage), "refusal");
+  }
   void operator()(const StacksFrame& f) const {
     w.u8(kStacks);
     w.u32(f.id);
@@ -186,6 +191,12 @@ ToAgent decode_to_agent(std::string_view body) {
       if (f.status < 0 || f.status > 255) {
         throw ProtocolError("agent protocol: job status " + std::to_string(f.status));
       }
+      return f;
+    }
+    case kRefused: {
+      RefusedFrame f;
+      f.reason = r.string("refusal", kMaxMessage);
+      r.finish("refused");
       return f;
     }
     default:

@@ -10,14 +10,14 @@
 //
 // Launcher -> agent: Spawn (a worker: id, cwd, environment, argv), Signal (one worker's process
 // group, or every worker's), StacksRequest (every worker's stacks, answered by one Stacks frame
-// per worker), Credit (output bytes the launcher takes: the agent sends Output
-// only within the credit it holds, kInitialCredit at first, so output waits on the host, not
-// in the launcher, when the launcher's console is slow: back-pressure). EOF: the agent takes
-// every worker down (SIGTERM, kKillGrace, SIGKILL) and exits.
-// Agent -> launcher: Hello (version, host name, pid, node name), Started (a worker's pid), Output,
-// Exit (a worker's end; output_open: its output still follows, then OutputClosed), Heartbeat (every
-// kHeartbeatInterval, so a silent agent is a lost host). Every decode is bounded and checked:
-// a bad frame is a ProtocolError naming what was wrong.
+// per worker), JobEnd (the job's status), Refused (this agent is not taken, and why), Credit
+// (output bytes the launcher takes: the agent sends Output only within the credit it holds,
+// kInitialCredit at first, so output waits on the host, not in the launcher, when the launcher's
+// console is slow: back-pressure). EOF: the agent takes every worker down (SIGTERM, kKillGrace,
+// SIGKILL) and exits. Agent -> launcher: Hello (version, host name, pid, node name), Started (a
+// worker's pid), Output, Exit (a worker's end; output_open: its output still follows, then
+// OutputClosed), Heartbeat (every kHeartbeatInterval, so a silent agent is a lost host). Every
+// decode is bounded and checked: a bad frame is a ProtocolError naming what was wrong.
 #pragma once
 
 #include <chrono>
@@ -35,7 +35,7 @@
 namespace hvdrun::launcher::agent {
 
 inline constexpr std::string_view kAgentPreamble = "HVDRUN-NODE-AGENT/1\n";
-inline constexpr std::uint32_t kAgentProtocolVersion = 2;   // 2: JobEnd carries `again`
+inline constexpr std::uint32_t kAgentProtocolVersion = 3;   // 2: JobEnd's `again`; 3: Refused
 inline constexpr std::size_t kMaxFrameBytes = 64u << 20;    // a Spawn with a large environment
 inline constexpr std::size_t kMaxStrings = 1u << 20;        // env entries + argv words of a Spawn
 inline constexpr std::size_t kMaxOutputChunk = 64u << 10;   // bytes of one Output frame
@@ -124,7 +124,15 @@ struct JobEndFrame {
   bool operator==(const JobEndFrame&) const = default;
 };
 
-using ToAgent = std::variant<SpawnFrame, SignalFrame, CreditFrame, StacksRequestFrame, JobEndFrame>;
+// Launcher -> agent, instead of anything else: this agent is not taken (its node is not one of
+// the job's, or already has its agent); the agent says why and exits non-zero.
+struct RefusedFrame {
+  std::string reason;  // names the node
+  bool operator==(const RefusedFrame&) const = default;
+};
+
+using ToAgent = std::variant<SpawnFrame, SignalFrame, CreditFrame, StacksRequestFrame, JobEndFrame,
+                             RefusedFrame>;
 using FromAgent = std::variant<HelloFrame, StartedFrame, OutputFrame, ExitFrame, OutputClosedFrame,
                                HeartbeatFrame, StacksFrame>;
 

@@ -22,6 +22,7 @@
 #include "launcher/agent/agent_stacks.h"
 #include "launcher/agent/agent_worker.h"
 #include "launcher/process/process.h"
+#include "launcher/process/signal_sender.h"
 #include "launcher/stacks/python_hook.h"
 
 extern char** environ;
@@ -65,8 +66,9 @@ struct Worker {
   UniqueFd out, err;
   std::optional<int> status;  // wait status once reaped
   Clock::time_point drain_deadline{};
-  bool discard = false;    // SIGKILLed by the launcher: its output is not wanted
-  bool early_end = false;  // its Exit went out with output still to come
+  bool discard = false;     // SIGKILLed by the launcher: its output is not wanted
+  bool terminated = false;  // it has its SIGTERM (sent here, or by the scheduler): never twice
+  bool early_end = false;   // its Exit went out with output still to come
 };
 
 // Signals a worker's process group, or the worker alone for a forwarded warning
@@ -113,7 +115,7 @@ class NodeAgent {
       }
       if (!outbox_.flush()) begin_shutdown();
     }
-    return {exit_status_, again_};
+    return {exit_status_, again_, told_, signal_};
   }
 
  private:
@@ -134,9 +136,7 @@ class NodeAgent {
     if (shutting_down_) return;
     shutting_down_ = true;
     in_open_ = false;
-    for (auto& [id, w] : workers_) {
-      if (!w.status) signal_group(w, SIGTERM);
-    }
+    for (auto& [id, w] : workers_) terminate(w);
     kill_deadline_ = Clock::now() + kKillGrace;
   }
 
@@ -315,7 +315,16 @@ class NodeAgent {
   // that the launcher runs again (the agent then connects again, unless a signal ended it).
   void handle(JobEndFrame& f) {
     exit_status_ = f.status;
-    again_ = f.again && !signalled_;
+    again_ = f.again && !signal_;
+    told_ = true;
+  }
+
+  // Not taken: the reason on stderr, a non-zero status, nothing more from this launcher.
+  void handle(RefusedFrame& f) {
+    write_all(err_fd_, "hvdrun node agent: the launcher refused this node: " + f.reason + "\n");
+    exit_status_ = kBadLauncher;
+    told_ = true;
+    begin_shutdown();
   }
 
   void send_stacks() {
@@ -352,8 +361,44 @@ class NodeAgent {
   void handle(SignalFrame& f) {
     for (auto& [id, w] : workers_) {
       if (f.id != SignalFrame::kEveryWorker && static_cast<std::int32_t>(id) != f.id) continue;
+      if (f.signo == SIGTERM) {
+        terminate(w);
+        continue;
+      }
       if (!w.status) signal_group(w, f.signo);
       if (f.signo == SIGKILL) w.discard = true;  // the launcher wants it gone, output too
+    }
+  }
+
+  // A worker's SIGTERM, once: a scheduler's, the launcher's and this agent's are one.
+  static void terminate(Worker& w) {
+    if (!w.status && !w.terminated) signal_group(w, SIGTERM);
+    w.terminated = true;
+  }
+
+  // SIGTERM to the agent is a scheduler's (a preemption, a time limit, a pod's end): the
+  // workers get it once (from here, unless Slurm's step daemon sent it to all of them), and
+  // they and the agent go on through their grace period: their output is relayed to the end,
+  // their ends reported. The launcher ends the job (its grace period, then SIGKILL), or its
+  // connection closes.
+  void on_terminate(pid_t sender) {
+    signal_ = SIGTERM;
+    again_ = false;
+    const bool scheduler = sent_by_step_daemon(sender);
+    if (terminate_noted_) return;
+    terminate_noted_ = true;
+    const std::string from =
+        sender > 0 ? " from pid " + std::to_string(sender) + " (" + process_name(sender) + ")" : "";
+    note("SIGTERM" + from + ": " +
+         (scheduler ? std::string("its workers have it from the scheduler too")
+                    : "passed to its workers") +
+         "; relaying their output until they end or the launcher ends the job");
+    for (auto& [id, w] : workers_) {
+      if (scheduler) {
+        w.terminated = true;
+      } else {
+        terminate(w);
+      }
     }
   }
 
@@ -370,10 +415,12 @@ class NodeAgent {
         for (auto& [key, w] : workers_) {
           if (!w.status) signal_group(w, static_cast<int>(info.ssi_signo));
         }
+      } else if (info.ssi_signo == SIGTERM) {
+        on_terminate(static_cast<pid_t>(info.ssi_pid));
       } else {
         note("ending on " + signal_name(static_cast<int>(info.ssi_signo)) +
              ": taking its workers down");
-        signalled_ = true;
+        signal_ = static_cast<int>(info.ssi_signo);
         again_ = false;
         begin_shutdown();
       }
@@ -417,8 +464,10 @@ class NodeAgent {
   bool in_open_ = true;
   bool shutting_down_ = false;
   int exit_status_ = 0;
-  bool again_ = false;      // the launcher runs again: connect again
-  bool signalled_ = false;  // a signal ended the agent
+  bool again_ = false;            // the launcher runs again: connect again
+  bool told_ = false;             // a JobEnd or Refused came
+  int signal_ = 0;                // the signal that ended the agent
+  bool terminate_noted_ = false;  // a SIGTERM came: said once
   Clock::time_point next_heartbeat_{};
   std::optional<Clock::time_point> kill_deadline_;
   std::optional<Clock::time_point> give_up_;

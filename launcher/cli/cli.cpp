@@ -299,7 +299,7 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
       spec,
       {parsed.value("nnodes"), parsed.value("node-rank"), parsed.value("nproc-per-node"),
        parsed.value("rdzv-endpoint"), parsed.value("rdzv-secret-file")},
-      environment, hosts_flag || hostfile || parsed.value("host-discovery-script"));
+      environment, hosts_flag || hostfile || parsed.value("host-discovery-script"), notes);
   if (!per_node && !hosts_flag && !hostfile && !parsed.value("host-discovery-script")) {
     if (auto allocation = slurm_allocation(environment)) {
       spec.hosts = std::move(allocation->hosts);
@@ -351,12 +351,18 @@ void apply_hosts(JobSpec& spec, const Parsed& parsed, std::vector<std::string>& 
                         : JobSpec::Launcher::kSsh;
   }
   check_elastic(spec, parsed);
+  // A per-node start is static: every node is one of the job's, its size fixed.
+  if (per_node && spec.elastic_job()) {
+    const char* flag = parsed.value("min-np") ? "--min-np" : "--max-np";
+    throw UsageError(std::string(flag) +
+                     " and --nnodes cannot be used together: a per-node start is not elastic "
+                     "(every node is one of the job's; --max-restarts restarts it)");
+  }
   // Every node of a per-node start is one of the job's: one that fails its checks fails it.
-  if (spec.preflight.run && per_node && (spec.preflight.exclude || spec.elastic_job())) {
-    throw UsageError(std::string(spec.preflight.exclude ? "--preflight-exclude" : "--preflight") +
-                     (spec.preflight.exclude ? "" : " in an elastic job") +
-                     " and --nnodes cannot be used together: each node starts on its own, and a "
-                     "node that fails its checks fails the job");
+  if (spec.preflight.run && per_node && spec.preflight.exclude) {
+    throw UsageError(
+        "--preflight-exclude and --nnodes cannot be used together: each node starts on its own, "
+        "and a node that fails its checks fails the job");
   }
   if (!spec.elastic.discovery_script.empty()) return;  // the script gives the hosts
   if (spec.hosts.empty()) spec.hosts.push_back(HostSpec{"", "localhost", spec.num_proc, "default"});

@@ -1,10 +1,16 @@
 // Per-node starts (per_node.h): flags and PET_* variables -> the job's hosts and endpoint.
 #include "launcher/cli/per_node.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <optional>
+
 #include "hvdrun/error.h"
 #include "launcher/cli/cli_values.h"
 #include "launcher/spec/hosts.h"
 #include "launcher/spec/user_file.h"
+#include "rendezvous/env_names.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -25,6 +31,18 @@ std::optional<std::string> pick(const std::optional<std::string>& flag, const ch
   return it->second;
 }
 
+// A warning when the secret file `path` can be read by its group or by others; none otherwise.
+std::optional<std::string> readable_by_others(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & (S_IRGRP | S_IROTH)) == 0)
+    return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return "warning: --rdzv-secret-file '" + path + "' can be read by other users (mode " + mode +
+         "): whoever reads it can join this job's nodes; make it readable by its owner only "
+         "(chmod 600; a Kubernetes Secret: defaultMode 0400)";
+}
+
 }  // namespace
 
 std::string per_node_host_name(int rank) {
@@ -32,7 +50,8 @@ std::string per_node_host_name(int rank) {
 }
 
 bool apply_per_node(JobSpec& spec, const PerNodeFlags& flags,
-                    const std::map<std::string, std::string>& environment, bool hosts_given) {
+                    const std::map<std::string, std::string>& environment, bool hosts_given,
+                    std::vector<std::string>& notes) {
   std::string from;
   auto nnodes_text = pick(flags.nnodes, "--nnodes", environment, "PET_NNODES", from);
   if (!nnodes_text) return false;
@@ -87,19 +106,27 @@ bool apply_per_node(JobSpec& spec, const PerNodeFlags& flags,
   }
   p.port = static_cast<std::uint16_t>(
       parse_count(from + " (port)", endpoint->substr(colon + 1), 65535, "a TCP port"));
+  std::string secret_from = std::string(env::kNodesSecret);
   if (flags.secret_file) {
-    p.secret =
-        read_user_file(*flags.secret_file, "--rdzv-secret-file '" + *flags.secret_file + "'", 4096);
+    secret_from = "--rdzv-secret-file '" + *flags.secret_file + "'";
+    p.secret = read_user_file(*flags.secret_file, secret_from, 4096);
     while (!p.secret.empty() && (p.secret.back() == '\n' || p.secret.back() == '\r')) {
       p.secret.pop_back();
     }
-  } else if (const auto it = environment.find("HVDRUN_RDZV_SECRET"); it != environment.end()) {
+    if (const auto warning = readable_by_others(*flags.secret_file)) notes.push_back(*warning);
+  } else if (const auto it = environment.find(env::kNodesSecret); it != environment.end()) {
     p.secret = it->second;
   }
   if (p.secret.empty()) {
     throw UsageError("--nnodes " + std::to_string(p.nnodes) +
                      " needs the nodes' shared secret: --rdzv-secret-file FILE or "
                      "HVDRUN_RDZV_SECRET (the same on every node)");
+  }
+  if (p.secret.size() < kMinNodesSecret) {
+    throw UsageError(secret_from + ": the nodes' secret has " + std::to_string(p.secret.size()) +
+                     (p.secret.size() == 1 ? " byte" : " bytes") + ", fewer than " +
+                     std::to_string(kMinNodesSecret) +
+                     ": too easy to guess (make one with: head -c 32 /dev/urandom | base64)");
   }
   for (int rank = 1; rank < p.nnodes; ++rank) {
     spec.hosts.push_back({"", per_node_host_name(rank), nproc, "--nnodes"});

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/spec/job_spec.h"
 
@@ -24,9 +25,12 @@ struct PerNodeFlags {
 
 // Fills spec.per_node, spec.hosts and spec.launcher when --nnodes or PET_NNODES is given; false
 // otherwise. Throws UsageError naming the flag or variable: `hosts_given` (-H, --hostfile or a
-// discovery script) too, a rank out of range, a missing endpoint or secret, PET_NNODES as
-// MIN:MAX with MIN != MAX.
+// discovery script) too, a rank out of range, a missing endpoint or secret, a secret shorter
+// than kMinNodesSecret bytes, PET_NNODES as MIN:MAX with MIN != MAX. A secret file that others
+// may read is a warning in `notes` (as a mounted Kubernetes Secret is, by default), not an error.
+inline constexpr std::size_t kMinNodesSecret = 16;
 bool apply_per_node(JobSpec& spec, const PerNodeFlags& flags,
-                    const std::map<std::string, std::string>& environment, bool hosts_given);
+                    const std::map<std::string, std::string>& environment, bool hosts_given,
+                    std::vector<std::string>& notes);
 
 }  // namespace hvdrun::launcher

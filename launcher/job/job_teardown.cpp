@@ -119,10 +119,14 @@ void Job::forward_signal(const SignalEvent& signal) {
   note("forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }
 
-// SIGTERM to every worker, SIGKILL to those left when the grace period ends.
+// SIGTERM to every worker, SIGKILL to those left when the grace period ends. A SIGTERM that
+// Slurm's step daemon sent (scancel, a time limit, a preemption) reached every process of the
+// job's steps, the workers too: they have it once, and the grace period is theirs to save.
 void Job::stop_workers() {
   dismiss_spares();
-  if (spares_.empty()) {
+  if (stop_signal_ && stop_signal_->signo == SIGTERM && stop_signal_->from_step_daemon()) {
+    note("the scheduler signalled every rank itself: not sending SIGTERM again");
+  } else if (spares_.empty()) {
     kill_all(SIGTERM);
   } else {  // the spares were told to go: a SIGTERM would only cut that short
     workers_.for_each([&](const WorkerRecord& r) {

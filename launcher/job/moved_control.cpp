@@ -65,34 +65,27 @@ UniqueFd connect_within(const std::string& host, std::uint16_t port,
 
 }  // namespace
 
-ControlPort::ControlPort()
-    : listen_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)),
-      stop_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
-      secret_(rdzv::make_secret()) {
+ControlPort::ControlPort(ssh::AuthenticatedAcceptor::Limits limits) : secret_(rdzv::make_secret()) {
+  UniqueFd listen(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  if (!listen_.valid() || !stop_.valid() ||
-      ::bind(listen_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(listen_.get(), 64) != 0) {
+  if (!listen.valid() ||
+      ::bind(listen.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen.get(), 64) != 0) {
     throw Error(std::string("cannot listen for the moved hvdrun: ") + std::strerror(errno));
   }
   socklen_t size = sizeof addr;
-  ::getsockname(listen_.get(), reinterpret_cast<sockaddr*>(&addr), &size);
+  ::getsockname(listen.get(), reinterpret_cast<sockaddr*>(&addr), &size);
   port_ = ntohs(addr.sin_port);
-  accept_thread_ = std::thread([this] { accept_loop(); });
-}
-
-ControlPort::~ControlPort() {
-  wake(stop_);
-  accept_thread_.join();  // no handshake starts after this
-  std::unique_lock lock(mutex_);
-  stopping_ = true;
-  for (const auto& [fd, thread] : handshaking_) ::shutdown(fd, SHUT_RDWR);
-  idle_.wait(lock, [this] { return handshaking_.empty(); });
-  std::vector<std::thread> done;
-  done.swap(finished_);
-  lock.unlock();
-  for (auto& thread : done) thread.join();
+  // The latest proof wins: the moved hvdrun connects again for each of its runs (--preflight's
+  // probes, then the job), each run's link closed when it ends.
+  acceptor_ = std::make_unique<ssh::AuthenticatedAcceptor>(
+      std::move(listen), secret_, limits,
+      [this](UniqueFd fd, const ssh::AuthenticatedAcceptor::Peer&) {
+        std::lock_guard lock(mutex_);
+        link_ = std::move(fd);
+      },
+      nullptr);
 }
 
 bool ControlPort::connected() const {
@@ -114,47 +107,6 @@ bool ControlPort::send(int signo) {
   return ::send(link_.get(), &byte, 1, MSG_NOSIGNAL) == 1;
 }
 
-void ControlPort::accept_loop() {
-  for (;;) {
-    pollfd fds[2] = {{listen_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) continue;
-    if (fds[1].revents != 0) return;
-    UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!fd.valid()) continue;
-    std::vector<std::thread> done;
-    std::lock_guard lock(mutex_);
-    done.swap(finished_);
-    for (auto& thread : done) thread.join();              // each has left the lock: it ends now
-    if (handshaking_.size() >= kMaxHandshakes) continue;  // closed
-    const int raw = fd.get();
-    auto& thread = handshaking_[raw];
-    try {
-      thread = std::thread([this, fd = std::move(fd)]() mutable { handshake(std::move(fd)); });
-    } catch (const std::system_error&) {
-      handshaking_.erase(raw);
-    }
-  }
-}
-
-void ControlPort::handshake(UniqueFd fd) {
-  bool proved = false;
-  try {
-    agent::launcher_handshake(fd.get(), secret_, std::chrono::steady_clock::now() + kHandshakeTime);
-    proved = true;
-  } catch (const Error&) {
-  }
-  std::lock_guard lock(mutex_);
-  const int raw = fd.get();
-  // The latest proof wins: the moved hvdrun connects again for each of its runs (--preflight's
-  // probes, then the job), each run's link closed when it ends.
-  if (proved && !stopping_) link_ = std::move(fd);
-  fd.reset();  // a stranger's: closed before the port may go
-  const auto self = handshaking_.find(raw);
-  finished_.push_back(std::move(self->second));
-  handshaking_.erase(self);
-  if (handshaking_.empty()) idle_.notify_all();
-}
-
 ControlLink::ControlLink(const std::map<std::string, std::string>& env)
     : stop_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   const auto port = env.find(kSlurmControlPort);
@@ -162,18 +114,34 @@ ControlLink::ControlLink(const std::map<std::string, std::string>& env)
   const auto host = env.find("SLURM_LAUNCH_NODE_IPADDR");
   if (port == env.end() || secret == env.end() || host == env.end()) return;
   const auto deadline = std::chrono::steady_clock::now() + kConnectTime;
-  fd_ = connect_within(host->second, static_cast<std::uint16_t>(std::atoi(port->second.c_str())),
-                       deadline);
-  try {
-    if (!fd_.valid()) throw NetworkError("no connection within 5 s");
-    agent::agent_handshake(fd_.get(), secret->second, deadline + kHandshakeTime);
-  } catch (const Error& e) {
-    note("warning: cannot reach the hvdrun this one moved from (" + host->second + ":" +
-         port->second + ": " + e.what() + "): a signal sent to it ends the job at once");
-    fd_.reset();
-    return;
+  const auto number = static_cast<std::uint16_t>(std::atoi(port->second.c_str()));
+  // Again while the port closes the connection before its proof (strangers' connections
+  // displaced this one), within the connect time.
+  for (;;) {
+    fd_ = connect_within(host->second, number, deadline);
+    try {
+      if (!fd_.valid()) throw NetworkError("no connection within 5 s");
+      agent::agent_handshake(fd_.get(), secret->second, deadline + kHandshakeTime);
+      break;
+    } catch (const NetworkError& e) {
+      if (std::chrono::steady_clock::now() < deadline && fd_.valid()) {
+        std::this_thread::sleep_for(50ms);
+        continue;
+      }
+      unreachable(host->second + ":" + port->second + ": " + e.what());
+      return;
+    } catch (const Error& e) {
+      unreachable(host->second + ":" + port->second + ": " + e.what());
+      return;
+    }
   }
   thread_ = std::thread([this] { run(); });
+}
+
+void ControlLink::unreachable(const std::string& why) {
+  note("warning: cannot reach the hvdrun this one moved from (" + why +
+       "): a signal sent to it ends the job at once");
+  fd_.reset();
 }
 
 ControlLink::~ControlLink() {

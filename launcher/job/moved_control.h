@@ -5,31 +5,29 @@
 // connects back to the address srun ran from ($SLURM_LAUNCH_NODE_IPADDR) within 5 s, both
 // prove a secret of this move with the node agents' handshake (agent_auth.h), and the moved
 // one raises each signal it is then sent on itself (ControlLink), so that it acts there as it
-// would have here. The port takes connections on a thread of its own, each handshake on a
-// thread (at most kMaxHandshakes at once, 10 s each): a stranger that connects and says
-// nothing delays nobody.
+// would have here. The port's connections are taken by an AuthenticatedAcceptor: strangers
+// that connect and say nothing neither delay nor crowd out the moved hvdrun.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "common/unique_fd.h"
+#include "launcher/remote/authenticated_acceptor.h"
 #include "launcher/spec/slurm_allocation.h"
 
 namespace hvdrun::launcher {
 
 class ControlPort {
  public:
-  static constexpr std::size_t kMaxHandshakes = 16;
-
-  ControlPort();   // listens on every address, on a free port; throws hvdrun::Error
-  ~ControlPort();  // stops taking connections, ends the handshakes, joins every thread
+  // Listens on every address, on a free port; throws hvdrun::Error.
+  explicit ControlPort(ssh::AuthenticatedAcceptor::Limits limits = {16});
+  ~ControlPort() = default;  // the acceptor goes first: it ends the handshakes and joins
   ControlPort(const ControlPort&) = delete;
   ControlPort& operator=(const ControlPort&) = delete;
 
@@ -40,22 +38,15 @@ class ControlPort {
   bool connected() const;
   // Sends `signo` to the moved hvdrun; false without a connection (or with one that closed).
   bool send(int signo);
+  // Connections waiting for their proof now.
+  std::size_t unproven() const { return acceptor_->unproven(); }
 
  private:
-  void accept_loop();
-  void handshake(UniqueFd fd);
-
-  UniqueFd listen_;
-  UniqueFd stop_;  // eventfd: the accept loop ends
   std::uint16_t port_ = 0;
   std::string secret_;
   mutable std::mutex mutex_;
-  std::condition_variable idle_;
   UniqueFd link_;
-  std::map<int, std::thread> handshaking_;  // by descriptor
-  std::vector<std::thread> finished_;
-  bool stopping_ = false;
-  std::thread accept_thread_;  // last
+  std::unique_ptr<ssh::AuthenticatedAcceptor> acceptor_;  // last: its threads use link_
 };
 
 // In the moved hvdrun: connects (if the environment names a control port) and raises what
@@ -70,6 +61,7 @@ class ControlLink {
 
  private:
   void run();
+  void unreachable(const std::string& why);
   UniqueFd fd_;
   UniqueFd stop_;  // eventfd
   std::thread thread_;

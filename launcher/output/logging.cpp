@@ -1,5 +1,5 @@
-// Launcher loggers "launcher", "rdzv" and "ssh" (pattern "[time] [hvdrun pid] [logger] [level]
-// message") and the unprefixed user-facing lines (logging.h).
+// Launcher loggers "launcher", "rdzv", "ssh" and "agents" (pattern "[time] [hvdrun pid] [logger]
+// [level] message") and the unprefixed user-facing lines (logging.h).
 #include "launcher/output/logging.h"
 
 #include <spdlog/sinks/base_sink.h>
@@ -16,7 +16,7 @@
 namespace hvdrun::launcher {
 namespace {
 
-constexpr const char* kLoggers[] = {"launcher", "rdzv", "ssh"};
+constexpr const char* kLoggers[] = {"launcher", "rdzv", "ssh", "agents"};
 constexpr const char* kLogPattern = "[%H:%M:%S.%e] [hvdrun %P] [%n] [%l] %v";
 constexpr const char* kNotePattern = "hvdrun: %v";
 

@@ -1,4 +1,5 @@
-// The launcher's own output: spdlog loggers "launcher", "rdzv" and "ssh" on stderr (level from
+// The launcher's own output: spdlog loggers "launcher", "rdzv", "ssh" and "agents" on stderr (level
+// from
 // --log-level / HVDRUN_LOG_LEVEL, JobSpec::log_level), and the unprefixed "hvdrun: ..." lines
 // a user reads (failures, --verbose phases) on the logger "note". While a LogRoute lives,
 // all of them go to the job's Console instead, queued behind the workers' stderr lines.

@@ -13,6 +13,7 @@
 
 #include "common/process_end.h"
 #include "hvdrun/error.h"
+#include "launcher/process/signal_sender.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -42,17 +43,14 @@ extern "C" void on_signal(int signo, siginfo_t* info, void*) {
   errno = saved;
 }
 
-std::string process_name(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
-}
-
 }  // namespace
 
 bool SignalEvent::from_kernel() const noexcept {
   return code == SI_KERNEL;
+}
+
+bool SignalEvent::from_step_daemon() const {
+  return sent_by_step_daemon(sender);
 }
 
 std::string SignalEvent::sender_text() const {

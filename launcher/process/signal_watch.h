@@ -28,6 +28,9 @@ struct SignalEvent {
 
   // The terminal's keys (Ctrl-C, Ctrl-\) and a hang-up come from the kernel, not a process.
   bool from_kernel() const noexcept;
+  // Slurm's step daemon sent it: every process of the step, the workers too, has it already
+  // (signal_sender.h).
+  bool from_step_daemon() const;
   // "pid 4321 (timeout)", "the terminal", or "" when unknown.
   std::string sender_text() const;
   // "SIGTERM from pid 4321 (timeout)", "SIGINT from the terminal", "SIGHUP".

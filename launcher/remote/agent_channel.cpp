@@ -8,7 +8,7 @@
 
 #include "hvdrun/error.h"
 #include "launcher/remote/agent_transport.h"
-#include "launcher/ssh/ssh_log.h"
+#include "launcher/remote/agents_log.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
@@ -142,7 +142,7 @@ void AgentChannel::on_bytes(OutputStream stream, std::string_view bytes) {
 }
 
 void AgentChannel::on_stderr_line(std::string_view line) {
-  if (alive()) ssh_logger()->warn("{}: {}", transport_.where(), line);
+  if (alive()) agents_logger()->warn("{}: {}", transport_.where(), line);
 }
 
 void AgentChannel::on_frame(agent::FromAgent& frame) {
@@ -153,8 +153,8 @@ void AgentChannel::on_frame(agent::FromAgent& frame) {
                           " (another hvdrun version on the host?)");
     }
     hello_ = true;
-    ssh_logger()->debug("node agent on {} ({}, pid {}) is up", transport_.where(), hello->host,
-                        hello->pid);
+    agents_logger()->debug("node agent on {} ({}, pid {}) is up", transport_.where(), hello->host,
+                           hello->pid);
     return;
   }
   if (std::holds_alternative<agent::HeartbeatFrame>(frame)) return;
@@ -173,16 +173,16 @@ void AgentChannel::on_frame(agent::FromAgent& frame) {
   Entry& entry = it->second;
   if (auto* started = std::get_if<agent::StartedFrame>(&frame)) {
     entry.started = true;
-    ssh_logger()->info("{} started on {} in {} (pid {})", entry.label, transport_.where(),
-                       ms_since(entry.queued), started->pid);
+    agents_logger()->info("{} started on {} in {} (pid {})", entry.label, transport_.where(),
+                          ms_since(entry.queued), started->pid);
     if (alive()) events_.on_started(id);
   } else if (auto* output = std::get_if<agent::OutputFrame>(&frame)) {
     unacked_ += output->bytes.size();
     if (alive()) events_.on_output(id, output->stream, std::move(output->bytes));
   } else if (auto* exit = std::get_if<agent::ExitFrame>(&frame)) {
     if (entry.reported_end) throw ProtocolError("a second end of worker " + std::to_string(id));
-    ssh_logger()->debug("{} on {}: {}{}", entry.label, transport_.where(), exit->end.describe(),
-                        exit->output_open ? ", output still coming" : "");
+    agents_logger()->debug("{} on {}: {}{}", entry.label, transport_.where(), exit->end.describe(),
+                           exit->output_open ? ", output still coming" : "");
     if (alive()) events_.on_exit(id, exit->end, exit->output_open);
     if (exit->output_open) {
       entry.reported_end = true;
@@ -227,7 +227,7 @@ void AgentChannel::expire_unstarted() {
 
 bool AgentChannel::fail_all(const std::string& message) {
   failure_ = message;
-  if (alive()) ssh_logger()->error("{}", message);
+  if (alive()) agents_logger()->error("{}", message);
   for (const auto& [id, entry] : entries_) {
     if (!alive()) break;
     if (entry.reported_end) {

@@ -11,7 +11,7 @@ namespace hvdrun::launcher::ssh {
 std::vector<std::string> dismiss_agents(const std::string& secret, std::uint16_t port,
                                         const std::vector<std::string>& nodes, int status,
                                         std::chrono::milliseconds timeout) {
-  AgentListener listener("0.0.0.0", secret, nodes, port);
+  AgentListener listener("0.0.0.0", secret, nodes, port, "per-node");
   const auto deadline = Clock::now() + timeout;
   std::vector<std::string> missing;
   for (const auto& node : nodes) {

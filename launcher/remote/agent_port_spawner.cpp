@@ -37,8 +37,11 @@ AgentPortSpawner::AgentPortSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOpt
     throw Error("agent port: " + std::to_string(nodes.size()) + " node names for " +
                 std::to_string(hosts.size()) + " hosts");
   }
-  listener_ = std::make_unique<AgentListener>(port.bind, port.secret, nodes, port.port);
-  if (srun) {
+  listener_ = std::make_unique<AgentListener>(port.bind, port.secret, nodes, port.port,
+                                              srun ? "srun" : "per-node");
+  secret_ = port.secret;
+  srun_ = std::move(srun);
+  if (srun_) {
     std::string address = port.connect_address;
     if (address.empty()) {
       const std::string first = ipv4_of(hosts.front().name);
@@ -48,16 +51,33 @@ AgentPortSpawner::AgentPortSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOpt
                     "' (cannot resolve it, or no IPv4 route): give --rendezvous-addr");
       }
     }
-    step_ = std::make_unique<SrunStep>(
-        *srun, nodes, this->options().agent_path, address + ":" + std::to_string(listener_->port()),
-        port.secret, this->options().start_timeout, [this](const std::string& how) {
-          listener_->fail_all(how + " before the node agent of this host connected");
-        });
+    endpoint_ = address + ":" + std::to_string(listener_->port());
+    start_step(nodes);
   }
   for (const auto& node : nodes) {
+    nodes_.push_back(node);
     add_link([this, node](SocketCanceller& canceller, Clock::time_point deadline) {
-      return listener_->wait_for(node, deadline, canceller);
+      AgentConnection connection = listener_->wait_for(node, deadline, canceller);
+      connected(node);
+      return connection;
     });
+  }
+}
+
+void AgentPortSpawner::start_step(const std::vector<std::string>& nodes) {
+  auto srun = std::make_unique<SrunStep>(
+      *srun_, nodes, this->options().agent_path, endpoint_, secret_, this->options().start_timeout,
+      [this, nodes](const std::string& how) {
+        listener_->fail(nodes, how + " before the node agent of this host connected");
+      });
+  std::lock_guard lock(steps_mutex_);
+  steps_.push_back({std::move(srun), std::set<std::string>(nodes.begin(), nodes.end())});
+}
+
+void AgentPortSpawner::connected(const std::string& node) {
+  std::lock_guard lock(steps_mutex_);
+  for (auto& step : steps_) {
+    if (step.waiting.erase(node) && step.waiting.empty()) step.srun->detach();
   }
 }
 
@@ -65,12 +85,29 @@ AgentPortSpawner::~AgentPortSpawner() {
   // An agent told to come again (the job after --preflight's probes) finds the port closed,
   // not this listener, until the next run's opens.
   listener_->close_port();
-  close_links();  // the agents see their connections close and end (and srun's step with them)
-  step_.reset();
+  close_links();  // the agents see their connections close and end (and their steps with them)
+  steps_.clear();
   listener_.reset();
 }
 
+std::size_t AgentPortSpawner::reconnect(std::size_t host) {
+  const std::string node = nodes_.at(host);
+  if (!node.empty()) {
+    listener_->expect_again(node);
+    if (srun_) {
+      try {
+        start_step({node});
+      } catch (const Error& e) {
+        listener_->fail({node}, e.what());
+      }
+    }
+  }
+  nodes_.push_back(node);
+  return HostSpawner::reconnect(host);
+}
+
 std::size_t AgentPortSpawner::add_host(RemoteHost host) {
+  nodes_.emplace_back();
   return add_link([name = host.name](SocketCanceller&, Clock::time_point) -> AgentConnection {
     throw Error("host '" + name +
                 "' came from the discovery script: only the hosts whose node agents connect "

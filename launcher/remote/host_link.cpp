@@ -2,9 +2,9 @@
 // connection to the link loop.
 #include "launcher/remote/host_link.h"
 
+#include "launcher/remote/agents_log.h"
 #include "launcher/remote/link_loop.h"
 #include "launcher/ssh/ssh_error.h"
-#include "launcher/ssh/ssh_log.h"
 
 namespace hvdrun::launcher::ssh {
 
@@ -67,7 +67,7 @@ void HostLink::connect(const AgentConnector& connector) {
   AgentConnection connection;
   const auto failed = [this](SshFailure failure, const std::string& message) {
     if (!stopping()) {
-      ssh_logger()->info("{}", message);  // the job reports it
+      agents_logger()->info("{}", message);  // the job reports it
       events_.on_host_failed({index_, failure, message});
     }
     loop_.adopt_failed(*this, message);

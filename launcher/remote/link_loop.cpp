@@ -173,6 +173,9 @@ void LinkLoop::run() {
       if (s->ready || s->link->has_commands() || now >= s->due) {
         if (!step(*s, now)) {
           if (s->failed) {
+            if (events_.on_host_lost && !s->link->stopping()) {
+              events_.on_host_lost(s->link->index(), s->failed->message);
+            }
             failed.push_back(std::move(*s->failed));
             fail_queued(failed.back());
           } else {

@@ -3,6 +3,7 @@
 // RemoteSpawner's links connect over SSH. Used from one thread.
 #include "launcher/remote/remote_spawn.h"
 
+#include "launcher/remote/agents_log.h"
 #include "launcher/remote/connect_pool.h"
 #include "launcher/remote/host_link.h"
 #include "launcher/remote/link_loop.h"
@@ -47,6 +48,7 @@ AgentConnector ssh_connector(RemoteHost host, const RemoteSpawnOptions& options)
 HostSpawner::HostSpawner(RemoteSpawnOptions options, RemoteEvents events)
     : options_(std::move(options)), events_(std::move(events)) {
   ssh_logger();  // created here, before the connect and loop threads log
+  agents_logger();
   if (options_.agent_path.empty()) options_.agent_path = default_agent_path();
   loop_ = std::make_unique<LinkLoop>(options_, events_);
   connects_ = std::make_unique<ConnectPool>(kConnectThreads);
@@ -61,14 +63,20 @@ void HostSpawner::close_links() {
   connects_->finish();
   loop_->release_all();  // every connection closed
   links_.clear();
+  connectors_.clear();
 }
 
 std::size_t HostSpawner::add_link(AgentConnector connect) {
   links_.push_back(
       std::make_unique<HostLink>(links_.size(), options_.start_timeout, events_, *loop_));
+  connectors_.push_back(std::move(connect));
   HostLink* link = links_.back().get();
-  connects_->post([link, connect = std::move(connect)] { link->connect(connect); });
+  connects_->post([link, connect = connectors_.back()] { link->connect(connect); });
   return links_.size() - 1;
+}
+
+std::size_t HostSpawner::reconnect(std::size_t host) {
+  return add_link(connectors_.at(host));
 }
 
 void HostSpawner::start_workers(std::size_t host, std::vector<RemoteWorker> workers) {

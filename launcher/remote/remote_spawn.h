@@ -91,6 +91,9 @@ struct RemoteEvents {
   std::function<void(int id)> on_output_closed;
   // A worker's stacks, as its host's agent collected them (request_stacks()).
   std::function<void(int id, agent::StacksFrame stacks)> on_stacks;
+  // A host that was ready lost its agent (it ended, went silent, broke the protocol): after
+  // its workers' ends, once. Nothing of that link is used again: reconnect() makes a new one.
+  std::function<void(std::size_t host, std::string message)> on_host_lost;
 };
 
 // What connecting to a host's agent gives: its stream and the host's description (`host` is
@@ -126,6 +129,10 @@ class HostSpawner {
   // Connects to one more host (an elastic job's discovered host); returns its index for the
   // events and start_workers().
   virtual std::size_t add_host(RemoteHost host) = 0;
+  // A new link to the host of link `host` (whose agent was lost): a new SSH session, a new srun
+  // step, or the wait for the node's next agent; returns its index. Its on_host_ready or
+  // on_host_failed follows.
+  virtual std::size_t reconnect(std::size_t host);
   // Starts workers on a host (after its on_host_ready; earlier calls are queued). A worker not
   // started by the start deadline fails to start.
   void start_workers(std::size_t host, std::vector<RemoteWorker> workers);
@@ -147,6 +154,7 @@ class HostSpawner {
   void close_links();
   // A new link, index links().size() - 1 after the call.
   std::size_t add_link(AgentConnector connect);
+  const AgentConnector& connector(std::size_t link) const { return connectors_.at(link); }
   const RemoteSpawnOptions& options() const { return options_; }
 
  private:
@@ -156,6 +164,7 @@ class HostSpawner {
   std::unique_ptr<LinkLoop> loop_;
   std::unique_ptr<ConnectPool> connects_;
   std::vector<std::unique_ptr<HostLink>> links_;
+  std::vector<AgentConnector> connectors_;  // by link: how it connected
 };
 
 // Hosts reached over SSH: one session each, connected at once, in parallel.

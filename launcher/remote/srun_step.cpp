@@ -10,7 +10,7 @@
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_connect.h"
 #include "launcher/process/run_captured.h"
-#include "launcher/ssh/ssh_log.h"
+#include "launcher/remote/agents_log.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
@@ -77,7 +77,7 @@ SrunStep::SrunStep(const SrunOptions& options, const std::vector<std::string>& n
   env.push_back(std::string(agent::kAgentSecretVariable) + "=" + secret);
   SpawnOptions spawn_options;
   spawn_options.capture_output = false;  // srun's own messages go to hvdrun's stderr
-  ssh_logger()->info("starting the node agents: {}", shell_command_line(argv));
+  agents_logger()->info("starting the node agents: {}", shell_command_line(argv));
   Spawned spawned = spawn(argv, env, spawn_options);
   if (const int err = exec_error(spawned); err != 0) {
     throw Error("--launcher slurm: cannot run '" + options.srun + "': " + std::strerror(err));
@@ -97,9 +97,18 @@ void SrunStep::watch() {
   }
 }
 
+void SrunStep::detach() {
+  stop_ = true;  // its end is no news
+  if (watcher_.joinable()) watcher_.join();
+  if (srun_.reaped()) return;
+  srun_.signal_group(SIGKILL);
+  srun_.wait();
+  agents_logger()->debug("srun let go of its step: the node agents run on by themselves");
+}
+
 SrunStep::~SrunStep() {
   stop_ = true;
-  watcher_.join();
+  if (watcher_.joinable()) watcher_.join();
   const auto deadline = std::chrono::steady_clock::now() + 3s;
   while (!srun_.reaped() && std::chrono::steady_clock::now() < deadline) {
     if (srun_.try_reap()) break;

@@ -6,7 +6,7 @@
 // connects back to the launcher's agent port; the job's secret reaches it in srun's
 // environment (never argv). A thread watches srun: if it ends first, `on_end` says how. At the
 // end (once the agents' connections are closed and the agents end), srun is waited for
-// (bounded), then signaled.
+// (bounded), then signaled; or, once its agents are connected, detach() ends srun alone.
 #pragma once
 
 #include <atomic>
@@ -44,6 +44,13 @@ class SrunStep {
            std::chrono::milliseconds connect_timeout,
            std::function<void(const std::string&)> on_end);
   ~SrunStep();  // waits up to 3 s for srun, then SIGTERM (srun passes it on), then SIGKILL
+  // Once every agent of the step connected: srun and its shepherd end (SIGKILL to their
+  // process group), the step and its agents stay, for as long as the allocation. srun runs in
+  // hvdrun's own step, which a scancel or a preemption signals whole, and srun answers SIGTERM
+  // by killing its step's tasks at once: the agents and their workers, whose grace period is
+  // then lost. Without srun, the agents get the scheduler's signal from their own step daemon
+  // and keep their workers through the grace period; the step ends when its agents do.
+  void detach();
   SrunStep(const SrunStep&) = delete;
   SrunStep& operator=(const SrunStep&) = delete;
 

@@ -36,6 +36,7 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
   std::vector<ssh::RemoteHost> targets;
   targets.reserve(hosts.size());
   for (const auto& [index, host] : hosts) {
+    link_of_[index] = hosts_.size();
     hosts_.push_back(index);
     names_[index] = host.name;
     targets.push_back({host.user, host.name});
@@ -70,6 +71,7 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
 
 void RemoteWorkers::add_host(std::size_t index, const HostSpec& host) {
   if (closed_) return;
+  link_of_[index] = hosts_.size();
   hosts_.push_back(index);
   names_[index] = host.name;
   spawner_->add_host({host.user, host.name});
@@ -84,12 +86,28 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
   ssh::RemoteEvents events;
   events.on_host_ready = [this](ssh::HostReady ready) {
     asio::post(io_, [this, ready = std::move(ready)]() mutable {
-      if (!closed_) callbacks_.on_host_ready(hosts_[ready.host], std::move(ready));
+      if (closed_) return;
+      const std::size_t host = hosts_[ready.host];
+      if (!reconnects_.erase(ready.host)) return callbacks_.on_host_ready(host, std::move(ready));
+      // A new agent for a host the job has: nothing new for the job, its workers start.
+      if (spec_.verbose) note(names_[host] + ": a new node agent in place of the lost one");
+    });
+  };
+  events.on_host_lost = [this](std::size_t link, std::string message) {
+    asio::post(io_, [this, link, message = std::move(message)] {
+      if (closed_ || link_of_[hosts_[link]] != link) return;
+      lost_.insert(hosts_[link]);
+      if (spec_.verbose)
+        note(names_[hosts_[link]] + ": " + message + "; a new agent when used again");
     });
   };
   events.on_host_failed = [this](ssh::HostFailed failed) {
     asio::post(io_, [this, failed = std::move(failed)]() mutable {
-      if (!closed_) callbacks_.on_host_failed(hosts_[failed.host], std::move(failed));
+      if (closed_) return;
+      // A new agent that could not be had: the workers queued on it fail to start, and the host
+      // is used again (with another new agent) only after its cooldown.
+      if (reconnects_.erase(failed.host)) lost_.insert(hosts_[failed.host]);
+      callbacks_.on_host_failed(hosts_[failed.host], std::move(failed));
     });
   };
   events.on_started = [this](int number) {
@@ -131,8 +149,13 @@ void RemoteWorkers::start(std::vector<WorkerLaunch> launches) {
 
 void RemoteWorkers::start_on(std::size_t host, std::vector<WorkerLaunch> workers) {
   if (closed_ || workers.empty()) return;
-  std::size_t spawner_index = 0;
-  while (spawner_index < hosts_.size() && hosts_[spawner_index] != host) ++spawner_index;
+  std::size_t spawner_index = link_of_.at(host);
+  if (lost_.erase(host)) {  // nothing of the lost agent's link is used again
+    spawner_index = spawner_->reconnect(spawner_index);
+    hosts_.push_back(host);
+    link_of_[host] = spawner_index;
+    reconnects_.insert(spawner_index);
+  }
   std::vector<ssh::RemoteWorker> remote;
   remote.reserve(workers.size());
   for (auto& worker : workers) {
@@ -140,6 +163,7 @@ void RemoteWorkers::start_on(std::size_t host, std::vector<WorkerLaunch> workers
     auto& running = running_[number];
     running.id = worker.id;
     running.host = host;
+    running.link = spawner_index;
     remote.push_back({number, worker_label(worker.slot), spec_.command,
                       ssh::remote_worker_environment(worker.env, keep_), cwd_});
   }
@@ -170,6 +194,12 @@ void RemoteWorkers::on_exit(int number, const ProcessEnd& exit, bool output_open
   auto it = running_.find(number);
   if (it == running_.end() || it->second.ended) return;
   const WorkerId id = it->second.id;
+  // Its agent was lost (the host's other workers end so too, and on_host_lost follows): the
+  // host's next workers get a new agent, even if they start before on_host_lost comes.
+  if (exit.kind == ProcessEnd::Kind::kLostConnection &&
+      link_of_[it->second.host] == it->second.link) {
+    lost_.insert(it->second.host);
+  }
   if (output_open) {
     it->second.ended = true;
   } else {
@@ -240,8 +270,13 @@ std::vector<WorkerId> RemoteWorkers::request_stacks() {
   return out;
 }
 
+// Agents that connected to hvdrun exit non-zero unless told how the job ended: a per-node
+// start's with the job's status; srun's with 0 (hvdrun reports the job's status itself, and
+// srun would print a line for each agent's non-zero one).
 void RemoteWorkers::end_job(int status, bool again) {
-  if (!closed_ && spec_.launcher == JobSpec::Launcher::kNodes) spawner_->end_job(status, again);
+  if (closed_) return;
+  if (spec_.launcher == JobSpec::Launcher::kNodes) spawner_->end_job(status, again);
+  if (spec_.launcher == JobSpec::Launcher::kSlurm) spawner_->end_job(0, again);
 }
 
 void RemoteWorkers::close() {

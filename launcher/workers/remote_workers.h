@@ -4,7 +4,9 @@
 // WorkerId (the SSH layer routes by a number this class gives each worker). Reads JobSpec:
 // ssh_port, ssh_identity_file, ssh_host_key_check, remote_hvdrun, start_timeout, verbose.
 // Lifetime: owned by WorkerPools, used on the io thread only; close() (or destruction)
-// closes every SSH session, and the remote agents then kill their workers.
+// closes every SSH session, and the remote agents then kill their workers. A host whose agent
+// was lost gets a new one (a new link: SSH session, srun step, or the node's next agent) the
+// next time workers start there; its readiness is not reported again.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -13,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,7 +74,8 @@ class RemoteWorkers final : public WorkerPool {
   // returns the workers whose stacks may come.
   std::vector<WorkerId> request_stacks();
   // The job is over with `status`: agents started on their own (per-node starts) exit with it,
-  // or, with `again`, connect again for this hvdrun's next run (the job after its preflight).
+  // srun's with 0, or, with `again`, they connect again for this hvdrun's next run (the job
+  // after its preflight).
   void end_job(int status, bool again);
   // Closes every session now (joins the host threads); the agents kill what is left there.
   void close() override;
@@ -87,6 +91,7 @@ class RemoteWorkers final : public WorkerPool {
   struct Running {
     WorkerId id;
     std::size_t host = 0;  // JobSpec::hosts index
+    std::size_t link = 0;  // the spawner's link it started on
     bool ended = false;    // its end was reported; its output is still coming
   };
   struct HostStart {
@@ -106,7 +111,10 @@ class RemoteWorkers final : public WorkerPool {
   boost::asio::io_context& io_;
   OutputSink& sink_;
   const JobSpec& spec_;
-  std::vector<std::size_t> hosts_;            // spawner index -> the job's host index
+  std::vector<std::size_t> hosts_;              // spawner (link) index -> the job's host index
+  std::map<std::size_t, std::size_t> link_of_;  // the job's host index -> its current link
+  std::set<std::size_t> lost_;        // job hosts whose agent was lost: a new link when used
+  std::set<std::size_t> reconnects_;  // links made for a lost agent, until ready or failed
   std::map<std::size_t, std::string> names_;  // the job's host index -> its name
   Callbacks callbacks_;
   std::vector<std::string> keep_;   // -x names: kept in the remote environment

@@ -70,6 +70,7 @@ void set_slot_values(std::map<std::string, std::string>& env, const JobSpec& spe
 // inside another job) is never passed on. libhvdrun's settings (HVDRUN_TIMEOUT,
 // HVDRUN_BACKEND, HVDRUN_FUSION_*, ...) pass like any other variable.
 bool launcher_owned(const std::string& name) {
+  if (name == env::kNodesSecret || name.starts_with(env::kSlurmMovePrefix)) return true;
   for (const char* owned :
        {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kHostname, env::kStartTimeout,
         env::kLogLevel, env::kNetworkInterface, env::kElastic, env::kElasticTimeout, env::kSpare,

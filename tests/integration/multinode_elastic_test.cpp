@@ -116,6 +116,37 @@ TEST(TestHostsElastic, AKilledNodeAgentIsOneLostHost) {
   EXPECT_TRUE(wait_hosts_idle({2}, seconds(5)).empty());
 }
 
+// A host whose node agent was killed gets a new agent (a new SSH session) when its cooldown
+// ends: its workers start there again and join, instead of failing at once with the old
+// agent's error (one loss and one return: --reset-limit 2 is enough), and the job finishes
+// with all four.
+TEST(TestHostsElastic, AKilledNodeAgentsHostComesBackWithANewAgent) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-np", "4", "--min-np", "2", "-H", "hvdt-h1:2,hvdt-h2:2",
+                   "--blacklist-cooldown-range", "1", "1", "--reset-limit", "2", "--verbose"},
+                  16),
+      home.env());
+  ASSERT_EQ(wait_for_pids(dir.path, 4, seconds(30)).size(), 4u);
+  std::this_thread::sleep_for(milliseconds(1000));  // the four train together
+  const pid_t agent = node_agent_pid(2);
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  const auto r = job.finish(seconds(150));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "host hvdt-h2 unused for 1 s")) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdt-h2: a new node agent in place of the lost one")) << r.err;
+  EXPECT_FALSE(contains(r.err, "unused for 2 s")) << "the host failed again: " << r.err;
+  const auto done = finished(r.out);
+  EXPECT_EQ(done.size(), 4u) << r.out << r.err;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 4) << r.out;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(wait_hosts_idle({1, 2}, seconds(5)).empty());
+}
+
 // A static job: a killed node agent fails the job, naming the host, and leaves nothing behind.
 TEST(TestHostsElastic, AKilledNodeAgentFailsAStaticJob) {
   REQUIRE_TEST_HOSTS();

@@ -2,12 +2,15 @@
 // runs the same hvdrun command with its own node rank; node 0 runs the job, the others run
 // node agents that connect to its endpoint, waiting for it when it comes late; the PyTorchJob
 // variables alone; a wrong secret refused, named; --preflight and --preflight-only, after
-// which every node exits with the outcome.
+// which every node exits with the outcome; a node whose launcher went away or that was
+// refused exits non-zero; idle strangers on the endpoint keep no node out.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -53,6 +56,8 @@ std::vector<std::string> node_command(int nnodes, int rank, int port,
 struct SecretFile {
   explicit SecretFile(const std::string& secret) {
     std::ofstream(dir.path / "secret") << secret << "\n";
+    std::filesystem::permissions(dir.path / "secret", std::filesystem::perms::owner_read |
+                                                          std::filesystem::perms::owner_write);
   }
   std::string path() const { return (dir.path / "secret").string(); }
   TempDir dir;
@@ -171,23 +176,129 @@ TEST(PerNode, ThePyTorchJobVariablesAlone) {
 // Node 1 has another secret: node 0 refuses it, says so, and fails at its start timeout naming
 // the node; node 1 says the launcher would not have it.
 TEST(PerNode, AWrongSecretIsRefusedAndNamed) {
-  const SecretFile right("the-right-secret"), wrong("a-wrong-secret");
+  const SecretFile right("the-right-secret"), wrong("a-wrong-secret-of-node-1");
   const int port = free_port();
   HvdrunProcess node1(node_command(2, 1, port, wrong.path()));
   auto cmd = node_command(2, 0, port, right.path());
   cmd.insert(cmd.begin(), {"--start-timeout", "4"});
   auto job = run_hvdrun(cmd, {}, seconds(60));
   EXPECT_NE(job.status, 0) << job.err;
-  EXPECT_TRUE(contains(job.err, "agent handshake: the agent does not know the job's secret"))
-      << job.err;
+  EXPECT_TRUE(contains(job.err, "its proof does not match this job's secret")) << job.err;
   EXPECT_TRUE(
       contains(job.err, "the node agent of node-1 did not connect within the start timeout"))
       << job.err;
   const auto r = node1.finish(seconds(30));
-  EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_TRUE(
-      contains(r.err, "agent handshake: the connection closed before the proof from the launcher"))
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "the launcher refused this agent's proof: the secrets differ"))
       << r.err;
+}
+
+// A program that writes its pid into `dir` (RANK.pid) and sleeps: workers to look for.
+std::vector<std::string> sleeping_workers(std::vector<std::string> args, const TempDir& dir) {
+  args.resize(args.size() - 3);  // the program: instead of the training example
+  for (const std::string& word :
+       {std::string("/bin/sh"), std::string("-c"),
+        "echo $$ > " + dir.path.string() + "/$RANK.pid; exec sleep 120"}) {
+    args.push_back(word);
+  }
+  return args;
+}
+
+// Node 0 killed mid-job: the other node's hvdrun exits non-zero, saying why, and none of the
+// workers (node 0's or its own) outlives its node's hvdrun.
+TEST(PerNode, WhenNodeZeroIsKilledTheOthersExitNonZeroAndNoWorkerIsLeft) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  const int port = free_port();
+  const TempDir pids;
+  HvdrunProcess node1(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
+  HvdrunProcess node0(sleeping_workers(node_command(2, 0, port, secret.path()), pids));
+  const auto workers = wait_for_pids(pids.path, 4, seconds(60));
+  ASSERT_EQ(workers.size(), 4u);
+  node0.signal(SIGKILL);
+  const auto r = node1.finish(seconds(30));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "closed the connection before the job's end")) << r.err;
+  EXPECT_TRUE(wait_until_gone(workers, seconds(10)).empty());
+  node0.finish(seconds(10));
+}
+
+// A node whose agent was stopped (SIGSTOP) past the launcher's heartbeat limit is lost and the
+// job fails; continued, the node's hvdrun learns that and exits non-zero.
+TEST(PerNode, ANodeLostWhileStoppedExitsNonZeroWhenContinued) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  const int port = free_port();
+  const TempDir pids;
+  HvdrunProcess node1(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
+  auto command = sleeping_workers(node_command(2, 0, port, secret.path()), pids);
+  HvdrunProcess node0(command);
+  ASSERT_EQ(wait_for_pids(pids.path, 4, seconds(60)).size(), 4u);
+  node1.signal(SIGSTOP);
+  const auto job = node0.finish(seconds(60));  // the agent's silence: node-1 lost
+  EXPECT_NE(job.status, 0) << job.err;
+  node1.signal(SIGCONT);
+  const auto r = node1.finish(seconds(30));
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "closed the connection before the job's end")) << r.err;
+}
+
+// Two nodes given the same --node-rank: the second is refused, says why, and exits non-zero.
+TEST(PerNode, ASecondNodeOfTheSameRankIsRefusedSayingWhy) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  const int port = free_port();
+  const TempDir pids;
+  HvdrunProcess node1(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
+  HvdrunProcess node0(sleeping_workers(node_command(2, 0, port, secret.path()), pids));
+  ASSERT_EQ(wait_for_pids(pids.path, 4, seconds(60)).size(), 4u);
+  HvdrunProcess again(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
+  const auto r = again.finish(seconds(30));
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "the launcher refused this node: node 'node-1' already has its agent"))
+      << r.err;
+  node0.signal(SIGTERM);
+  EXPECT_NE(node0.finish(seconds(30)).status, 0);
+  EXPECT_NE(node1.finish(seconds(30)).status, 0);
+}
+
+// `count` connections to 127.0.0.1:`port` that say nothing, made as soon as the port listens.
+std::vector<int> idle_strangers(int port, int count, milliseconds deadline) {
+  std::vector<int> strangers;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const auto end = std::chrono::steady_clock::now() + deadline;
+  while (static_cast<int>(strangers.size()) < count && std::chrono::steady_clock::now() < end) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      strangers.push_back(fd);
+    } else {
+      ::close(fd);
+      std::this_thread::sleep_for(milliseconds(20));  // node 0 does not listen yet
+    }
+  }
+  return strangers;
+}
+
+// 150 strangers hold idle connections to node 0's endpoint before node 1 comes: the job still
+// forms and succeeds, and both nodes exit 0.
+TEST(PerNode, IdleStrangersOnTheEndpointDoNotKeepANodeOut) {
+  const SecretFile secret("shared-secret-of-the-nodes");
+  const int port = free_port();
+  HvdrunProcess node0(node_command(2, 0, port, secret.path()));
+  const auto strangers = idle_strangers(port, 150, seconds(30));
+  ASSERT_EQ(strangers.size(), 150u);
+  const auto start = std::chrono::steady_clock::now();
+  HvdrunProcess node1(node_command(2, 1, port, secret.path()));
+  const auto job = node0.finish(seconds(90));
+  EXPECT_EQ(job.status, 0) << job.err;
+  EXPECT_TRUE(contains(job.out, "[0]<stdout>:all 4 ranks agree")) << job.out << job.err;
+  std::printf("150 idle strangers: the job of 2 nodes ran in %lld ms\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start)
+                      .count()));
+  EXPECT_EQ(node1.finish(seconds(30)).status, 0);
+  for (const int fd : strangers) ::close(fd);
 }
 
 TEST(PerNode, BadFlagsAreNamed) {

@@ -233,6 +233,37 @@ TEST(Slurm, APreflightChecksEveryNodeAndCtrlCThenReachesTheMovedJob) {
   EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
 }
 
+// Preemption: scancel of a batch job of 3 nodes x 2 ranks. Slurm sends every process of the
+// job SIGTERM; every rank, on every node, gets it once, is given its grace period to save (1 s
+// here), and its last line reaches the job's output; the agents' messages say srun, not SSH.
+TEST(Slurm, ScancelOfABatchJobLetsEveryRankSaveOnce) {
+  REQUIRE_SLURM();
+  TempDir dir;
+  const auto pids = dir.path / "pids";
+  std::filesystem::create_directory(pids);
+  const auto out = dir.path / "job.out";
+  {
+    std::ofstream script(dir.path / "job.sh");
+    script << "#!/bin/sh\nexec " << HVDRUN_BINARY << " /bin/sh -c '"
+           << "n=0; trap \"n=\\$((n+1))\" TERM; echo $$ > " << pids.string() << "/$RANK.pid; "
+           << "while [ $n = 0 ]; do sleep 0.05; done; sleep 1; "
+           << "echo rank $RANK saved after $n SIGTERM'\n";
+  }
+  HvdrunProcess job("/usr/bin/sbatch",
+                    {"--wait", "-N", "3", "-n", "6", "-J", "hvdrun-preempt-test", "-o",
+                     out.string(), (dir.path / "job.sh").string()},
+                    slurm_env(), "/dev/null");
+  ASSERT_EQ(wait_for_pids(pids, 6, seconds(30)).size(), 6u);
+  ASSERT_EQ(std::system("SLURM_CONF=/tmp/hvds-slurm/slurm.conf scancel -n hvdrun-preempt-test"), 0);
+  job.finish(seconds(60));
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rank_missing_line(text, 6, " saved after 1 SIGTERM"), std::nullopt) << text;
+  EXPECT_TRUE(contains(text, "the scheduler signalled every rank itself")) << text;
+  EXPECT_FALSE(contains(text, "[ssh]")) << text;
+  EXPECT_TRUE(wait_nodes_idle(seconds(20)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
 // An elastic job (srun --no-kill) loses node 3's agent: the job re-forms on the 2 other nodes
 // and finishes with every sample applied once.
 TEST(Slurm, AnElasticJobLosingANodeReFormsWithoutIt) {

@@ -144,7 +144,7 @@ TEST(Cli, PreflightIsRefusedWhereItsHostsWouldNotBeTheJobs) {
   EXPECT_THAT(error_of(per_node({"--preflight", "--preflight-exclude"})),
               HasSubstr("--preflight-exclude and --nnodes cannot be used together"));
   EXPECT_THAT(error_of(per_node({"--preflight", "--min-np", "1"})),
-              HasSubstr("--preflight in an elastic job and --nnodes cannot be used together"));
+              HasSubstr("--min-np and --nnodes cannot be used together"));
   std::filesystem::remove(secret);
 }
 

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <thread>
+#include <vector>
 
 namespace hvdrun::launcher {
 namespace {
@@ -59,12 +60,13 @@ struct Usr2Handler {
   struct sigaction old {};
 };
 
-// Two strangers connect first and say nothing: the moved hvdrun still gets through at once,
-// and a signal sent reaches it.
+// 100 strangers connect first and say nothing, more than the port's 16 slots for unproven
+// connections: the moved hvdrun still gets through at once, and a signal sent reaches it.
 TEST(MovedControl, ASignalReachesTheMovedHvdrunPastSilentStrangers) {
   const Usr2Handler handler;
   ControlPort port;
-  const int stranger1 = connect_to(port), stranger2 = connect_to(port);
+  std::vector<int> strangers;
+  for (int i = 0; i < 100; ++i) strangers.push_back(connect_to(port));
   const auto start = std::chrono::steady_clock::now();
   {
     const ControlLink link(env_of(port, port.secret()));
@@ -74,8 +76,7 @@ TEST(MovedControl, ASignalReachesTheMovedHvdrunPastSilentStrangers) {
     ASSERT_TRUE(port.send(SIGUSR2));
     EXPECT_TRUE(eventually([&] { return usr2_seen.load() == before + 1; }));
   }
-  ::close(stranger1);
-  ::close(stranger2);
+  for (const int fd : strangers) ::close(fd);
 }
 
 // The moved hvdrun runs twice with --preflight (the probes, then the job), each run with its

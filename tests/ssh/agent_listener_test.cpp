@@ -11,8 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 
+#include "common/unique_fd.h"
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_protocol.h"
 #include "launcher/remote/agent_dismissal.h"
@@ -97,7 +101,8 @@ TEST(AgentListener, AnAgentWithTheSecretIsHandedToTheWaitForItsNode) {
   SocketCanceller canceller;
   AgentConnection connection = listener.wait_for("node-b", Clock::now() + 10s, canceller);
   ASSERT_NE(connection.transport, nullptr);
-  EXPECT_EQ(connection.ready.where.rfind("node-b (127.0.0.1:", 0), 0u) << connection.ready.where;
+  EXPECT_EQ(connection.ready.where.rfind("node-b (node agent, 127.0.0.1:", 0), 0u)
+      << connection.ready.where;
   EXPECT_EQ(connection.ready.local_addr, "127.0.0.1");
   EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 200ms, canceller), TimeoutError);
 }
@@ -108,9 +113,9 @@ TEST(AgentListener, AWrongSecretIsRefusedOnBothSides) {
   SocketCanceller canceller;
   EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 2s, canceller), TimeoutError);
   const auto [status, err] = agent.finish();
-  EXPECT_EQ(status, 1) << err;
+  EXPECT_EQ(status, 2) << err;
   EXPECT_NE(err.find("hvdrun node agent: the launcher at 127.0.0.1:"), std::string::npos) << err;
-  EXPECT_NE(err.find("agent handshake: the connection closed before the proof from the launcher"),
+  EXPECT_NE(err.find("the launcher refused this agent's proof: the secrets differ"),
             std::string::npos)
       << err;
 }
@@ -120,8 +125,26 @@ TEST(AgentListener, AnAgentOfAnotherNodeIsRefused) {
   ConnectingAgent stranger(listener.port(), "node-z", kSecret);
   SocketCanceller canceller;
   EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 1s, canceller), TimeoutError);
-  const auto [status, err] = stranger.finish();  // its connection closed: it ends
-  EXPECT_EQ(status, 0) << err;
+  const auto [status, err] = stranger.finish();  // told why: it ends, non-zero
+  EXPECT_EQ(status, 2) << err;
+  EXPECT_NE(err.find("the launcher refused this node: 'node-z' is not a host of this job"),
+            std::string::npos)
+      << err;
+}
+
+// A second agent for a node that has one (two nodes given the same --node-rank) is told so.
+TEST(AgentListener, ASecondAgentOfANodeIsRefusedSayingWhy) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  ConnectingAgent first(listener.port(), "node-a", kSecret);
+  SocketCanceller canceller;
+  const auto connection = listener.wait_for("node-a", Clock::now() + 10s, canceller);
+  ASSERT_NE(connection.transport, nullptr);
+  ConnectingAgent second(listener.port(), "node-a", kSecret);
+  const auto [status, err] = second.finish();
+  EXPECT_EQ(status, 2) << err;
+  EXPECT_NE(err.find("the launcher refused this node: node 'node-a' already has its agent"),
+            std::string::npos)
+      << err;
 }
 
 TEST(AgentListener, AConnectionThatSaysNothingDoesNotBlockOthers) {
@@ -138,27 +161,43 @@ TEST(AgentListener, AConnectionThatSaysNothingDoesNotBlockOthers) {
   ::close(silent);
 }
 
-// 64 connections that say nothing fill every handshake slot: an agent that comes then is
-// closed before any challenge, and connects again until it gets through.
-TEST(AgentListener, AnAgentTurnedAwayWhileTheLauncherIsBusyComesBack) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
-  std::vector<int> silent;
+// `count` connections to `port` that say nothing and stay open, from 127.0.0.1.
+std::vector<UniqueFd> idle_strangers(std::uint16_t port, std::size_t count) {
+  std::vector<UniqueFd> strangers;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(listener.port());
+  addr.sin_port = htons(port);
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  for (std::size_t i = 0; i < AgentListener::kMaxHandshakes; ++i) {
-    // Close-on-exec: the agent started below must not hold them open.
-    silent.push_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    ASSERT_EQ(::connect(silent.back(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    // Close-on-exec: the agent started later must not hold them open.
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      throw std::runtime_error("connect: " + std::string(std::strerror(errno)));
+    }
+    strangers.push_back(std::move(fd));
   }
-  std::this_thread::sleep_for(200ms);  // all of them in their handshakes
-  ConnectingAgent agent(listener.port(), "node-a", kSecret);
-  std::this_thread::sleep_for(500ms);  // turned away at least once
-  for (const int fd : silent) ::close(fd);
-  SocketCanceller canceller;
-  EXPECT_NE(listener.wait_for("node-a", Clock::now() + 10s, canceller).transport, nullptr);
+  return strangers;
 }
+
+// Hundreds of strangers connect first and hold their connections without a word (more than
+// the slots for unproven connections): the agent that comes after them still gets in, well
+// within its start timeout, while they stay connected. The time it took is printed.
+class IdleStrangers : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(IdleStrangers, DoNotKeepTheAgentOut) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  const auto strangers = idle_strangers(listener.port(), GetParam());
+  const auto start = Clock::now();
+  ConnectingAgent agent(listener.port(), "node-a", kSecret);
+  SocketCanceller canceller;
+  EXPECT_NE(listener.wait_for("node-a", Clock::now() + 20s, canceller).transport, nullptr);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  std::printf("%zu idle strangers: the agent was in after %lld ms\n", GetParam(),
+              static_cast<long long>(took.count()));
+  EXPECT_LE(listener.unproven(), AuthenticatedAcceptor::Limits{}.max_unproven);
+}
+
+INSTANTIATE_TEST_SUITE_P(AgentListener, IdleStrangers, ::testing::Values(150, 1000));
 
 // The agent told to come again connects to the port's next listener: here the dismissal of a
 // per-node start's agents after --preflight-only, whose status the agent exits with.

@@ -302,14 +302,54 @@ TEST(NodeAgent, EofKillsEveryWorkerAndItsChildren) {
   for (const pid_t pid : pids) EXPECT_TRUE(ssh::test::wait_gone(pid, 5s)) << pid;
 }
 
-TEST(NodeAgent, SigtermToTheAgentTakesItsWorkersDown) {
+// SIGTERM to the agent (a scheduler's preemption): each worker gets it once, even when the
+// launcher's own SIGTERM follows; a worker that saves for a while is given the time, its last
+// lines are relayed and its end reported; the agent lives on until the launcher closes.
+TEST(NodeAgent, SigtermReachesEachWorkerOnceAndTheAgentRelaysTheirLastLines) {
+  AgentProcess agent;
+  for (std::uint32_t id = 0; id < 2; ++id) {
+    agent.send(spawn(id, {"/bin/sh", "-c",
+                          "n=0; trap 'n=$((n+1)); echo term $n' TERM; echo ready; "
+                          "while [ $n = 0 ]; do sleep 0.05; done; sleep 0.7; echo saved $n"}));
+  }
+  std::map<std::uint32_t, Result> ready;
+  for (int i = 0; i < 200; ++i) {  // both running their trap
+    auto frame = agent.next_frame(100ms);
+    if (!frame) continue;
+    if (auto* output = std::get_if<OutputFrame>(&*frame)) {
+      ready[output->id].out += output->bytes;
+      agent.send(CreditFrame{static_cast<std::uint32_t>(output->bytes.size())});
+    }
+    if (ready[0].out.find("ready") != std::string::npos &&
+        ready[1].out.find("ready") != std::string::npos) {
+      break;
+    }
+  }
+  ASSERT_NE(ready[1].out.find("ready"), std::string::npos);
+  ::kill(agent.pid(), SIGTERM);
+  agent.send(SignalFrame{SignalFrame::kEveryWorker, SIGTERM});  // the launcher's, after it
+  auto done = collect(agent, {0, 1}, 10s);
+  for (std::uint32_t id = 0; id < 2; ++id) {
+    ASSERT_TRUE(done[id].exit.has_value()) << id << " " << agent.err();
+    EXPECT_TRUE(done[id].exit->end.success()) << done[id].exit->end.describe();
+    EXPECT_NE(done[id].out.find("term 1\nsaved 1\n"), std::string::npos) << done[id].out;
+  }
+  EXPECT_NE(agent.err().find("SIGTERM from pid "), std::string::npos) << agent.err();
+  EXPECT_NE(agent.err().find("passed to its workers"), std::string::npos) << agent.err();
+  EXPECT_FALSE(agent.wait_exit(200ms).has_value());  // still serving the launcher
+  agent.close_stdin();
+  ASSERT_TRUE(agent.finish(10s).has_value());
+}
+
+// SIGINT (or SIGHUP) to the agent ends it now: its workers are taken down.
+TEST(NodeAgent, SigintToTheAgentTakesItsWorkersDown) {
   AgentProcess agent;
   const pid_t worker = start_sleeper(agent, 0);
   ASSERT_GT(worker, 0);
-  ::kill(agent.pid(), SIGTERM);
+  ::kill(agent.pid(), SIGINT);
   const auto status = agent.finish(10s);
   ASSERT_TRUE(status.has_value());
-  EXPECT_NE(agent.err().find("ending on SIGTERM"), std::string::npos) << agent.err();
+  EXPECT_NE(agent.err().find("ending on SIGINT"), std::string::npos) << agent.err();
   EXPECT_TRUE(ssh::test::wait_gone(worker, 5s));
 }
 

@@ -1,0 +1,12 @@
+// The "agents" logger (agents_log.h).
+#include "launcher/remote/agents_log.h"
+
+#include "common/logger.h"
+
+namespace hvdrun::launcher::ssh {
+
+std::shared_ptr<spdlog::logger> agents_logger() {
+  return named_logger("agents");
+}
+
+}  // namespace hvdrun::launcher::ssh
