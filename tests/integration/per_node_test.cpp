@@ -173,6 +173,28 @@ TEST(PerNode, ThePyTorchJobVariablesAlone) {
   EXPECT_EQ(node1.finish(seconds(30)).status, 0);
 }
 
+// The nodes' long-lived secret (here in each pod's environment, as a Kubernetes Secret gives
+// it) reaches no worker on any node, under any name: workers get a fresh key of the job's.
+TEST(PerNode, NoWorkerSeesTheNodesSecret) {
+  const int port = free_port();
+  const std::string secret = "the-nodes-long-lived-secret";
+  const auto env = [&](int rank) {
+    return std::map<std::string, std::string>{{"PET_NNODES", "2"},
+                                              {"PET_NODE_RANK", std::to_string(rank)},
+                                              {"PET_NPROC_PER_NODE", "2"},
+                                              {"PET_MASTER_ADDR", "127.0.0.1"},
+                                              {"PET_MASTER_PORT", std::to_string(port)},
+                                              {"HVDRUN_RDZV_SECRET", secret}};
+  };
+  const std::vector<std::string> program = {
+      "/bin/sh", "-c", "echo rank $RANK has $(env | grep -c " + secret + ") copies"};
+  HvdrunProcess node1(program, env(1));
+  const auto job = run_hvdrun(program, env(0), seconds(60));
+  EXPECT_EQ(job.status, 0) << job.err;
+  EXPECT_EQ(rank_missing_line(job.out, 4, " has 0 copies"), std::nullopt) << job.out;
+  EXPECT_EQ(node1.finish(seconds(30)).status, 0);
+}
+
 // Node 1 has another secret: node 0 refuses it, says so, and fails at its start timeout naming
 // the node; node 1 says the launcher would not have it.
 TEST(PerNode, AWrongSecretIsRefusedAndNamed) {

@@ -48,6 +48,20 @@ TEST(Slurm, SallocWithNoHostFlagsTrainsOnEveryNode) {
   EXPECT_TRUE(wait_nodes_idle(seconds(10)).empty()) << joined(wait_nodes_idle(seconds(0)));
 }
 
+// The hvdrun that moved into its allocation passes none of its move's variables (its control
+// port's secret among them) to any worker, on its own node or through the agents' srun.
+TEST(Slurm, NoWorkerSeesTheMovesVariables) {
+  REQUIRE_SLURM();
+  auto r = HvdrunProcess("/usr/bin/salloc",
+                         {"-N", "3", "-n", "3", HVDRUN_BINARY, "/bin/sh", "-c",
+                          "echo rank $RANK has $(env | grep -c HVDRUN_SLURM_) move variables"},
+                         slurm_env(), "/dev/null")
+               .finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "running the job from its first node")) << r.err;
+  EXPECT_EQ(rank_missing_line(r.out, 3, " has 0 move variables"), std::nullopt) << r.out;
+}
+
 // -n 3 on 2 nodes: SLURM_TASKS_PER_NODE=2,1; each rank says where it runs.
 TEST(Slurm, HeterogeneousTaskCountsGiveEachNodeItsSlots) {
   REQUIRE_SLURM();
