@@ -50,9 +50,12 @@ PreflightDecision without_job(const JobSpec& spec, int status) {
 
 JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
   JobSpec probe = spec;
-  // The hosts that may get ranks: -np of them, or --max-np in an elastic job.
-  probe.hosts.resize(
-      hosts_used(spec.hosts, std::max(spec.num_proc, spec.elastic.max_np.value_or(0))));
+  // Every host the job may use: a static job's first -np slots' hosts; with
+  // --preflight-exclude, or in an elastic job, every host (the job may take any of them in
+  // place of one that failed, so none is used unchecked).
+  if (!spec.preflight.exclude && !spec.elastic_job()) {
+    probe.hosts.resize(hosts_used(spec.hosts, spec.num_proc));
+  }
   const int total = total_slots(probe.hosts);
   probe.num_proc = total;
   probe.elastic = ElasticSpec{};

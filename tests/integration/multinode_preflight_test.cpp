@@ -80,6 +80,21 @@ TEST(TestHostsPreflight, AHostWithoutTheProgramIsLeftOutWithPreflightExclude) {
   std::filesystem::remove_all(dir);
 }
 
+// --preflight-exclude may move the job onto hosts beyond its first -np slots: those are checked
+// too. Here no host has the program: both fail, and no job runs on an unchecked one.
+TEST(TestHostsPreflight, WithPreflightExcludeEveryHostIsCheckedBeforeItIsUsed) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  const auto r =
+      run_hvdrun({"-np", "1", "-H", "hvdt-h1:1,hvdt-h2:1", "--preflight", "--preflight-exclude",
+                  "--preflight-slack", "60", "no-such-program-anywhere"},
+                 home.env(), seconds(90));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 2 hosts in ")) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(hvdt-h2 .*FAIL: program)"))) << r.err;
+  EXPECT_TRUE(contains(r.err, "the hosts that passed give 0 slots, fewer than -np 1")) << r.err;
+}
+
 TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJobGoesOn) {
   REQUIRE_TEST_HOSTS();
   TestHome home;

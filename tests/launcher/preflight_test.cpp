@@ -349,12 +349,16 @@ TEST(Preflight, ALinkTransferThatFailedFailsItsHost) {
   EXPECT_TRUE(alone.failed().empty());
 }
 
-TEST(Preflight, OnlyTheHostsTheJobMayUseAreProbed) {
+TEST(Preflight, EveryHostTheJobMayUseIsProbed) {
   JobSpec spec = two_hosts(2);  // a:2 holds both ranks
   EXPECT_EQ(probe_job(spec, "p").hosts.size(), 1u);
   EXPECT_EQ(probe_job(spec, "p").num_proc, 2);
+  JobSpec exclude = spec;  // b takes a's ranks if a fails: b is checked too
+  exclude.preflight.exclude = true;
+  EXPECT_EQ(probe_job(exclude, "p").hosts.size(), 2u);
+  EXPECT_EQ(probe_job(exclude, "p").num_proc, 4);
   spec.elastic.min_np = 2;
-  spec.elastic.max_np = 4;  // it may grow onto b
+  spec.elastic.max_np = 2;  // b takes a's place in a cooldown
   EXPECT_EQ(probe_job(spec, "p").hosts.size(), 2u);
 }
 
