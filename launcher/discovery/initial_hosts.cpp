@@ -10,6 +10,7 @@
 #include "launcher/discovery/discovery_script.h"
 #include "launcher/output/logging.h"
 #include "launcher/process/interrupted.h"
+#include "launcher/process/signal_watch.h"
 #include "launcher/spec/hosts.h"
 
 namespace hvdrun::launcher {
@@ -23,6 +24,7 @@ std::vector<HostSpec> initial_hosts(const JobSpec& spec, Watchdog& watchdog,
   asio::steady_timer deadline(io), next_run(io);
   asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);  // as the job's (job/job_teardown.cpp)
   signals.add(SIGQUIT);
+  const JobSignalsUnblocked unblocked;  // its handlers are in: a Ctrl-C ends the wait
   int interrupted_by = 0;
   std::optional<std::vector<HostSpec>> hosts;
   std::string failure;

@@ -31,6 +31,7 @@
 #include "launcher/job/stragglers.h"
 #include "launcher/job/timeline.h"
 #include "launcher/job/worker_table.h"
+#include "launcher/output/note_rate.h"
 #include "launcher/plan/elastic_membership.h"
 #include "launcher/policy/policy.h"
 #include "launcher/process/signal_watch.h"
@@ -232,10 +233,11 @@ class Job final : private RendezvousEvents, private PoolEvents {
   bool interrupted_ = false;
   std::optional<Clock::time_point> interrupted_at_;
   std::optional<SignalEvent> stop_signal_;  // the first signal that ends the job
-  bool announce_pending_ = false;           // the first failure's note waits for that rank's pipes
-  Clock::duration remote_drain_waited_{};   // unpaused, in kDraining
-  boost::asio::signal_set children_;        // SIGCHLD
-  SignalWatch signals_;                     // the signals sent to hvdrun, with their senders
+  NoteRate signal_notes_;  // forwarded (or not) signals: a flood of them is not a flood of lines
+  bool announce_pending_ = false;          // the first failure's note waits for that rank's pipes
+  Clock::duration remote_drain_waited_{};  // unpaused, in kDraining
+  boost::asio::signal_set children_;       // SIGCHLD
+  SignalWatch signals_;                    // the signals sent to hvdrun, with their senders
   boost::asio::steady_timer grace_timer_;
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output

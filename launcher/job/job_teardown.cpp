@@ -43,7 +43,8 @@ void Job::on_signal(const SignalEvent& signal) {
     return forward_signal(signal);
   }
   if (signo == SIGUSR1 || signo == SIGUSR2) {
-    note(signal.describe() + " ignored: not in --forward-signals");
+    signal_notes_.note(signal_name(signo) + " ignored",
+                       signal.describe() + " ignored: not in --forward-signals");
     return;
   }
   if (signo == SIGQUIT) {  // Ctrl-\: every rank's stack, and the job goes on
@@ -105,7 +106,8 @@ void Job::on_signal(const SignalEvent& signal) {
 void Job::forward_signal(const SignalEvent& signal) {
   const std::size_t ranks = running();
   if (ranks == 0 || state_.is(JobState::kTerminating) || state_.is(JobState::kDraining)) {
-    note(signal.describe() + " not forwarded: no rank runs");
+    signal_notes_.note(signal_name(signal.signo) + " not forwarded",
+                       signal.describe() + " not forwarded: no rank runs");
     return;
   }
   if (spares_.empty()) {
@@ -116,7 +118,8 @@ void Job::forward_signal(const SignalEvent& signal) {
     });
   }
   trace_event("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
-  note("forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
+  signal_notes_.note("forwarded " + signal_name(signal.signo),
+                     "forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }
 
 // SIGTERM to every worker, SIGKILL to those left when the grace period ends. A SIGTERM that
@@ -184,6 +187,7 @@ void Job::finish() {
   deadline_timer_.cancel();
   if (discovery_) discovery_->cancel();
   take_samples();  // the last second's (of workers still connected)
+  signal_notes_.flush();
   boost::system::error_code ignored;
   children_.clear(ignored);  // restores the default dispositions
   children_.cancel(ignored);

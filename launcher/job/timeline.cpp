@@ -3,6 +3,7 @@
 #include "launcher/job/timeline.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <boost/json/src.hpp>
 #include <cerrno>
@@ -32,7 +33,11 @@ Timeline::Timeline(const std::string& path, std::size_t max_events, Clock::time_
   if (!fd_.valid()) {
     throw UsageError("--timeline " + path + ": cannot create it: " + std::strerror(errno));
   }
-  write_all(fd_.get(), "[\n");
+  if (const int error = write_all(fd_.get(), "[\n"); error != 0) {
+    failed_ = true;
+    note("cannot write --timeline " + path + ": " + std::strerror(error));
+  }
+  good_ = 2;
   name_process(kLauncher, "hvdrun");
   name_thread(kLauncher, 0, "generations and events");
 }
@@ -45,20 +50,26 @@ std::int64_t Timeline::micros(Clock::time_point at) const {
   return std::chrono::duration_cast<std::chrono::microseconds>(at - origin_).count();
 }
 
-void Timeline::write(const std::string& event, bool counted) {
+// At most max_events_ events in all, metadata too, the last place kept for the one that says
+// what was dropped. Each event is one write; one that fails (a full disk) is cut off again, so
+// the file always ends with a whole event.
+void Timeline::write(const std::string& event, bool last) {
   if (!fd_.valid() || failed_) return;
-  if (counted && written_ >= max_events_) {
+  if (!last && written_ + 1 >= max_events_) {
     ++dropped_;
     return;
   }
-  if (counted) ++written_;
+  ++written_;
   const std::string text = (first_ ? "" : ",\n") + event;
-  first_ = false;
   if (const int error = write_all(fd_.get(), text); error != 0) {
     failed_ = true;
+    [[maybe_unused]] const int cut = ::ftruncate(fd_.get(), good_);
     note("cannot write --timeline " + path_ + ": " + std::strerror(error) +
-         "; the rest of the timeline is lost");
+         "; the rest of the timeline is lost (what was written stays loadable)");
+    return;
   }
+  first_ = false;
+  good_ += static_cast<off_t>(text.size());
 }
 
 void Timeline::name_process(int pid, const std::string& name) {
@@ -66,8 +77,7 @@ void Timeline::name_process(int pid, const std::string& name) {
                                      {"name", "process_name"},
                                      {"pid", pid},
                                      {"tid", 0},
-                                     {"args", json::object{{"name", name}}}}),
-        false);
+                                     {"args", json::object{{"name", name}}}}));
 }
 
 void Timeline::name_thread(int pid, int tid, const std::string& name) {
@@ -75,8 +85,7 @@ void Timeline::name_thread(int pid, int tid, const std::string& name) {
                                      {"name", "thread_name"},
                                      {"pid", pid},
                                      {"tid", tid},
-                                     {"args", json::object{{"name", name}}}}),
-        false);
+                                     {"args", json::object{{"name", name}}}}));
 }
 
 void Timeline::span(int pid, int tid, const std::string& name, const std::string& category,
@@ -116,9 +125,12 @@ void Timeline::close() {
               {"tid", 0},
               {"ts", micros(Clock::now())},
               {"args", json::object{{"dropped_events", dropped_}, {"max_events", max_events_}}}}),
-          false);
+          true);
   }
-  if (!failed_) write_all(fd_.get(), "\n]\n");
+  // Chrome's array format may end without its "]": a file cut short by SIGKILL loads too.
+  if (!failed_ && write_all(fd_.get(), "\n]\n") != 0) {
+    [[maybe_unused]] const int cut = ::ftruncate(fd_.get(), good_);
+  }
   fd_.reset();
 }
 

@@ -2,10 +2,14 @@
 // (--timeline FILE): a JSON array of Chrome trace events, written as they happen. Tracks: the
 // launcher's own (generations: when each started, formed and why it ended; failures, signals,
 // stalls, stack collections), one per host (its connection), one per worker on its host (its
-// life from start to end). Bounded: after --timeline-max-events events the rest are counted
-// and the last event says how many were dropped. A job that hvdrun could not close (SIGKILL)
-// leaves the array unterminated, which both viewers still read. io thread only.
+// life from start to end). Bounded: the file holds at most --timeline-max-events events, track
+// names included; the rest are counted and the last event says how many were dropped. Every
+// event is written whole: a job that hvdrun could not close (SIGKILL) leaves the array
+// unterminated, which both viewers still read, and a write that fails (a full disk) is cut off
+// again, the file ending with the last whole event. io thread only.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstddef>
@@ -46,7 +50,8 @@ class Timeline {
   std::size_t dropped() const noexcept { return dropped_; }
 
  private:
-  void write(const std::string& event, bool counted = true);
+  // `last`: the event that says what was dropped, written into the place kept for it.
+  void write(const std::string& event, bool last = false);
   std::int64_t micros(Clock::time_point at) const;
 
   UniqueFd fd_;
@@ -57,6 +62,7 @@ class Timeline {
   std::size_t dropped_ = 0;
   bool first_ = true;
   bool failed_ = false;
+  off_t good_ = 0;  // the file's size up to the last whole event
 };
 
 }  // namespace hvdrun::launcher

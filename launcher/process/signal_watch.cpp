@@ -86,6 +86,42 @@ SignalWatch::SignalWatch(boost::asio::io_context& io, std::vector<int> signals) 
     if (::sigaction(signo, &action, &old) == 0) previous_.emplace(signo, old);
   }
   reader_.assign(::dup(read_end_.get()));
+  sigset_t watched;
+  ::sigemptyset(&watched);
+  for (const int signo : signals) ::sigaddset(&watched, signo);
+  ::pthread_sigmask(SIG_UNBLOCK, &watched, nullptr);
+}
+
+namespace {
+
+sigset_t job_signals() noexcept {
+  sigset_t set;
+  ::sigemptyset(&set);
+  for (const int signo : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+    ::sigaddset(&set, signo);
+  }
+  return set;
+}
+
+}  // namespace
+
+void block_job_signals() noexcept {
+  const sigset_t set = job_signals();
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void unblock_job_signals() noexcept {
+  const sigset_t set = job_signals();
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+JobSignalsUnblocked::JobSignalsUnblocked() noexcept {
+  const sigset_t set = job_signals();
+  ::pthread_sigmask(SIG_UNBLOCK, &set, &previous_);
+}
+
+JobSignalsUnblocked::~JobSignalsUnblocked() {
+  ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
 
 SignalWatch::~SignalWatch() {

@@ -6,6 +6,7 @@
 // One SignalWatch at a time; it restores the previous dispositions when closed or destroyed.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
@@ -37,11 +38,32 @@ struct SignalEvent {
   std::string describe() const;
 };
 
+// The signals a job handles (INT, TERM, HUP, QUIT, USR1, USR2): blocked from the start of
+// main() until a SignalWatch takes them (its constructor unblocks the ones it watches, and what
+// came meanwhile is delivered to it); unblocked again for code that relies on their defaults.
+void block_job_signals() noexcept;
+void unblock_job_signals() noexcept;
+
+// For code that waits on them another way (asio's signal_set, before the job): the job signals
+// unblocked for its life, then the mask as it was.
+class JobSignalsUnblocked {
+ public:
+  JobSignalsUnblocked() noexcept;
+  ~JobSignalsUnblocked();
+  JobSignalsUnblocked(const JobSignalsUnblocked&) = delete;
+  JobSignalsUnblocked& operator=(const JobSignalsUnblocked&) = delete;
+
+ private:
+  sigset_t previous_;
+};
+
 class SignalWatch {
  public:
   using Handler = std::function<void(const SignalEvent&)>;
 
-  // Throws hvdrun::Error when the pipe cannot be made or another SignalWatch is open.
+  // Installs the handlers, then unblocks `signals` (inherited blocked, or blocked by
+  // block_job_signals()): one pending now is delivered. Throws hvdrun::Error when the pipe
+  // cannot be made or another SignalWatch is open.
   SignalWatch(boost::asio::io_context& io, std::vector<int> signals);
   ~SignalWatch();
   SignalWatch(const SignalWatch&) = delete;

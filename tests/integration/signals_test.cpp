@@ -114,6 +114,43 @@ TEST(Signals, TheSummarySaysWhichRanksTheGracePeriodCutShort) {
   EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
 }
 
+// A SIGTERM that comes while hvdrun starts (here: pending and blocked when it is exec'd, as a
+// signal in its first milliseconds is) ends the job as one that comes later does: handled,
+// exit status 143, not a death by the default action, nor a job that ignores it.
+TEST(Signals, ASigtermWhileHvdrunStartsEndsTheJobAsLater) {
+  const std::string start =
+      "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM]); "
+      "os.kill(os.getpid(), signal.SIGTERM); os.execv(sys.argv[1], sys.argv[1:])";
+  HvdrunProcess hvdrun("/usr/bin/python3",
+                       {"-c", start, HVDRUN_BINARY, "-np", "2", "sh", "-c", "sleep 30"}, {},
+                       "/dev/null");
+  const auto r = hvdrun.finish(seconds(60));
+  EXPECT_EQ(r.status, 143) << r.err;
+  EXPECT_TRUE(contains(r.err, "interrupted (SIGTERM)")) << r.err;
+  EXPECT_LT(r.seconds, 20.0);
+}
+
+// A thousand SIGUSR1 are each forwarded, but said in a few lines, the last with how many more.
+TEST(Signals, AFloodOfWarningsIsAFewLines) {
+  TempDir dir;
+  const auto ready = dir.path / "ready";
+  HvdrunProcess hvdrun(
+      {"-np", "2", "sh", "-c", "trap '' USR1; touch " + ready.string() + "; sleep 3; exit 0"});
+  for (int i = 0; i < 3000 && !std::filesystem::exists(ready); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  std::this_thread::sleep_for(milliseconds(200));  // both workers have their trap
+  for (int i = 0; i < 1000; ++i) hvdrun.signal(SIGUSR1);
+  const auto r = hvdrun.finish(seconds(60));
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::size_t lines = count_of(r.err, "hvdrun: forwarded SIGUSR1");
+  EXPECT_GE(lines, 1u) << r.err;
+  EXPECT_LE(lines, 6u) << r.err;
+  if (lines > 1) {
+    EXPECT_TRUE(contains(r.err, " more like it since the last such line)")) << r.err;
+  }
+}
+
 // A second SIGTERM clearly later than the first still means "now".
 TEST(Signals, ASecondSigtermASecondLaterKillsEveryRankNow) {
   TempDir pids;
