@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "hvdrun/hvdrun.h"
+#include "preflight/checks_child.h"
 #include "preflight/gpu_checks.h"
 #include "preflight/host_ring.h"
 #include "preflight/link_test.h"
@@ -339,10 +340,7 @@ double ring_ms() {
   return times[1];
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Settings s = parse(argc, argv);
+int run_checks(const Settings& s) {
   std::string program_why;
   const bool program_ok =
       !s.program.empty() &&
@@ -356,6 +354,9 @@ int main(int argc, char** argv) {
   // others report, and hvdrun stops the one that hangs at the limit.
   const auto collective_s = std::max<long long>(1, s.timeout.count() / 2000);
   ::setenv("HVDRUN_TIMEOUT", std::to_string(collective_s).c_str(), 1);
+  // Joining waits as long, not for the whole run: a probe that never joins (it hangs before)
+  // keeps the others from their collectives only, and they report before hvdrun's limit.
+  ::setenv("HVDRUN_START_TIMEOUT", std::to_string(collective_s).c_str(), 1);
   try {
     hvdrun::InitGuard hvd;
     report += " rank=" + std::to_string(hvdrun::rank()) +
@@ -398,4 +399,14 @@ int main(int argc, char** argv) {
   std::printf("%s\n", report.c_str());
   std::fflush(stdout);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Settings s = parse(argc, argv);
+  // A crash in the checks (a GPU driver's) is reported at once, naming its signal.
+  const std::string report = "HVDRUN_PREFLIGHT host=" + encoded(env_or("HVDRUN_HOSTNAME", "-")) +
+                             " local_rank=" + encoded(env_or("LOCAL_RANK", "-"));
+  return hvdrun::preflight::run_checks_in_child([&s] { return run_checks(s); }, report);
 }

@@ -123,6 +123,7 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   RunHooks hooks;
   hooks.capture_prefix = std::string(kProbeMarker);
   hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
+  hooks.quiet = true;  // the table says what the probes found; --verbose shows their run
   hooks.limit = run_share(spec.preflight.timeout);
   hooks.limit_why = "preflight: the probes ran past their half of --preflight-timeout " +
                     std::to_string(spec.preflight.timeout.count()) + " s";
@@ -147,6 +148,11 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
       if (name == h.name) host.unreachable = why;
     }
     hosts.push_back(std::move(host));
+  }
+  if (hooks.timed_out) {
+    note("preflight: the checks ran past their half of --preflight-timeout " +
+         std::to_string(spec.preflight.timeout.count()) +
+         " s: the probes still running were stopped");
   }
   PreflightVerdict verdict = decide_preflight(hosts, reports, spec.preflight.slack);
   for (auto& row : verdict.rows) {  // a probe that hangs is stopped at the limit

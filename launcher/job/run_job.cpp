@@ -189,6 +189,8 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   asio::io_context io(1);
   Console console(io);
   LogRoute log_route(console, spec.log_level);
+  std::optional<NoteHold> quiet;  // after the route, gone before it
+  if (hooks && hooks->quiet && !spec.verbose) quiet.emplace();
   OutputOptions output{spec.elastic.max_np.value_or(spec.num_proc),
                        spec.prefix_timestamp,
                        spec.output_dir,

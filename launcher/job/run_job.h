@@ -29,6 +29,9 @@ struct RunHooks {
   std::optional<std::chrono::milliseconds> limit;
   std::string limit_why;
   bool timed_out = false;
+  // The run's own notes (its ranks, their ends, re-formations) are not said, unless --verbose:
+  // the caller says what the run found.
+  bool quiet = false;
 };
 
 // One run of the job core on `spec`'s hosts (already discovered and merged), to its summary;

@@ -3,6 +3,7 @@
 #include "launcher/output/logging.h"
 
 #include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -70,6 +71,14 @@ void setup_logging(const std::string& level) {
 
 LogRoute::LogRoute(Console& console, const std::string& level) : level_(level) {
   set_sinks([&console] { return std::make_shared<ConsoleLogSink>(console); }, level_);
+}
+
+NoteHold::NoteHold() : held_(note_logger()->sinks()) {
+  note_logger()->sinks() = {std::make_shared<spdlog::sinks::null_sink_mt>()};
+}
+
+NoteHold::~NoteHold() {
+  note_logger()->sinks() = held_;
 }
 
 LogRoute::~LogRoute() {

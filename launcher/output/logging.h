@@ -1,8 +1,7 @@
-// The launcher's own output: spdlog loggers "launcher", "rdzv", "ssh" and "agents" on stderr (level
-// from
-// --log-level / HVDRUN_LOG_LEVEL, JobSpec::log_level), and the unprefixed "hvdrun: ..." lines
-// a user reads (failures, --verbose phases) on the logger "note". While a LogRoute lives,
-// all of them go to the job's Console instead, queued behind the workers' stderr lines.
+// The launcher's own output: spdlog loggers "launcher", "rdzv", "ssh" and "agents" on stderr
+// (level from --log-level / HVDRUN_LOG_LEVEL, JobSpec::log_level), and the unprefixed "hvdrun: ..."
+// lines a user reads (failures, --verbose phases) on the logger "note". While a LogRoute lives, all
+// of them go to the job's Console instead, queued behind the workers' stderr lines.
 #pragma once
 
 #include <spdlog/logger.h>
@@ -35,6 +34,20 @@ class LogRoute {
 
  private:
   std::string level_;
+};
+
+// While it lives, notes are not said (a run whose lines would only confuse: preflight's
+// probes, which are ranks of a job of their own); then they go where they went before. Create
+// it after any LogRoute of its time, destroy it before.
+class NoteHold {
+ public:
+  NoteHold();
+  ~NoteHold();
+  NoteHold(const NoteHold&) = delete;
+  NoteHold& operator=(const NoteHold&) = delete;
+
+ private:
+  std::vector<spdlog::sink_ptr> held_;
 };
 
 // "1 rank", "3 ranks": a count and its noun, for notes.

@@ -149,6 +149,7 @@ void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
     if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, "gpu_runtime");
   }
   if (const std::string error = field(r, "error"); !error.empty()) row.probe_error = error;
+  if (const std::string crash = field(r, "crashed"); !crash.empty()) row.crash = crash;
   if (field(r, "rank") == "0") verdict.ring_ms = number(r, "ring_ms");
 }
 
@@ -158,6 +159,7 @@ void judge(PreflightRow& row, int reported, const PreflightVerdict& verdict, dou
     if (row.failure.empty()) row.failure = std::move(why);
   };
   if (row.agent != "ok") return fail("unreachable: " + row.agent);
+  if (!row.crash.empty()) return fail("its checks crashed (" + row.crash + ")");
   if (reported < row.slots) {
     fail("no report from " + std::to_string(row.slots - reported) + " of its " +
          std::to_string(row.slots) + " probes");
@@ -256,7 +258,7 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
   // A probe that died (no report) breaks the collectives of every other probe: their errors
   // are its doing, not their hosts'. Without such a probe, an error is its host's.
   const bool probe_died = std::any_of(verdict.rows.begin(), verdict.rows.end(), [](const auto& r) {
-    return r.failure.starts_with("no report from");
+    return r.failure.starts_with("no report from") || !r.crash.empty();
   });
   for (auto& row : verdict.rows) {
     if (row.probe_error.empty() || !row.failure.empty()) continue;

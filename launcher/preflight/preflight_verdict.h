@@ -50,6 +50,7 @@ struct PreflightRow {
   std::optional<double> link;  // MB/s out of the host
   std::string link_error;      // why there is no figure ("one host": none was measured)
   std::string probe_error;     // what ended one of its probes early (a collective that broke)
+  std::string crash;           // the signal a crash in one of its probes' checks died of
   std::string failure;         // the first check failed: "link 41 MB/s, 96 % below the median
                                // 940"; empty: the host passed
   bool passed() const { return failure.empty(); }

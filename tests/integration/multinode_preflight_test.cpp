@@ -115,6 +115,41 @@ TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJob
   EXPECT_FALSE(contains(r.out, "ran on hvdt-h2")) << r.out;
 }
 
+// Three hosts: hvdt-h1's probe hangs before it joins the others, hvdt-h2's checks crash
+// (SIGSEGV). Each fails with its own cause; this machine, whose probe waited for them, passes;
+// and nothing in between speaks of ranks or re-formations.
+TEST(TestHostsPreflight, AHangAndACrashFailTheirOwnHostsOnly) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  const auto hvdrun = dir.path / "hvdrun";
+  std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
+  std::ofstream(dir.path / "hvdrun-preflight")
+      << "#!/bin/sh\ncase \"$HVDRUN_HOSTNAME\" in\n  hvdt-h1) exec sleep 612.5 ;;\n"
+      << "  hvdt-h2) export LD_PRELOAD=" << CRASH_PRELOAD << " ;;\nesac\nexec " << HVDRUN_BINARY
+      << "-preflight \"$@\"\n";
+  std::filesystem::permissions(dir.path / "hvdrun-preflight", std::filesystem::perms::owner_all);
+  const auto program = dir.path / "crash-in-the-checks";  // its name makes hvdt-h2's crash
+  std::ofstream(program) << "#!/bin/sh\ntrue\n";
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  const auto r =
+      HvdrunProcess(hvdrun.string(),
+                    {"-np", "3", "-H", "localhost:1,hvdt-h1:1,hvdt-h2:1", "--preflight-only",
+                     "--preflight-timeout", "10", "--preflight-slack", "90", program.string()},
+                    home.env(), "/dev/null")
+          .finish(seconds(90));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex(R"(localhost .* ok\n)"))) << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex(R"(hvdt-h1 .*FAIL: no report from 1 of its 1 probes \(the checks ran)")))
+      << r.err;
+  EXPECT_TRUE(
+      std::regex_search(r.err, std::regex(R"(hvdt-h2 .*FAIL: its checks crashed \(SIGSEGV\))")))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "rank")) << r.err;
+  EXPECT_FALSE(contains(r.err, "re-forming")) << r.err;
+}
+
 // True once a preflight probe runs on test host `host`.
 bool probe_runs_on(int host) {
   for (const int pid : host_processes(host)) {

@@ -126,13 +126,33 @@ TEST(Preflight, AJoinedProbeThatHangsIsStoppedAtThePreflightsLimit) {
   const auto r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err,
-                       "hvdrun: preflight: the probes ran past their half of "
-                       "--preflight-timeout 4 s; terminating 2 ranks"))
+                       "hvdrun: preflight: the checks ran past their half of "
+                       "--preflight-timeout 4 s: the probes still running were stopped"))
       << r.err;
+  EXPECT_FALSE(contains(r.err, "ranks")) << r.err;  // the probes' run is not told as a job
   EXPECT_TRUE(contains(r.err,
                        "FAIL: no report from 2 of its 2 probes (the checks ran past "
                        "--preflight-timeout)"))
       << r.err;
+}
+
+// One probe's checks crash (SIGSEGV in a call they make, as in a GPU driver): the probe still
+// reports at once, naming the signal; its host fails with that cause, long before the
+// preflight's limit, and the probes' run is not told as a job's ranks.
+TEST(Preflight, AProbeWhoseChecksCrashFailsItsHostAtOnceNamingTheSignal) {
+  TempDir dir;
+  const std::string hvdrun = hvdrun_with_probe(
+      dir, std::string("#!/bin/sh\nif [ \"$LOCAL_RANK\" = 1 ]; then export LD_PRELOAD=") +
+               CRASH_PRELOAD + "; fi\nexec " + HVDRUN_BINARY + "-preflight \"$@\"\n");
+  HvdrunProcess job(hvdrun,
+                    {"-np", "2", "--preflight-only", "--preflight-timeout", "60",
+                     (dir.path / "crash-in-the-checks").string()},
+                    {}, "/dev/null");
+  const auto r = job.finish(seconds(60));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "FAIL: its checks crashed (SIGSEGV)")) << r.err;
+  EXPECT_LT(r.seconds, 20.0);  // not the preflight's limit (30 s)
+  EXPECT_FALSE(contains(r.err, "ranks")) << r.err;
 }
 
 TEST(Preflight, DryRunChecksNothing) {
