@@ -357,24 +357,27 @@ int run_checks(const Settings& s) {
   // Joining waits as long, not for the whole run: a probe that never joins (it hangs before)
   // keeps the others from their collectives only, and they report before hvdrun's limit.
   ::setenv("HVDRUN_START_TIMEOUT", std::to_string(collective_s).c_str(), 1);
+  // This host's own checks first, before joining the others: a probe that cannot join (another
+  // hangs, or died) still reports them.
+  const std::string local_rank = env_or("LOCAL_RANK", "0");
+  report += " local_rank=" + encoded(local_rank);
+  report += " program=" + (program_ok ? std::string("ok") : encoded(program_why));
+  int visible = 0, shown = 0;  // GPUs usable here; GPUs the host shows
+  if (local_rank == "0") {
+    const auto gpus = hvdrun::preflight::check_gpus();
+    visible = gpus.init_error.empty() ? gpus.visible : 0;
+    shown = gpus.visible;
+    report += " gpus=" + std::to_string(gpus.visible) + " gpu_runtime=" + encoded(gpus.runtime) +
+              " gpu_init=" + (gpus.init_error.empty() ? "ok" : encoded(gpus.init_error));
+  } else {
+    visible = shown = hvdrun::preflight::count_gpus();
+  }
+  char number[64];
+  std::snprintf(number, sizeof number, "%.2f", hvdrun::preflight::gemm_gflops(192, s.gemm));
+  report += std::string(" gemm_gflops=") + number;
   try {
     hvdrun::InitGuard hvd;
-    report += " rank=" + std::to_string(hvdrun::rank()) +
-              " local_rank=" + std::to_string(hvdrun::local_rank());
-    report += " program=" + (program_ok ? std::string("ok") : encoded(program_why));
-    int visible = 0, shown = 0;  // GPUs usable here; GPUs the host shows
-    if (hvdrun::local_rank() == 0) {
-      const auto gpus = hvdrun::preflight::check_gpus();
-      visible = gpus.init_error.empty() ? gpus.visible : 0;
-      shown = gpus.visible;
-      report += " gpus=" + std::to_string(gpus.visible) + " gpu_runtime=" + encoded(gpus.runtime) +
-                " gpu_init=" + (gpus.init_error.empty() ? "ok" : encoded(gpus.init_error));
-    } else {
-      visible = shown = hvdrun::preflight::count_gpus();
-    }
-    char number[64];
-    std::snprintf(number, sizeof number, "%.2f", hvdrun::preflight::gemm_gflops(192, s.gemm));
-    report += std::string(" gemm_gflops=") + number;
+    report += " rank=" + std::to_string(hvdrun::rank());
     report += gpu_checks(s, visible);
     report += host_ring_check(s, shown);
     std::string link_why;
@@ -390,8 +393,7 @@ int run_checks(const Settings& s) {
       report += std::string(" ring_ms=") + number;
     }
   } catch (const std::exception& e) {
-    report += " program=" + (program_ok ? std::string("ok") : encoded(program_why)) +
-              " error=" + encoded(e.what());
+    report += " error=" + encoded(e.what());
     std::printf("%s\n", report.c_str());
     std::fflush(stdout);
     return 3;  // the other probes go on without this one

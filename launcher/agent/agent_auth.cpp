@@ -94,17 +94,17 @@ std::string bytes_of(std::string_view magic,
 
 }  // namespace
 
-void launcher_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline) {
-  const Nonce mine = fresh_nonce();
-  write_exact(fd, bytes_of("HVDL", {mine}), deadline);
+AgentProof launcher_verify(int fd, std::string_view secret, HandshakeClock::time_point deadline) {
+  AgentProof nonces;
+  nonces.launcher = fresh_nonce();
+  write_exact(fd, bytes_of("HVDL", {nonces.launcher}), deadline);
   std::array<std::uint8_t, 4 + rdzv::kNonceSize + rdzv::kMacSize> reply{};
   read_exact(fd, reply.data(), reply.size(), deadline, "answer from the agent");
   if (std::memcmp(reply.data(), "HVDA", 4) != 0) {
     throw ProtocolError("agent handshake: the peer is not an hvdrun node agent");
   }
-  Nonce theirs{};
-  std::memcpy(theirs.data(), reply.data() + 4, theirs.size());
-  const Mac expected = proof(secret, kAgentContext, mine, theirs);
+  std::memcpy(nonces.agent.data(), reply.data() + 4, nonces.agent.size());
+  const Mac expected = proof(secret, kAgentContext, nonces.launcher, nonces.agent);
   if (!rdzv::mac_equal(expected, std::span(reply).subspan(4 + rdzv::kNonceSize))) {
     try {
       write_exact(fd, std::string(kRefusal), deadline);
@@ -114,7 +114,17 @@ void launcher_handshake(int fd, std::string_view secret, HandshakeClock::time_po
         "agent handshake: its proof does not match this job's secret (a stranger, or a node "
         "given another secret)");
   }
-  write_exact(fd, bytes_of("", {proof(secret, kLauncherContext, mine, theirs)}), deadline);
+  return nonces;
+}
+
+void launcher_prove(int fd, std::string_view secret, const AgentProof& nonces,
+                    HandshakeClock::time_point deadline) {
+  write_exact(fd, bytes_of("", {proof(secret, kLauncherContext, nonces.launcher, nonces.agent)}),
+              deadline);
+}
+
+void launcher_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline) {
+  launcher_prove(fd, secret, launcher_verify(fd, secret, deadline), deadline);
 }
 
 void agent_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline) {

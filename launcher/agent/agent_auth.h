@@ -15,10 +15,13 @@
 // connects again. The traffic after it is not encrypted (as the rendezvous's).
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <cstdint>
 #include <string_view>
 
 #include "hvdrun/error.h"
+#include "rendezvous/auth.h"
 
 namespace hvdrun::launcher::agent {
 
@@ -32,6 +35,15 @@ using HandshakeClock = std::chrono::steady_clock;
 
 // The launcher's side, on an accepted connection (blocking or not).
 void launcher_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline);
+// The same in two steps, so that a launcher can decide between them whether to go on (an
+// acceptor that displaced the connection meanwhile closes it before its proof, which the agent
+// takes as "try again"): the challenge and the agent's proof checked; then the launcher's proof.
+struct AgentProof {
+  std::array<std::uint8_t, rdzv::kNonceSize> launcher{}, agent{};
+};
+AgentProof launcher_verify(int fd, std::string_view secret, HandshakeClock::time_point deadline);
+void launcher_prove(int fd, std::string_view secret, const AgentProof& nonces,
+                    HandshakeClock::time_point deadline);
 // The agent's side, on its connection to the launcher.
 void agent_handshake(int fd, std::string_view secret, HandshakeClock::time_point deadline);
 

@@ -273,6 +273,9 @@ class NodeAgent {
   // Forks the worker now; its exec is checked in finish_spawns(), once the frames at hand are.
   void handle(SpawnFrame& f) {
     if (shutting_down_) return;
+    if (terminate_noted_) {  // no worker starts once the agent has its SIGTERM: it would miss it
+      return never_ran(f.id, "hvdrun node agent on " + host_ + ": not started: the agent is ending (SIGTERM)", 143);
+    }
     if (workers_.contains(f.id) || forking_.contains(f.id)) {
       note("worker " + std::to_string(f.id) + " was already started; spawn ignored");
       return;
@@ -385,7 +388,12 @@ class NodeAgent {
     signal_ = SIGTERM;
     again_ = false;
     const bool scheduler = sent_by_step_daemon(sender);
-    if (terminate_noted_) return;
+    if (terminate_noted_) {
+      // A second one (not Slurm's to every process again): now, as SIGINT does.
+      if (scheduler) return;
+      note("second SIGTERM: taking its workers down");
+      return begin_shutdown();
+    }
     terminate_noted_ = true;
     const std::string from =
         sender > 0 ? " from pid " + std::to_string(sender) + " (" + process_name(sender) + ")" : "";

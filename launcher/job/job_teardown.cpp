@@ -123,12 +123,22 @@ void Job::forward_signal(const SignalEvent& signal) {
 }
 
 // SIGTERM to every worker, SIGKILL to those left when the grace period ends. A SIGTERM that
-// Slurm's step daemon sent (scancel, a time limit, a preemption) reached every process of the
-// job's steps, the workers too: they have it once, and the grace period is theirs to save.
+// Slurm's step daemon sent (scancel, a time limit, a preemption) reached every process of
+// hvdrun's step, this machine's workers too, and of the steps of srun's agents: they have it
+// once, and the grace period is theirs to save. Workers on SSH hosts are in no step: they get
+// it from hvdrun.
 void Job::stop_workers() {
   dismiss_spares();
   if (stop_signal_ && stop_signal_->signo == SIGTERM && stop_signal_->from_step_daemon()) {
-    note("the scheduler signalled every rank itself: not sending SIGTERM again");
+    const bool agents_have_it = spec_.launcher == JobSpec::Launcher::kSlurm;
+    note(std::string("the scheduler signalled this machine's ranks") +
+         (agents_have_it ? " and the nodes' itself" : " itself") + ": not sending SIGTERM again" +
+         (agents_have_it ? "" : " but to the ranks on SSH hosts"));
+    if (!agents_have_it) {
+      workers_.for_each([&](const WorkerRecord& r) {
+        if (!r.end() && pools_.connected(r.id.host)) pools_.signal(r.id, SIGTERM);
+      });
+    }
   } else if (spares_.empty()) {
     kill_all(SIGTERM);
   } else {  // the spares were told to go: a SIGTERM would only cut that short

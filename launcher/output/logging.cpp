@@ -73,8 +73,31 @@ LogRoute::LogRoute(Console& console, const std::string& level) : level_(level) {
   set_sinks([&console] { return std::make_shared<ConsoleLogSink>(console); }, level_);
 }
 
+namespace {
+
+// The notes that still matter while others are held: errors and warnings.
+class ErrorsAndWarningsSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit ErrorsAndWarningsSink(std::vector<spdlog::sink_ptr> to) : to_(std::move(to)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    const std::string_view text(message.payload.data(), message.payload.size());
+    if (!text.starts_with("error") && !text.starts_with("warning")) return;
+    for (const auto& to : to_) to->log(message);
+  }
+  void flush_() override {
+    for (const auto& to : to_) to->flush();
+  }
+
+ private:
+  std::vector<spdlog::sink_ptr> to_;
+};
+
+}  // namespace
+
 NoteHold::NoteHold() : held_(note_logger()->sinks()) {
-  note_logger()->sinks() = {std::make_shared<spdlog::sinks::null_sink_mt>()};
+  note_logger()->sinks() = {std::make_shared<ErrorsAndWarningsSink>(held_)};
 }
 
 NoteHold::~NoteHold() {

@@ -36,9 +36,9 @@ class LogRoute {
   std::string level_;
 };
 
-// While it lives, notes are not said (a run whose lines would only confuse: preflight's
-// probes, which are ranks of a job of their own); then they go where they went before. Create
-// it after any LogRoute of its time, destroy it before.
+// While it lives, notes are not said but errors and warnings (a run whose lines would only
+// confuse: preflight's probes, which are ranks of a job of their own); then they go where they
+// went before. Create it after any LogRoute of its time, destroy it before.
 class NoteHold {
  public:
   NoteHold();

@@ -70,6 +70,7 @@ void AgentPortSpawner::start_step(const std::vector<std::string>& nodes) {
       [this, nodes](const std::string& how) {
         listener_->fail(nodes, how + " before the node agent of this host connected");
       });
+  srun_->external_launcher = srun->external_launcher();  // asked once
   std::lock_guard lock(steps_mutex_);
   steps_.push_back({std::move(srun), std::set<std::string>(nodes.begin(), nodes.end())});
 }
@@ -88,6 +89,10 @@ AgentPortSpawner::~AgentPortSpawner() {
   close_links();  // the agents see their connections close and end (and their steps with them)
   steps_.clear();
   listener_.reset();
+}
+
+void AgentPortSpawner::lost(std::size_t host) {
+  if (const std::string& node = nodes_.at(host); !node.empty()) listener_->expect_again(node);
 }
 
 std::size_t AgentPortSpawner::reconnect(std::size_t host) {

@@ -41,6 +41,7 @@ class AgentPortSpawner final : public HostSpawner {
   ~AgentPortSpawner() override;
   std::size_t add_host(RemoteHost host) override;
   std::size_t reconnect(std::size_t host) override;
+  void lost(std::size_t host) override;
 
  private:
   // Starts a step of agents on `nodes`; its early end fails their waits.

@@ -2,6 +2,7 @@
 #include "launcher/remote/authenticated_acceptor.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
+#include <cerrno>
 
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_auth.h"
@@ -17,6 +20,7 @@ namespace hvdrun::launcher::ssh {
 namespace {
 
 constexpr auto kRoomWait = std::chrono::seconds(1);
+constexpr auto kNoDescriptorWait = std::chrono::milliseconds(20);
 
 AuthenticatedAcceptor::Peer peer_of(const sockaddr_in& a) {
   char text[INET_ADDRSTRLEN] = {};
@@ -100,7 +104,11 @@ void AuthenticatedAcceptor::accept_loop() {
     sockaddr_in from{};
     socklen_t size = sizeof from;
     UniqueFd fd(::accept4(listen_.get(), reinterpret_cast<sockaddr*>(&from), &size, SOCK_CLOEXEC));
-    if (!fd.valid()) continue;
+    if (!fd.valid()) {
+      // Out of descriptors: the pending connection stays queued; try again shortly, not at once.
+      if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(kNoDescriptorWait);
+      continue;
+    }
     Peer peer = peer_of(from);
     std::unique_lock lock(mutex_);
     join_finished(lock);
@@ -112,7 +120,7 @@ void AuthenticatedAcceptor::accept_loop() {
           " connections already being served");
       continue;
     }
-    UniqueFd shut(::dup(fd.get()));  // for shutdown() only: the handler may keep `fd`
+    UniqueFd shut(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));  // for shutdown() only: the handler may keep `fd`
     if (!shut.valid()) continue;
     const std::uint64_t order = next_order_++;
     // The entry first, then its thread (which waits for this lock before it ends): a failed
@@ -139,14 +147,19 @@ void AuthenticatedAcceptor::log(const std::string& line) {
 }
 
 void AuthenticatedAcceptor::serve(UniqueFd fd, Peer peer, std::uint64_t order) {
+  const auto deadline = Clock::now() + limits_.proof_time;
   std::string refusal;
+  std::optional<agent::AgentProof> nonces;
   try {
-    agent::launcher_handshake(fd.get(), secret_, Clock::now() + limits_.proof_time);
+    nonces = agent::launcher_verify(fd.get(), secret_, deadline);
   } catch (const Error& e) {
     refusal = e.what();
   }
   bool proven = false;
   {
+    // Decided under the lock, before the launcher's proof goes out: a connection displaced
+    // until now is closed without it (its agent connects again), and one marked proven here
+    // is never displaced.
     std::lock_guard lock(mutex_);
     Served& self = served_.at(order);
     if (self.displaced) {
@@ -158,7 +171,12 @@ void AuthenticatedAcceptor::serve(UniqueFd fd, Peer peer, std::uint64_t order) {
     if (!proven && stopping_) refusal.clear();  // the port is going away: nothing to say
   }
   if (proven) {
-    handler_(std::move(fd), peer);
+    try {
+      agent::launcher_prove(fd.get(), secret_, *nonces, deadline);
+      handler_(std::move(fd), peer);
+    } catch (const Error& e) {
+      log("connection from " + peer.text + " closed: " + e.what());
+    }
   } else if (!refusal.empty()) {
     log("connection from " + peer.text + " closed: " + refusal);
   }

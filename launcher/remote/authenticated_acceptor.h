@@ -90,7 +90,7 @@ class AuthenticatedAcceptor {
   std::mutex log_mutex_;  // one refusal_log_ call at a time
   mutable std::mutex mutex_;
   std::condition_variable changed_;    // an entry left served_
-  std::map<int, Served> served_;       // by descriptor
+  std::map<std::uint64_t, Served> served_;  // by accept order
   std::vector<std::thread> finished_;  // threads that left served_, joined by the accept loop
   std::uint64_t next_order_ = 0;
   bool stopping_ = false;

@@ -133,6 +133,9 @@ class HostSpawner {
   // step, or the wait for the node's next agent; returns its index. Its on_host_ready or
   // on_host_failed follows.
   virtual std::size_t reconnect(std::size_t host);
+  // The agent of link `host` was lost (after on_host_lost): hosts whose agents come by
+  // themselves take the node's next one from now on.
+  virtual void lost(std::size_t /*host*/) {}
   // Starts workers on a host (after its on_host_ready; earlier calls are queued). A worker not
   // started by the start deadline fails to start.
   void start_workers(std::size_t host, std::vector<RemoteWorker> workers);

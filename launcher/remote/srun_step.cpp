@@ -66,13 +66,18 @@ SrunStep::SrunStep(const SrunOptions& options, const std::vector<std::string>& n
                    const std::string& secret, std::chrono::milliseconds connect_timeout,
                    std::function<void(const std::string&)> on_end)
     : on_end_(std::move(on_end)) {
-  const Captured version = run_captured({options.srun, "--version"}, options.env, 10s);
-  if (!version.end.success()) {
-    throw Error("--launcher slurm: '" + options.srun + " --version' failed (" +
-                version.end.describe() + "): is Slurm's srun on the PATH?");
+  if (options.external_launcher) {
+    external_launcher_ = *options.external_launcher;
+  } else {
+    const Captured version = run_captured({options.srun, "--version"}, options.env, 10s);
+    if (!version.end.success()) {
+      throw Error("--launcher slurm: '" + options.srun + " --version' failed (" +
+                  version.end.describe() + "): is Slurm's srun on the PATH?");
+    }
+    external_launcher_ = srun_has_external_launcher(version.out);
   }
-  const auto argv = srun_agent_command(options, srun_has_external_launcher(version.out), nodes,
-                                       agent_path, endpoint, connect_timeout);
+  const auto argv = srun_agent_command(options, external_launcher_, nodes, agent_path, endpoint,
+                                       connect_timeout);
   std::vector<std::string> env = options.env;
   env.push_back(std::string(agent::kAgentSecretVariable) + "=" + secret);
   SpawnOptions spawn_options;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,9 @@ struct SrunOptions {
   std::string srun = "srun";
   bool elastic = false;
   std::vector<std::string> env;  // srun's environment (the launcher's), "NAME=VALUE"
+  // Whether srun has --external-launcher; unknown: asked with `srun --version` (a later step
+  // of the job reuses the first one's answer).
+  std::optional<bool> external_launcher;
 };
 
 // "slurm 22.05.8" -> false; 23.11 and later -> true (--external-launcher exists).
@@ -51,6 +55,7 @@ class SrunStep {
   // then lost. Without srun, the agents get the scheduler's signal from their own step daemon
   // and keep their workers through the grace period; the step ends when its agents do.
   void detach();
+  bool external_launcher() const noexcept { return external_launcher_; }
   SrunStep(const SrunStep&) = delete;
   SrunStep& operator=(const SrunStep&) = delete;
 
@@ -58,6 +63,7 @@ class SrunStep {
   void watch();
 
   Child srun_;
+  bool external_launcher_ = false;
   std::function<void(const std::string&)> on_end_;
   std::atomic<bool> stop_{false};
   std::thread watcher_;  // last

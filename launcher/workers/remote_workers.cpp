@@ -97,6 +97,7 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
     asio::post(io_, [this, link, message = std::move(message)] {
       if (closed_ || link_of_[hosts_[link]] != link) return;
       lost_.insert(hosts_[link]);
+      spawner_->lost(link);  // the node's next agent is taken (a restarted pod, say)
       if (spec_.verbose)
         note(names_[hosts_[link]] + ": " + message + "; a new agent when used again");
     });
@@ -104,9 +105,15 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
   events.on_host_failed = [this](ssh::HostFailed failed) {
     asio::post(io_, [this, failed = std::move(failed)]() mutable {
       if (closed_) return;
-      // A new agent that could not be had: the workers queued on it fail to start, and the host
-      // is used again (with another new agent) only after its cooldown.
-      if (reconnects_.erase(failed.host)) lost_.insert(hosts_[failed.host]);
+      // A new agent that could not be had: the workers queued on it fail to start (the policy
+      // decides, as for any failed start), and the host gets another new agent when it is used
+      // again. The job was told of the host once, at its start: this is said, not reported.
+      if (reconnects_.erase(failed.host)) {
+        lost_.insert(hosts_[failed.host]);
+        note("warning: no new node agent on " + names_[hosts_[failed.host]] + ": " +
+             failed.message);
+        return;
+      }
       callbacks_.on_host_failed(hosts_[failed.host], std::move(failed));
     });
   };

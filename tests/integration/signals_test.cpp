@@ -114,10 +114,11 @@ TEST(Signals, TheSummarySaysWhichRanksTheGracePeriodCutShort) {
   EXPECT_TRUE(wait_until_gone(workers, milliseconds(500)).empty());
 }
 
-// A SIGTERM that comes while hvdrun starts (here: pending and blocked when it is exec'd, as a
-// signal in its first milliseconds is) ends the job as one that comes later does: handled,
-// exit status 143, not a death by the default action, nor a job that ignores it.
-TEST(Signals, ASigtermWhileHvdrunStartsEndsTheJobAsLater) {
+// A SIGTERM that is pending when the job's handlers go in (here: blocked and pending when
+// hvdrun is exec'd, as a parent that blocks signals leaves it; hvdrun blocks them itself from
+// the end of its parsing) ends the job as one that comes later does: exit status 143, not a
+// job that never sees it.
+TEST(Signals, ASigtermPendingWhenTheJobStartsEndsIt) {
   const std::string start =
       "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM]); "
       "os.kill(os.getpid(), signal.SIGTERM); os.execv(sys.argv[1], sys.argv[1:])";

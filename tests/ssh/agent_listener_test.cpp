@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -198,6 +199,30 @@ TEST_P(IdleStrangers, DoNotKeepTheAgentOut) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AgentListener, IdleStrangers, ::testing::Values(150, 1000));
+
+// Strangers keep coming while the agent connects (a thread opens and holds a connection every
+// millisecond, 2,000 in all): a newcomer displaces the oldest waiting connection, never one
+// that proved the secret, and the agent, closed before the launcher's proof at worst, comes
+// back and gets in.
+TEST(AgentListener, StrangersThatKeepComingDoNotKeepTheAgentOut) {
+  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  std::atomic<bool> stop{false};
+  std::vector<UniqueFd> held;
+  std::thread strangers([&] {
+    for (int i = 0; i < 2000 && !stop; ++i) {
+      auto more = idle_strangers(listener.port(), 1);
+      held.push_back(std::move(more.front()));
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  std::this_thread::sleep_for(100ms);  // the slots are full and turning over
+  ConnectingAgent agent(listener.port(), "node-a", kSecret);
+  SocketCanceller canceller;
+  const auto connection = listener.wait_for("node-a", Clock::now() + 20s, canceller);
+  stop = true;
+  strangers.join();
+  EXPECT_NE(connection.transport, nullptr);
+}
 
 // The agent told to come again connects to the port's next listener: here the dismissal of a
 // per-node start's agents after --preflight-only, whose status the agent exits with.
