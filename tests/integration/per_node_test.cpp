@@ -226,60 +226,59 @@ std::vector<std::string> sleeping_workers(std::vector<std::string> args, const T
   return args;
 }
 
+// A job of 2 nodes x 2 sleeping workers, running once `workers` holds their 4 pids.
+struct TwoSleepingNodes {
+  std::vector<std::string> node(int rank) const {
+    return sleeping_workers(node_command(2, rank, port, secret.path()), pids);
+  }
+  const SecretFile secret{"shared-secret-of-the-nodes"};
+  const int port = free_port();
+  const TempDir pids;
+  HvdrunProcess node1{node(1)};
+  HvdrunProcess node0{node(0)};
+  const std::vector<pid_t> workers = wait_for_pids(pids.path, 4, seconds(60));
+};
+
 // Node 0 killed mid-job: the other node's hvdrun exits non-zero, saying why, and none of the
 // workers (node 0's or its own) outlives its node's hvdrun.
 TEST(PerNode, WhenNodeZeroIsKilledTheOthersExitNonZeroAndNoWorkerIsLeft) {
-  const SecretFile secret("shared-secret-of-the-nodes");
-  const int port = free_port();
-  const TempDir pids;
-  HvdrunProcess node1(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
-  HvdrunProcess node0(sleeping_workers(node_command(2, 0, port, secret.path()), pids));
-  const auto workers = wait_for_pids(pids.path, 4, seconds(60));
-  ASSERT_EQ(workers.size(), 4u);
-  node0.signal(SIGKILL);
-  const auto r = node1.finish(seconds(30));
+  TwoSleepingNodes job;
+  ASSERT_EQ(job.workers.size(), 4u);
+  job.node0.signal(SIGKILL);
+  const auto r = job.node1.finish(seconds(30));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "closed the connection before the job's end")) << r.err;
-  EXPECT_TRUE(wait_until_gone(workers, seconds(10)).empty());
-  node0.finish(seconds(10));
+  EXPECT_TRUE(wait_until_gone(job.workers, seconds(10)).empty());
+  job.node0.finish(seconds(10));
 }
 
 // A node whose agent was stopped (SIGSTOP) past the launcher's heartbeat limit is lost and the
 // job fails; continued, the node's hvdrun learns that and exits non-zero.
 TEST(PerNode, ANodeLostWhileStoppedExitsNonZeroWhenContinued) {
-  const SecretFile secret("shared-secret-of-the-nodes");
-  const int port = free_port();
-  const TempDir pids;
-  HvdrunProcess node1(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
-  auto command = sleeping_workers(node_command(2, 0, port, secret.path()), pids);
-  HvdrunProcess node0(command);
-  ASSERT_EQ(wait_for_pids(pids.path, 4, seconds(60)).size(), 4u);
-  node1.signal(SIGSTOP);
-  const auto job = node0.finish(seconds(60));  // the agent's silence: node-1 lost
-  EXPECT_NE(job.status, 0) << job.err;
-  node1.signal(SIGCONT);
-  const auto r = node1.finish(seconds(30));
+  TwoSleepingNodes job;
+  ASSERT_EQ(job.workers.size(), 4u);
+  job.node1.signal(SIGSTOP);
+  const auto end = job.node0.finish(seconds(60));  // the agent's silence: node-1 lost
+  EXPECT_NE(end.status, 0) << end.err;
+  job.node1.signal(SIGCONT);
+  const auto r = job.node1.finish(seconds(30));
   EXPECT_NE(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "closed the connection before the job's end")) << r.err;
 }
 
 // Two nodes given the same --node-rank: the second is refused, says why, and exits non-zero.
 TEST(PerNode, ASecondNodeOfTheSameRankIsRefusedSayingWhy) {
-  const SecretFile secret("shared-secret-of-the-nodes");
-  const int port = free_port();
-  const TempDir pids;
-  HvdrunProcess node1(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
-  HvdrunProcess node0(sleeping_workers(node_command(2, 0, port, secret.path()), pids));
-  ASSERT_EQ(wait_for_pids(pids.path, 4, seconds(60)).size(), 4u);
-  HvdrunProcess again(sleeping_workers(node_command(2, 1, port, secret.path()), pids));
+  TwoSleepingNodes job;
+  ASSERT_EQ(job.workers.size(), 4u);
+  HvdrunProcess again(job.node(1));
   const auto r = again.finish(seconds(30));
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_TRUE(
       contains(r.err, "the launcher refused this node: node 'node-1' already has its agent"))
       << r.err;
-  node0.signal(SIGTERM);
-  EXPECT_NE(node0.finish(seconds(30)).status, 0);
-  EXPECT_NE(node1.finish(seconds(30)).status, 0);
+  job.node0.signal(SIGTERM);
+  EXPECT_NE(job.node0.finish(seconds(30)).status, 0);
+  EXPECT_NE(job.node1.finish(seconds(30)).status, 0);
 }
 
 // `count` connections to 127.0.0.1:`port` that say nothing, made as soon as the port listens.
