@@ -307,5 +307,38 @@ TEST(Slurm, AnElasticJobLosingANodeReFormsWithoutIt) {
   EXPECT_TRUE(wait_nodes_idle(seconds(15)).empty()) << joined(wait_nodes_idle(seconds(0)));
 }
 
+// The same loss with a 1 s cooldown: when the node is used again, a new srun step starts a new
+// agent there (nothing of the old one is reused), its workers join, and the job finishes with
+// all three.
+TEST(Slurm, ALostNodeGetsANewAgentFromANewStepWhenUsedAgain) {
+  REQUIRE_SLURM();
+  TempDir dir;
+  auto args = elastic_job(
+      dir,
+      {"--min-np", "2", "--blacklist-cooldown-range", "1", "1", "--reset-limit", "2", "--verbose"},
+      16);
+  HvdrunProcess job(
+      "/usr/bin/salloc",
+      [&] {
+        std::vector<std::string> a{"-N", "3", "-n", "3", HVDRUN_BINARY};
+        a.insert(a.end(), args.begin(), args.end());
+        return a;
+      }(),
+      slurm_env(), "/dev/null");
+  wait_for_pids(dir.path, 3, seconds(30));
+  std::this_thread::sleep_for(milliseconds(1000));  // the three train together
+  const pid_t agent = agent_on(3);
+  ASSERT_GT(agent, 0);
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  const auto r = job.finish(seconds(150));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvds-n3: a new node agent in place of the lost one")) << r.err;
+  EXPECT_FALSE(contains(r.err, "unused for 2 s")) << "the node failed again: " << r.err;
+  const auto done = finished(r.out);
+  EXPECT_EQ(done.size(), 3u) << r.out << r.err;
+  for (const auto& [pid, entry] : done) EXPECT_EQ(entry.first, 3) << r.out;
+  EXPECT_TRUE(wait_nodes_idle(seconds(15)).empty()) << joined(wait_nodes_idle(seconds(0)));
+}
+
 }  // namespace
 }  // namespace hvdrun::itest
