@@ -9,6 +9,8 @@
 
 namespace hvdrun::launcher {
 
+constexpr std::size_t kNamedAliases = 3;
+
 std::string merge_local_aliases(std::vector<HostSpec>& hosts, std::size_t used,
                                 const std::function<bool(const std::string&)>& is_local) {
   used = std::min(used, hosts.size());
@@ -21,11 +23,15 @@ std::string merge_local_aliases(std::vector<HostSpec>& hosts, std::size_t used,
     if (!(is_local ? is_local(hosts[i].name) : is_local_host(hosts[i].name))) continue;
     if (first) merged[i] = true;
     if (!first) first = i;
-    names += (count == 0 ? "" : " and ") + quoted(hosts[i].name) + " (" + hosts[i].origin + ")";
+    // The first few by name: a list of 100,000 aliases is one short line, not megabytes.
+    if (count < kNamedAliases) {
+      names += (count == 0 ? "" : " and ") + quoted(hosts[i].name) + " (" + hosts[i].origin + ")";
+    }
     slots += hosts[i].slots;
     ++count;
   }
   if (count < 2) return {};
+  if (count > kNamedAliases) names += " and " + std::to_string(count - kNamedAliases) + " more";
   hosts[*first].slots = static_cast<int>(std::min<long long>(slots, kMaxSlots));
   const std::string line =
       names + (count == 2 ? " both" : " all") + " name this machine: they run as one host, " +

@@ -291,6 +291,22 @@ TEST(LocalAliases, NamesOfThisMachineBecomeOneHostWithTheirSlots) {
   EXPECT_EQ(hosts[1].name, "node-b.invalid");
 }
 
+// A discovery script that lists this machine 100,001 times (127.0.0.1, 127.0.0.2, ...): one
+// short line that names the first three and counts the rest.
+TEST(LocalAliases, ManyAliasesAreCountedNotListed) {
+  std::vector<HostSpec> hosts;
+  for (int i = 0; i <= 100'000; ++i) hosts.push_back({"", "alias-" + std::to_string(i), 1, "d.sh"});
+  const std::string line =
+      merge_local_aliases(hosts, hosts.size(), [](const std::string&) { return true; });
+  EXPECT_LT(line.size(), 400u) << line.substr(0, 400);
+  EXPECT_NE(line.find("'alias-0' (d.sh) and 'alias-1' (d.sh) and 'alias-2' (d.sh) and 99998 more "
+                      "all name this machine"),
+            std::string::npos)
+      << line.substr(0, 400);
+  ASSERT_EQ(hosts.size(), 1u);
+  EXPECT_EQ(hosts[0].slots, 100'001);
+}
+
 TEST(LocalAliases, OnlyTheHostsThatGetRanksAreMerged) {
   std::vector<HostSpec> hosts = {{"", "localhost", 2, "-H"}, {"", "127.0.0.1", 2, "-H"}};
   EXPECT_EQ(hosts_used(hosts, 2), 1u);
