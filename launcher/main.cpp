@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
     return hvdrun::launcher::agent::node_agent_main(
         std::vector<std::string>(argv + 2, argv + argc));
   }
+  // The signals a job handles wait, blocked, until its handlers are in (SignalWatch unblocks
+  // them): one that comes while hvdrun reads its command line and sets the job up ends the job
+  // as it would later, instead of killing hvdrun by its default action. Paths that run no job
+  // unblock them at once.
+  hvdrun::launcher::block_job_signals();
   hvdrun::launcher::ensure_standard_fds();
   ::signal(SIGPIPE, SIG_IGN);  // a closed console must not kill the launcher
   raise_open_file_limit();     // 3 pipes per local worker and a socket per rank
@@ -66,6 +71,7 @@ int main(int argc, char** argv) {
     auto parsed = hvdrun::launcher::parse_cli(args, environment);
     for (const auto& remark : parsed.notes) std::fprintf(stderr, "hvdrun: %s\n", remark.c_str());
     if (parsed.action != hvdrun::launcher::CliAction::kRun) {
+      hvdrun::launcher::unblock_job_signals();  // --check-build ends on Ctrl-C as before
       std::fputs(parsed.text.c_str(), stdout);
       if (!parsed.text.empty() && parsed.text.back() != '\n') std::fputc('\n', stdout);
       // A reader that went away (EPIPE) took what it wanted, as with the workers' output.
@@ -76,6 +82,7 @@ int main(int argc, char** argv) {
     }
     const auto& per_node = parsed.spec.per_node;
     if (per_node.nnodes > 1 && per_node.node_rank > 0) {  // this node runs node 0's workers
+      hvdrun::launcher::unblock_job_signals();            // the agent ends on them while it waits
       ::setenv(hvdrun::launcher::agent::kAgentSecretVariable, per_node.secret.c_str(), 1);
       const std::string host =
           per_node.host.find(':') != std::string::npos ? "[" + per_node.host + "]" : per_node.host;
@@ -87,12 +94,9 @@ int main(int argc, char** argv) {
            // Node 0's pod may be scheduled minutes after this one.
            std::to_string(std::max<long long>(300, parsed.spec.start_timeout.count()))});
     }
-    // The signals a job handles wait, blocked, until its handlers are in (SignalWatch unblocks
-    // them): one that comes while the job is set up ends it as it would later, instead of
-    // killing hvdrun by its default action.
-    hvdrun::launcher::block_job_signals();
     return hvdrun::launcher::run_job(parsed.spec, environment);
   } catch (const hvdrun::UsageError& e) {
+    hvdrun::launcher::unblock_job_signals();
     return fail(e.what(), 2);
   } catch (const hvdrun::launcher::Interrupted& e) {
     return fail(e.what(), 128 + e.signo());

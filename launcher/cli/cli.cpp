@@ -19,6 +19,7 @@
 #include "launcher/cli/horovod_tuning.h"
 #include "launcher/cli/per_node.h"
 #include "launcher/plan/placement.h"
+#include "launcher/process/signal_watch.h"
 #include "launcher/spec/hosts.h"
 #include "launcher/spec/slurm_allocation.h"
 
@@ -437,6 +438,7 @@ CliResult parse_cli(std::span<const std::string> args,
   }
   if (parsed.flag("check-build")) {
     result.action = CliAction::kCheckBuild;
+    const JobSignalsUnblocked unblocked;  // it runs programs for seconds: Ctrl-C ends it
     result.text = check_build_text(environment);
     return result;
   }

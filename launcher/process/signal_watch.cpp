@@ -110,6 +110,11 @@ void block_job_signals() noexcept {
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+void unblock_job_signals() noexcept {
+  const sigset_t set = job_signals();
+  ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 JobSignalsUnblocked::JobSignalsUnblocked() noexcept {
   const sigset_t set = job_signals();
   ::pthread_sigmask(SIG_UNBLOCK, &set, &previous_);

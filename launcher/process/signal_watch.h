@@ -40,8 +40,9 @@ struct SignalEvent {
 
 // The signals a job handles (INT, TERM, HUP, QUIT, USR1, USR2): blocked from the start of
 // main() until a SignalWatch takes them (its constructor unblocks the ones it watches, and what
-// came meanwhile is delivered to it).
+// came meanwhile is delivered to it), or unblocked on a path that runs no job.
 void block_job_signals() noexcept;
+void unblock_job_signals() noexcept;  // for a path that runs no job (a pending one acts now)
 
 // For code that waits on them another way (asio's signal_set, before the job): the job signals
 // unblocked for its life, then the mask as it was.
