@@ -228,4 +228,12 @@ std::map<int, long> check_flood_lines(std::string out, bool last_may_be_cut) {
   return next;
 }
 
+std::string probe_whose_checks_crash(const std::string& crash_when) {
+  const std::string probe = std::string(HVDRUN_BINARY) + "-preflight";
+  return "#!/bin/sh\nif " + crash_when + "; then\n  " + probe +
+         " \"$@\" & p=$!\n  while ! c=$(pgrep -P $p); do sleep 0.01; done\n"
+         "  kill -SEGV $c\n  wait $p\n  exit $?\nfi\nexec " +
+         probe + " \"$@\"\n";
+}
+
 }  // namespace hvdrun::itest

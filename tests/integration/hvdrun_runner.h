@@ -80,4 +80,9 @@ std::size_t count_of(const std::string& text, const std::string& part);
 std::optional<int> rank_missing_line(const std::string& out, int ranks, const std::string& said);
 std::string worker();  // path of the test worker program
 
+// A shell script to stand as hvdrun-preflight: the real probe beside HVDRUN_BINARY, whose
+// checks (the child process it runs them in) are killed by SIGSEGV, as a crash in a driver
+// would end them, where the shell condition `crash_when` holds ("[ \"$LOCAL_RANK\" = 1 ]").
+std::string probe_whose_checks_crash(const std::string& crash_when);
+
 }  // namespace hvdrun::itest

@@ -116,26 +116,22 @@ TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJob
 }
 
 // Three hosts: hvdt-h1's probe hangs before it joins the others, hvdt-h2's checks crash
-// (SIGSEGV). Each fails with its own cause; this machine, whose probe waited for them, passes;
-// and nothing in between speaks of ranks or re-formations.
+// (their process dies of SIGSEGV). Each fails with its own cause; this machine, whose probe waited
+// for them, passes; and nothing in between speaks of ranks or re-formations.
 TEST(TestHostsPreflight, AHangAndACrashFailTheirOwnHostsOnly) {
   REQUIRE_TEST_HOSTS();
   TestHome home;
   TempDir dir;
   const auto hvdrun = dir.path / "hvdrun";
   std::filesystem::copy_file(HVDRUN_BINARY, hvdrun);
-  std::ofstream(dir.path / "hvdrun-preflight")
-      << "#!/bin/sh\ncase \"$HVDRUN_HOSTNAME\" in\n  hvdt-h1) exec sleep 612.5 ;;\n"
-      << "  hvdt-h2) export LD_PRELOAD=" << CRASH_PRELOAD << " ;;\nesac\nexec " << HVDRUN_BINARY
-      << "-preflight \"$@\"\n";
+  std::string probe = probe_whose_checks_crash("[ \"$HVDRUN_HOSTNAME\" = hvdt-h2 ]");
+  probe.insert(probe.find('\n') + 1, "[ \"$HVDRUN_HOSTNAME\" = hvdt-h1 ] && exec sleep 612.5\n");
+  std::ofstream(dir.path / "hvdrun-preflight") << probe;
   std::filesystem::permissions(dir.path / "hvdrun-preflight", std::filesystem::perms::owner_all);
-  const auto program = dir.path / "crash-in-the-checks";  // its name makes hvdt-h2's crash
-  std::ofstream(program) << "#!/bin/sh\ntrue\n";
-  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
   const auto r =
       HvdrunProcess(hvdrun.string(),
                     {"-np", "3", "-H", "localhost:1,hvdt-h1:1,hvdt-h2:1", "--preflight-only",
-                     "--preflight-timeout", "10", "--preflight-slack", "90", program.string()},
+                     "--preflight-timeout", "10", "--preflight-slack", "90", "true"},
                     home.env(), "/dev/null")
           .finish(seconds(90));
   EXPECT_EQ(r.status, 1) << r.err;

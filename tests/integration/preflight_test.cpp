@@ -136,17 +136,14 @@ TEST(Preflight, AJoinedProbeThatHangsIsStoppedAtThePreflightsLimit) {
       << r.err;
 }
 
-// One probe's checks crash (SIGSEGV in a call they make, as in a GPU driver): the probe still
-// reports at once, naming the signal; its host fails with that cause, long before the
+// One probe's checks crash (their process dies of SIGSEGV, as in a GPU driver): the probe
+// still reports at once, naming the signal; its host fails with that cause, well before the
 // preflight's limit, and the probes' run is not told as a job's ranks.
 TEST(Preflight, AProbeWhoseChecksCrashFailsItsHostAtOnceNamingTheSignal) {
   TempDir dir;
-  const std::string hvdrun = hvdrun_with_probe(
-      dir, std::string("#!/bin/sh\nif [ \"$LOCAL_RANK\" = 1 ]; then export LD_PRELOAD=") +
-               CRASH_PRELOAD + "; fi\nexec " + HVDRUN_BINARY + "-preflight \"$@\"\n");
-  HvdrunProcess job(hvdrun,
-                    {"-np", "2", "--preflight-only", "--preflight-timeout", "60",
-                     (dir.path / "crash-in-the-checks").string()},
+  const std::string hvdrun =
+      hvdrun_with_probe(dir, probe_whose_checks_crash("[ \"$LOCAL_RANK\" = 1 ]"));
+  HvdrunProcess job(hvdrun, {"-np", "2", "--preflight-only", "--preflight-timeout", "60", "true"},
                     {}, "/dev/null");
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 1) << r.err;
