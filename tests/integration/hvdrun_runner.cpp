@@ -232,7 +232,7 @@ std::string probe_whose_checks_crash(const std::string& crash_when) {
   const std::string probe = std::string(HVDRUN_BINARY) + "-preflight";
   return "#!/bin/sh\nif " + crash_when + "; then\n  " + probe +
          " \"$@\" & p=$!\n  while ! c=$(pgrep -P $p); do sleep 0.01; done\n"
-         "  kill -SEGV $c\n  wait $p\n  exit $?\nfi\nexec " +
+         "  kill -ABRT $c\n  wait $p\n  exit $?\nfi\nexec " +
          probe + " \"$@\"\n";
 }
 

@@ -81,8 +81,9 @@ std::optional<int> rank_missing_line(const std::string& out, int ranks, const st
 std::string worker();  // path of the test worker program
 
 // A shell script to stand as hvdrun-preflight: the real probe beside HVDRUN_BINARY, whose
-// checks (the child process it runs them in) are killed by SIGSEGV, as a crash in a driver
-// would end them, where the shell condition `crash_when` holds ("[ \"$LOCAL_RANK\" = 1 ]").
+// checks (the child process it runs them in) are killed by SIGABRT, as an abort() in a driver
+// or library would end them, where the shell condition `crash_when` holds ("[ \"$LOCAL_RANK\"
+// = 1 ]"). SIGABRT, not SIGSEGV: the sanitizers of the test builds catch SIGSEGV themselves.
 std::string probe_whose_checks_crash(const std::string& crash_when);
 
 }  // namespace hvdrun::itest

@@ -116,7 +116,7 @@ TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJob
 }
 
 // Three hosts: hvdt-h1's probe hangs before it joins the others, hvdt-h2's checks crash
-// (their process dies of SIGSEGV). Each fails with its own cause; this machine, whose probe waited
+// (their process dies of SIGABRT). Each fails with its own cause; this machine, whose probe waited
 // for them, passes; and nothing in between speaks of ranks or re-formations.
 TEST(TestHostsPreflight, AHangAndACrashFailTheirOwnHostsOnly) {
   REQUIRE_TEST_HOSTS();
@@ -140,7 +140,7 @@ TEST(TestHostsPreflight, AHangAndACrashFailTheirOwnHostsOnly) {
       r.err, std::regex(R"(hvdt-h1 .*FAIL: no report from 1 of its 1 probes \(the checks ran)")))
       << r.err;
   EXPECT_TRUE(
-      std::regex_search(r.err, std::regex(R"(hvdt-h2 .*FAIL: its checks crashed \(SIGSEGV\))")))
+      std::regex_search(r.err, std::regex(R"(hvdt-h2 .*FAIL: its checks crashed \(SIGABRT\))")))
       << r.err;
   EXPECT_FALSE(contains(r.err, "rank")) << r.err;
   EXPECT_FALSE(contains(r.err, "re-forming")) << r.err;

@@ -136,8 +136,8 @@ TEST(Preflight, AJoinedProbeThatHangsIsStoppedAtThePreflightsLimit) {
       << r.err;
 }
 
-// One probe's checks crash (their process dies of SIGSEGV, as in a GPU driver): the probe
-// still reports at once, naming the signal; its host fails with that cause, well before the
+// One probe's checks crash (their process dies of SIGABRT, as at an abort() in a GPU driver): the
+// probe still reports at once, naming the signal; its host fails with that cause, well before the
 // preflight's limit, and the probes' run is not told as a job's ranks.
 TEST(Preflight, AProbeWhoseChecksCrashFailsItsHostAtOnceNamingTheSignal) {
   TempDir dir;
@@ -147,7 +147,7 @@ TEST(Preflight, AProbeWhoseChecksCrashFailsItsHostAtOnceNamingTheSignal) {
                     {}, "/dev/null");
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_TRUE(contains(r.err, "FAIL: its checks crashed (SIGSEGV)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "FAIL: its checks crashed (SIGABRT)")) << r.err;
   // Not at the preflight's limit (30 s): the other probe goes on without the crashed one
   // (joining waits 15 s at most).
   EXPECT_FALSE(contains(r.err, "ran past")) << r.err;
