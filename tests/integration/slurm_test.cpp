@@ -280,26 +280,30 @@ TEST(Slurm, ScancelOfABatchJobLetsEveryRankSaveOnce) {
   EXPECT_FALSE(contains(text, "[ssh]")) << text;
 }
 
+// An elastic job of 3 nodes (srun --no-kill) under salloc with `flags`, whose node 3's agent
+// is SIGKILLed once the three train together; returns the job's end.
+RunResult elastic_job_losing_node_3(std::vector<std::string> flags, int epochs) {
+  TempDir dir;
+  auto args = elastic_job(dir, std::move(flags), epochs);
+  std::vector<std::string> salloc{"-N", "3", "-n", "3", HVDRUN_BINARY};
+  salloc.insert(salloc.end(), args.begin(), args.end());
+  HvdrunProcess job("/usr/bin/salloc", salloc, slurm_env(), "/dev/null");
+  wait_for_pids(dir.path, 3, seconds(30));
+  std::this_thread::sleep_for(milliseconds(1000));  // the three train together
+  const pid_t agent = agent_on(3);
+  EXPECT_GT(agent, 0);
+  if (agent > 0) {
+    EXPECT_EQ(::kill(agent, SIGKILL), 0);
+  }
+  return job.finish(seconds(150));
+}
+
 // An elastic job (srun --no-kill) loses node 3's agent: the job re-forms on the 2 other nodes
 // and finishes with every sample applied once.
 TEST(Slurm, AnElasticJobLosingANodeReFormsWithoutIt) {
   REQUIRE_SLURM();
-  TempDir dir;
-  auto args = elastic_job(dir, {"--min-np", "2", "--blacklist-cooldown-range", "60", "600"}, 12);
-  HvdrunProcess job(
-      "/usr/bin/salloc",
-      [&] {
-        std::vector<std::string> a{"-N", "3", "-n", "3", HVDRUN_BINARY};
-        a.insert(a.end(), args.begin(), args.end());
-        return a;
-      }(),
-      slurm_env(), "/dev/null");
-  wait_for_pids(dir.path, 3, seconds(30));
-  std::this_thread::sleep_for(milliseconds(1000));  // the three train together
-  const pid_t agent = agent_on(3);
-  ASSERT_GT(agent, 0);
-  ASSERT_EQ(::kill(agent, SIGKILL), 0);
-  const auto r = job.finish(seconds(110));
+  const auto r =
+      elastic_job_losing_node_3({"--min-np", "2", "--blacklist-cooldown-range", "60", "600"}, 12);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "host hvds-n3 unused for 60 s; re-forming with 2 surviving workers"))
       << r.err;
@@ -312,25 +316,9 @@ TEST(Slurm, AnElasticJobLosingANodeReFormsWithoutIt) {
 // all three.
 TEST(Slurm, ALostNodeGetsANewAgentFromANewStepWhenUsedAgain) {
   REQUIRE_SLURM();
-  TempDir dir;
-  auto args = elastic_job(
-      dir,
+  const auto r = elastic_job_losing_node_3(
       {"--min-np", "2", "--blacklist-cooldown-range", "1", "1", "--reset-limit", "2", "--verbose"},
       16);
-  HvdrunProcess job(
-      "/usr/bin/salloc",
-      [&] {
-        std::vector<std::string> a{"-N", "3", "-n", "3", HVDRUN_BINARY};
-        a.insert(a.end(), args.begin(), args.end());
-        return a;
-      }(),
-      slurm_env(), "/dev/null");
-  wait_for_pids(dir.path, 3, seconds(30));
-  std::this_thread::sleep_for(milliseconds(1000));  // the three train together
-  const pid_t agent = agent_on(3);
-  ASSERT_GT(agent, 0);
-  ASSERT_EQ(::kill(agent, SIGKILL), 0);
-  const auto r = job.finish(seconds(150));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.err, "hvds-n3: a new node agent in place of the lost one")) << r.err;
   EXPECT_FALSE(contains(r.err, "unused for 2 s")) << "the node failed again: " << r.err;
