@@ -7,6 +7,7 @@
 
 #include <boost/json/src.hpp>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -141,7 +142,9 @@ TEST(Timeline, ItLoadsAfterHvdrunIsKilled) {
 // A full disk (a 4 KiB tmpfs in a mount namespace of the test's): the write that does not fit
 // is cut off again, hvdrun says so, and the file ends with a whole event. Needs root.
 TEST(Timeline, ItStaysLoadableOnAFullDisk) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a tmpfs in a mount namespace)";
+  if (::geteuid() != 0 || std::system("unshare -m true 2>/dev/null") != 0) {
+    GTEST_SKIP() << "needs root and mount namespaces (a tmpfs of its own)";
+  }
   TempDir dir;
   const auto small = dir.path / "small";
   std::filesystem::create_directory(small);
