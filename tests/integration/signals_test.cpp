@@ -133,14 +133,11 @@ TEST(Signals, ASigtermPendingWhenTheJobStartsEndsIt) {
 
 // A thousand SIGUSR1 are each forwarded, but said in a few lines, the last with how many more.
 TEST(Signals, AFloodOfWarningsIsAFewLines) {
-  TempDir dir;
-  const auto ready = dir.path / "ready";
+  TempDir pids;  // each worker writes its pid once its trap is set
   HvdrunProcess hvdrun(
-      {"-np", "2", "sh", "-c", "trap '' USR1; touch " + ready.string() + "; sleep 3; exit 0"});
-  for (int i = 0; i < 3000 && !std::filesystem::exists(ready); ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  std::this_thread::sleep_for(milliseconds(200));  // both workers have their trap
+      {"-np", "2", "sh", "-c",
+       "trap '' USR1; echo $$ > " + pids.path.string() + "/$RANK.pid; sleep 3; exit 0"});
+  ASSERT_EQ(wait_for_pids(pids.path, 2, seconds(30)).size(), 2u);
   for (int i = 0; i < 1000; ++i) hvdrun.signal(SIGUSR1);
   const auto r = hvdrun.finish(seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;
