@@ -236,7 +236,7 @@ void Job::wait_for_slots(const std::string& reason) {
 
 // At the next cooldown end: grow back towards --max-np (or end a wait for slots).
 void Job::watch_cooldowns() {
-  const auto end = membership_->next_cooldown_end(Clock::now());
+  const auto end = membership_->next_cooldown_end();
   const bool spares_short = membership_->spares() < static_cast<std::size_t>(spec_.elastic.spares);
   if (!end ||
       (membership_->live() >= static_cast<std::size_t>(*spec_.elastic.max_np) && !spares_short)) {
@@ -245,6 +245,7 @@ void Job::watch_cooldowns() {
   cooldown_timer_.expires_at(*end);
   cooldown_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !state_.active()) return;
+    membership_->end_cooldowns(Clock::now());  // the ones after this moment get a new wait
     refill_spares();
     if (membership_->live() >= static_cast<std::size_t>(*spec_.elastic.max_np)) return;
     if (membership_->free_slots(Clock::now()) == 0) return watch_cooldowns();

@@ -34,6 +34,7 @@ std::chrono::seconds ElasticMembership::cool_down(std::size_t host, Clock::time_
   const int doublings = std::min(h.failures++, 16);
   const auto cooldown = std::min(cooldown_max_, cooldown_min_ * (1 << doublings));
   h.usable_from = now + cooldown;
+  h.cooling = true;
   return cooldown;
 }
 
@@ -201,13 +202,23 @@ void ElasticMembership::set_reachable(std::size_t host, bool reachable) {
   hosts_.at(host).reachable = reachable;
 }
 
-std::optional<ElasticMembership::Clock::time_point> ElasticMembership::next_cooldown_end(
-    Clock::time_point now) const {
+std::optional<ElasticMembership::Clock::time_point> ElasticMembership::next_cooldown_end() const {
   std::optional<Clock::time_point> earliest;
   for (const auto& h : hosts_) {
-    if (h.usable_from > now && (!earliest || h.usable_from < *earliest)) earliest = h.usable_from;
+    if (h.cooling && (!earliest || h.usable_from < *earliest)) earliest = h.usable_from;
   }
   return earliest;
+}
+
+std::size_t ElasticMembership::end_cooldowns(Clock::time_point now) {
+  std::size_t ended = 0;
+  for (auto& h : hosts_) {
+    if (h.cooling && h.usable_from <= now) {
+      h.cooling = false;
+      ++ended;
+    }
+  }
+  return ended;
 }
 
 }  // namespace hvdrun::launcher

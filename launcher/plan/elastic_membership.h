@@ -75,8 +75,11 @@ class ElasticMembership {
   void set_reachable(std::size_t host, bool reachable);
   const std::string& host_name(std::size_t host) const { return hosts_.at(host).name; }
   std::size_t host_count() const noexcept { return hosts_.size(); }
-  // The earliest end of a cooldown after `now`.
-  std::optional<Clock::time_point> next_cooldown_end(Clock::time_point now) const;
+  // The earliest end of a cooldown not taken yet by end_cooldowns(): it may be past already
+  // (a host whose cooldown ended while the job was busy with another's is not forgotten).
+  std::optional<Clock::time_point> next_cooldown_end() const;
+  // Takes every cooldown that ended by `now`; returns how many.
+  std::size_t end_cooldowns(Clock::time_point now);
   std::size_t live() const noexcept { return workers_.size(); }
   std::uint32_t next_key() const noexcept { return next_key_; }
 
@@ -88,6 +91,7 @@ class ElasticMembership {
     Clock::time_point usable_from{};
     std::map<int, int> incarnations;  // slot on the host -> incarnations started there
     bool reachable = true;
+    bool cooling = false;  // a cooldown whose end end_cooldowns() has not taken yet
   };
   bool usable(const Host& host, Clock::time_point now) const {
     return host.reachable && now >= host.usable_from;

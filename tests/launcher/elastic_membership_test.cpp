@@ -92,7 +92,7 @@ TEST(ElasticMembership, AFailedHostCoolsDownLongerAfterEachFailure) {
   m.remove(2);
   EXPECT_EQ(m.cool_down(1, now), seconds(10));
   EXPECT_EQ(m.free_slots(now), 0u);  // a is full, b cools down
-  EXPECT_EQ(m.next_cooldown_end(now), now + seconds(10));
+  EXPECT_EQ(m.next_cooldown_end(), now + seconds(10));
   const auto later = now + seconds(10);
   EXPECT_EQ(m.free_slots(later), 2u);
   const auto again = m.fill(later);
@@ -102,6 +102,24 @@ TEST(ElasticMembership, AFailedHostCoolsDownLongerAfterEachFailure) {
   EXPECT_EQ(m.cool_down(1, later), seconds(20));
   EXPECT_EQ(m.cool_down(1, later), seconds(40));
   EXPECT_EQ(m.cool_down(1, later), seconds(40));  // MAX
+}
+
+// Two hosts cool down a moment apart; the job takes the first end at a time before the second.
+// The second end, past by the time the job looks again, is still the next one to take: a
+// host whose cooldown ended while the job re-formed for another is not forgotten.
+TEST(ElasticMembership, ACooldownEndIsPendingUntilTakenEvenOnceItIsPast) {
+  ElasticMembership m(hosts({{"a", 1}, {"b", 1}, {"c", 1}}), 3, seconds(3), seconds(3));
+  const auto now = Clock::now();
+  m.add(WorkerId{0, 0, 0}, 1, 0);
+  m.cool_down(1, now);
+  m.cool_down(2, now + std::chrono::milliseconds(5));
+  EXPECT_EQ(m.next_cooldown_end(), now + seconds(3));
+  EXPECT_EQ(m.end_cooldowns(now + seconds(3)), 1u);  // b's only
+  const auto much_later = now + seconds(30);
+  EXPECT_EQ(m.next_cooldown_end(), now + std::chrono::milliseconds(5) + seconds(3));
+  EXPECT_EQ(m.end_cooldowns(much_later), 1u);
+  EXPECT_EQ(m.next_cooldown_end(), std::nullopt);
+  EXPECT_EQ(m.end_cooldowns(much_later), 0u);
 }
 
 TEST(ElasticMembership, ANewHostListAddsHostsAndRemovesTheWorkersOfGoneSlots) {
