@@ -17,10 +17,10 @@
 #include "launcher/agent/agent_connect.h"
 #include "launcher/cli/cli.h"
 #include "launcher/cli/per_node.h"
-#include "launcher/job/run_job.h"
 #include "launcher/process/interrupted.h"
 #include "launcher/process/process.h"
 #include "launcher/process/signal_watch.h"
+#include "launcher/run/run_job.h"
 
 extern char** environ;
 

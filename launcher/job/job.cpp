@@ -51,6 +51,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       stall_timer_(io),
       dump_timer_(io),
       deadline_timer_(io),
+      components_(std::move(start.components)),
       stacks_(io, hook_dir_.path(), stacks_dir(spec_, start.run_id)),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
@@ -86,16 +87,6 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   rdzv.run_id = std::move(start.run_id);
   rdzv.size = static_cast<int>(start.slots.size());
   rdzv.stacks_dir = hook_dir_.path().string();
-  if (spec_.timeline) {
-    timeline_.emplace(*spec_.timeline, spec_.timeline_max_events, launched_);
-    if (spec_.timeline_collectives)
-      collective_trace_.emplace(*timeline_, spec_.timeline_rank_events);
-    if (!spec_.preflight.results.empty()) {  // checked before this job's time begins
-      Timeline::Args args{{"took_ms", std::to_string(spec_.preflight.took.count())}};
-      for (const auto& [host, verdict] : spec_.preflight.results) args.emplace_back(host, verdict);
-      trace_event("preflight", args);
-    }
-  }
   if (!hook_dir_.error().empty()) {
     launcher_log()->warn("no Python stacks for this job: {}", hook_dir_.error());
   }
@@ -158,7 +149,7 @@ void Job::launch_workers(const std::vector<WorkerId>& ids) {
                             pools_.rendezvous_for(id.host, rank0_host), record.key.value)});
   }
   pools_.start(std::move(launches));
-  trace_workers_started(ids);
+  publish_started(&JobEvents::workers_started, workers_, ids);
 }
 
 void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
@@ -170,7 +161,7 @@ void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
   WorkerRecord* record = workers_.find(id);
   if (!record || record->end()) return;
   workers_.set_end(*record, std::move(end));
-  trace_worker_ended(*record);
+  publish(&JobEvents::worker_ended, worker_event(*record));
   if (host_updates_) host_updates_->forget(record->key.value);
   const WorkerEnded ended{id, *record->end(), record->removed};
   if (record->removed) {  // its slot left the job: however it ended, the job goes on
@@ -255,8 +246,8 @@ void Job::announce_failure() {
   announce_timer_.cancel();
   const auto& end = outcome_->end;
   const std::size_t others = state_.active() ? running() : 0;
-  trace_event("rank " + std::to_string(outcome_->rank) + " failed: the job ends",
-              {{"host", outcome_->host}, {"end", end.what_happened()}});
+  event_happened("rank " + std::to_string(outcome_->rank) + " failed: the job ends",
+                 {{"host", outcome_->host}, {"end", end.what_happened()}});
   note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
        (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
        (outcome_->exhausted.empty() ? "" : " (" + outcome_->exhausted + ")") +

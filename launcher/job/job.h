@@ -22,14 +22,13 @@
 #include "launcher/discovery/discovery_poller.h"
 #include "launcher/horovod/updates/host_updates.h"
 #include "launcher/job/collective_groups.h"
-#include "launcher/job/collective_trace.h"
 #include "launcher/job/generation_log.h"
+#include "launcher/job/job_events.h"
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
 #include "launcher/job/stall_check.h"
 #include "launcher/job/straggler_watch.h"
 #include "launcher/job/stragglers.h"
-#include "launcher/job/timeline.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/output/note_rate.h"
 #include "launcher/plan/elastic_membership.h"
@@ -54,6 +53,7 @@ struct JobStart {
   std::string run_id;                // TORCHELASTIC_RUN_ID
   std::string alias_note;            // said at the start: aliases of this machine merged
   LocalHosts& local_hosts;           // which names are this machine, for discovered hosts
+  JobComponents components;          // told of the job's events, in this order
 };
 
 class Job final : private RendezvousEvents, private PoolEvents {
@@ -166,14 +166,17 @@ class Job final : private RendezvousEvents, private PoolEvents {
   // --exclude-stragglers: the host of a rank persistently the last to arrive cools down and the
   // others re-form without it (if --min-np workers remain).
   void exclude_straggler(const StragglerWatch::Verdict& verdict);
-  // job_timeline.cpp: what --timeline records.
-  void trace_event(const std::string& name, const Timeline::Args& args = {});
-  void trace_workers_started(const std::vector<WorkerId>& ids);
-  void trace_worker_ended(const WorkerRecord& record);
-  void trace_host(std::size_t host, const std::string& name, Clock::time_point start,
-                  const Timeline::Args& args);
-  void trace_generation_end();
-  void trace_collectives(const std::vector<CollectiveGroup>& groups);
+  // job_events.cpp: the job's events, told to its components.
+  template <typename... Params, typename... Args>
+  void publish(void (JobEvents::*event)(Params...), Args&&... args) {
+    for (const auto& component : components_) (component.get()->*event)(args...);
+  }
+  WorkerEvent worker_event(const WorkerRecord& record) const;
+  void publish_started(void (JobEvents::*event)(const std::vector<WorkerEvent>&),
+                       const WorkerTable& table, const std::vector<WorkerId>& ids);
+  void publish_generation_end();
+  // Something the launcher did or saw (a signal, a restart, a stall), by name.
+  void event_happened(const std::string& what, const JobEvents::Args& args = {});
   // job_spares.cpp: warm spares (--spares).
   // Starts spares on free slots until --spares wait (none once the job winds down).
   void refill_spares();
@@ -265,12 +268,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   };
   std::optional<StackDump> dump_;
   boost::asio::steady_timer dump_timer_;
-  boost::asio::steady_timer deadline_timer_;             // end_after()
-  std::optional<Timeline> timeline_;                     // --timeline
-  std::optional<CollectiveTrace> collective_trace_;      // --timeline-collectives
-  std::map<WorkerId, Clock::time_point> trace_started_;  // workers running, for their spans
-  std::set<int> traced_hosts_;                           // host tracks named so far
-  PythonHookDir hook_dir_;                               // before stacks_, which reads it
+  boost::asio::steady_timer deadline_timer_;  // end_after()
+  JobComponents components_;                  // the timeline and others: told of every event
+  PythonHookDir hook_dir_;                    // before stacks_, which reads it
   StackCollector stacks_;
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only
   WorkerPools pools_;                         // last: its events use the members above

@@ -32,7 +32,7 @@ void Job::restart(const WorkerRecord& failed) {
     cooled = "; host " + pools_.host_name(failed.id.host) + " unused for " +
              std::to_string(cooldown.count()) + " s";
   }
-  trace_event("restart", {{"why", failed.who() + " " + what}});
+  event_happened("restart", {{"why", failed.who() + " " + what}});
   note(failed.who() + " " + what + cooled + "; restarting every rank (restart " +
        std::to_string(policy_->survived()) + " of " + std::to_string(spec_.max_restarts) + ")" +
        (others ? ": terminating " + plural(others, "other rank") : ""));
@@ -78,7 +78,7 @@ void Job::start_next_generation() {
   const std::size_t size = members.size();
   start_generation(
       {std::move(members), rdzv::Handover::kRestart, generations_.current().end_reason, {}});
-  trace_generation_end();
+  publish_generation_end();
   generations_.begin(Clock::now(), size);
   start_workers();
 }
@@ -166,7 +166,7 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   pools_.rendezvous().size = static_cast<int>(size);
   start_generation({std::move(members), how, reason, std::move(survivors)});
   if (host_updates_) host_updates_->reformed();  // this generation takes every change in
-  trace_generation_end();
+  publish_generation_end();
   generations_.begin(now, size);
   note_generation(how, size, added.size(), promoted.size());
   launch_workers(started);

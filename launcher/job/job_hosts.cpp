@@ -34,7 +34,7 @@ void Job::host_ready(std::size_t host, ssh::HostReady ready) {
     }
     if (!ready.host_key_note.empty()) note(ready.host_key_note);
   }
-  trace_host(host, "connected", launched_, {{"route_from", ready.local_addr}});
+  publish(&JobEvents::host_connected, host, pools_.host_name(host), launched_, ready.local_addr);
   pools_.host_connected(host, std::move(ready));
   if (later) {  // usable from now on; a restart under way takes it in by itself
     membership_->set_reachable(host, true);

@@ -49,9 +49,7 @@ void Job::refill_spares() {
   spare_counts_.started += added.size();
   if (!launches.empty()) {
     pools_.start(std::move(launches));
-    if (timeline_) {
-      for (const auto& id : ids) trace_started_[id] = now;
-    }
+    publish_started(&JobEvents::spares_started, spares_, ids);
     if (spec_.verbose) note("started " + plural(added.size(), "spare"));
   }
   if (membership_->spares() < want) {
@@ -75,11 +73,10 @@ void Job::promote_spare(const WorkerId& id) {
   WorkerRecord* spare = spares_.find(id);
   const auto started = spare_started_[id];
   const WorkerKey key = spare->key;
-  trace_worker_ended(*spare);  // its parked span
+  publish(&JobEvents::spare_promoted, worker_event(*spare));
   spares_.erase(id);
   spare_started_.erase(id);
   workers_.add(id, key, Slot{}).from_spare = true;
-  if (timeline_) trace_started_[id] = Clock::now();
   ++spare_counts_.promoted;
   spare_deaths_in_a_row_ = 0;
   spare_counts_.promotions.push_back("spare " + std::to_string(key.value) + " (host " +
@@ -90,7 +87,7 @@ void Job::promote_spare(const WorkerId& id) {
 void Job::spare_ended(WorkerRecord& spare) {
   const WorkerId id = spare.id;
   const std::uint32_t key = spare.key.value;
-  trace_worker_ended(spare);
+  publish(&JobEvents::worker_ended, worker_event(spare));
   membership_->remove(key);
   faces_.dismiss_spare(key, "spare ended");
   const std::string what = spare.lost.empty() ? spare.end()->what_happened() : spare.lost;
@@ -102,7 +99,7 @@ void Job::spare_ended(WorkerRecord& spare) {
   spare_started_.erase(id);
   if (expected) return maybe_finish();
   ++spare_counts_.ended;
-  trace_event("spare ended", {{"spare", who}, {"end", what}});
+  event_happened("spare ended", {{"spare", who}, {"end", what}});
   // Its host does not cool down: a spare has no part in the training, and a program that
   // cannot wait as a spare would keep failed workers' replacements off every host. Spares that
   // keep ending are not started again.

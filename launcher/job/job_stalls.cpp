@@ -61,7 +61,7 @@ void Job::check_stalls() {
   }
   if (stall_reported_ == key || spec_.stall_timeout.count() == 0) return;
   stall_reported_ = key;
-  trace_event("stall", {{"what", stall_->describe()}});
+  event_happened("stall", {{"what", stall_->describe()}});
   note("warning: stall: " + stall_->describe());
 }
 
@@ -126,10 +126,7 @@ void Job::finish_dump() {
   std::sort(dump.stacks.begin(), dump.stacks.end(),
             [](const auto& a, const auto& b) { return a.target.rank < b.target.rank; });
   print_stacks(dump.why + ") collected in " + millis_since(dump.start), dump.stacks, dump.culprits);
-  if (timeline_) {
-    timeline_->span(Timeline::kLauncher, 0, "stacks (" + dump.why + ")", "stacks", dump.start,
-                    Clock::now(), {{"ranks", std::to_string(dump.stacks.size())}});
-  }
+  publish(&JobEvents::stacks_collected, dump.why, dump.start, dump.stacks.size());
   if (!dump.remote_pending.empty()) {
     std::string missing;
     for (const auto& id : dump.remote_pending) {

@@ -18,7 +18,7 @@ void Job::take_samples() {
     stragglers_.add(group);
     if (straggler_watch_) straggler_watch_->add(group);
   }
-  trace_collectives(groups);
+  publish(&JobEvents::collectives_timed, groups);
   if (straggler_watch_ && state_.is(JobState::kRunning)) {
     if (const auto verdict = straggler_watch_->verdict()) exclude_straggler(*verdict);
   }
@@ -57,8 +57,8 @@ void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
     workers_.erase(id);  // its end, when it comes, is ignored
   }
   straggler_watch_->start_after(faces_.generation());  // a new window, in the next generation
-  trace_event("straggler excluded",
-              {{"host", pools_.host_name(host)}, {"why", verdict.describe()}});
+  event_happened("straggler excluded",
+                 {{"host", pools_.host_name(host)}, {"why", verdict.describe()}});
   note(reason + "; host " + pools_.host_name(host) + " unused for " +
        std::to_string(cooldown.count()) + " s; re-forming with " +
        plural(membership_->live(), "worker") + " (" + plural(on_host.size(), "worker") +

@@ -61,7 +61,7 @@ void Job::on_signal(const SignalEvent& signal) {
   }
   interrupted_ = true;
   if (!interrupted_at_) interrupted_at_ = Clock::now();
-  trace_event(signal_name(signo), {{"from", signal.sender_text()}});
+  event_happened(signal_name(signo), {{"from", signal.sender_text()}});
   if (!stop_signal_) stop_signal_ = signal;
   if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
     if (!outcome_) outcome_ = Outcome::interrupted(signo, signal.describe());
@@ -117,7 +117,7 @@ void Job::forward_signal(const SignalEvent& signal) {
       if (!r.end()) pools_.signal(r.id, signal.signo);
     });
   }
-  trace_event("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
+  event_happened("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
   signal_notes_.note("forwarded " + signal_name(signal.signo),
                      "forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }
@@ -207,12 +207,9 @@ void Job::finish() {
   pools_.end_job(outcome_exit_status(outcome_), spec_.per_node.another_run && !interrupted_at_);
   pools_.close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
-  if (timeline_) {
-    trace_generation_end();
-    trace_collectives(collective_groups_.flush());
-    if (collective_trace_) collective_trace_->close();
-    timeline_->close();
-  }
+  publish_generation_end();
+  publish(&JobEvents::collectives_timed, collective_groups_.flush());
+  publish(&JobEvents::job_ended);
   faces_.close();
 }
 

@@ -2,7 +2,7 @@
 // connects back, both prove the secret, and it raises each signal it is sent; a later run's
 // link replaces one that closed; a stranger's connection, silent or without the secret, is
 // closed, carries no signal and delays nobody.
-#include "launcher/job/moved_control.h"
+#include "launcher/slurm/moved_control.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -6,8 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "launcher/job/preflight_run.h"
 #include "launcher/preflight/preflight_verdict.h"
+#include "launcher/run/preflight_run.h"
 
 namespace hvdrun::launcher {
 namespace {

@@ -1,5 +1,5 @@
 // When hvdrun moves into its Slurm allocation, and the srun step that moves it.
-#include "launcher/job/slurm_relocation.h"
+#include "launcher/slurm/slurm_relocation.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

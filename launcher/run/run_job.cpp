@@ -1,6 +1,6 @@
 // run_job (run_job.h): what the job starts from, computed once, then the job core on one
 // io_context, then its summary and its last output.
-#include "launcher/job/run_job.h"
+#include "launcher/run/run_job.h"
 
 #include <signal.h>
 
@@ -11,16 +11,17 @@
 
 #include "hvdrun/error.h"
 #include "launcher/discovery/initial_hosts.h"
-#include "launcher/job/dry_run.h"
 #include "launcher/job/job.h"
-#include "launcher/job/loop_probe.h"
-#include "launcher/job/moved_control.h"
-#include "launcher/job/preflight_run.h"
-#include "launcher/job/slurm_relocation.h"
 #include "launcher/output/logging.h"
 #include "launcher/plan/open_files.h"
 #include "launcher/plan/placement.h"
+#include "launcher/run/dry_run.h"
+#include "launcher/run/job_components.h"
+#include "launcher/run/loop_probe.h"
+#include "launcher/run/preflight_run.h"
 #include "launcher/servers/server_setup.h"
+#include "launcher/slurm/moved_control.h"
+#include "launcher/slurm/slurm_relocation.h"
 #include "launcher/spec/hosts.h"
 #include "launcher/spec/local_aliases.h"
 #include "launcher/spec/local_host.h"
@@ -131,7 +132,8 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
                   std::move(kv_options),
                   make_run_id(),
                   {},
-                  local_hosts};
+                  local_hosts,
+                  {}};
 }
 
 }  // namespace
@@ -205,6 +207,7 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   const auto servers_start = Clock::now();
   const std::string bind = start.plan.bind;
   const std::vector<Slot> slots = start.slots;
+  start.components = job_components(spec, Clock::now());
   Job job(io, std::move(start), watchdog, sink, environment);
   if (spec.verbose) {
     note("rendezvous server up on " + bind + ":" + std::to_string(job.rendezvous_port()) +

@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "launcher/job/run_job.h"
 #include "launcher/preflight/preflight_verdict.h"
+#include "launcher/run/run_job.h"
 
 namespace hvdrun::launcher {
 

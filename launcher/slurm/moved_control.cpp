@@ -1,5 +1,5 @@
 // The control connection of a moved hvdrun (moved_control.h).
-#include "launcher/job/moved_control.h"
+#include "launcher/slurm/moved_control.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 // hvdrun --preflight (preflight_run.h).
-#include "launcher/job/preflight_run.h"
+#include "launcher/run/preflight_run.h"
 
 #include <chrono>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // The move of hvdrun into its Slurm allocation (slurm_relocation.h).
-#include "launcher/job/slurm_relocation.h"
+#include "launcher/slurm/slurm_relocation.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -9,12 +9,12 @@
 #include <cstring>
 
 #include "hvdrun/error.h"
-#include "launcher/job/moved_control.h"
 #include "launcher/output/logging.h"
 #include "launcher/process/process.h"
 #include "launcher/process/run_captured.h"
 #include "launcher/remote/remote_spawn.h"
 #include "launcher/remote/srun_step.h"
+#include "launcher/slurm/moved_control.h"
 
 namespace hvdrun::launcher {
 namespace {

@@ -1,5 +1,5 @@
 // LoopProbe (loop_probe.h): a thread timing empty handlers through the event loop.
-#include "launcher/job/loop_probe.h"
+#include "launcher/run/loop_probe.h"
 
 #include <boost/asio/post.hpp>
 #include <cstdio>

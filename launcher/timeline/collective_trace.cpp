@@ -1,5 +1,5 @@
 // CollectiveTrace (collective_trace.h).
-#include "launcher/job/collective_trace.h"
+#include "launcher/timeline/collective_trace.h"
 
 #include <algorithm>
 #include <string>

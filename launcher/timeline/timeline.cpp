@@ -1,6 +1,6 @@
 // Timeline (timeline.h). Each event is serialized by Boost.JSON (header-only here: this is
 // the one translation unit of the launcher that compiles its sources).
-#include "launcher/job/timeline.h"
+#include "launcher/timeline/timeline.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // print_dry_run (dry_run.h).
-#include "launcher/job/dry_run.h"
+#include "launcher/run/dry_run.h"
 
 #include <unistd.h>
 

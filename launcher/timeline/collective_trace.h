@@ -11,7 +11,7 @@
 #include <map>
 
 #include "launcher/job/collective_groups.h"
-#include "launcher/job/timeline.h"
+#include "launcher/timeline/timeline.h"
 
 namespace hvdrun::launcher {
 
