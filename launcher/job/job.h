@@ -251,8 +251,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::optional<Stall> stall_;          // the one the last check found, if any
   CollectiveGroups collective_groups_;  // the members' timed collectives, by collective
   StragglerStats stragglers_;
-  std::optional<StragglerWatch> straggler_watch_;  // --exclude-stragglers
-  bool straggler_kept_said_ = false;  // a straggler stays: its host would leave too few
+  std::optional<StragglerWatch> straggler_watch_;     // --exclude-stragglers
   Clock::time_point stragglers_said_ = Clock::now();  // --straggler-report
   bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
   // A collection of the ranks' stacks under way: this machine's (stacks_) and each remote

@@ -33,21 +33,18 @@ void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
     if (r.id.host == host && !r.end()) on_host.push_back(r.id);
   });
   const auto now = Clock::now();
-  const std::size_t min_np = static_cast<std::size_t>(*spec_.elastic.min_np);
   // Signed: the host's workers may include newcomers that are no members yet.
   const long left = static_cast<long>(membership_->live()) - static_cast<long>(on_host.size()) +
                     static_cast<long>(membership_->free_slots(now));
-  if (left < static_cast<long>(min_np)) {
-    if (!std::exchange(straggler_kept_said_, true)) {
-      note("straggler: " + verdict.describe() + "; host " + pools_.host_name(host) +
-           " stays: without it fewer than --min-np " + std::to_string(min_np) +
-           " workers would be left");
-    }
-    return;
-  }
-  const std::string reason = "straggler: " + verdict.describe() +
-                             " (--exclude-stragglers, margin " +
-                             describe_duration(spec_.elastic.straggler_margin) + ")";
+  StragglerFound found;
+  found.verdict = verdict.describe();
+  found.reason = "straggler: " + found.verdict + " (--exclude-stragglers, margin " +
+                 describe_duration(spec_.elastic.straggler_margin) + ")";
+  found.host = pools_.host_name(host);
+  found.left = left < 0 ? 0 : static_cast<std::size_t>(left);
+  const Action action = policy_->straggler_found(found, facts());
+  if (action.kind != Action::Kind::kReform) return carry_out(action, nullptr);
+  const std::string& reason = found.reason;
   generations_.current().ended = now;
   generations_.current().end_reason = reason;
   const auto cooldown = membership_->cool_down(host, now);
@@ -63,7 +60,7 @@ void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
        std::to_string(cooldown.count()) + " s; re-forming with " +
        plural(membership_->live(), "worker") + " (" + plural(on_host.size(), "worker") +
        " stopped there)");
-  reform(rdzv::Handover::kBroken, reason);
+  carry_out(action, nullptr);
 }
 
 }  // namespace hvdrun::launcher

@@ -1,6 +1,8 @@
 // The four policies (policies.h) and the choice among them (policy.h).
 #include "launcher/policy/policies.h"
 
+#include <utility>
+
 namespace hvdrun::launcher {
 namespace {
 
@@ -42,6 +44,10 @@ Action Policy::host_unusable_at_start(std::size_t /*remaining*/) const {
 
 Action Policy::slots_changed(SlotsChange /*change*/, const std::string& /*reason*/,
                              const JobFacts& /*facts*/) {
+  return continue_job();
+}
+
+Action Policy::straggler_found(const StragglerFound& /*found*/, const JobFacts& /*facts*/) {
   return continue_job();
 }
 
@@ -125,6 +131,24 @@ Action ElasticPolicy::slots_changed(SlotsChange change, const std::string& reaso
   if (takes_no_new_slots(change, facts)) return continue_job();
   return reform(facts.waiting_for_slots ? rdzv::Handover::kBroken : rdzv::Handover::kHostsUpdated,
                 reason);
+}
+
+// A straggler's host leaves only if --min-np workers remain and --reset-limit allows one more
+// re-formation; otherwise it stays, which is said once.
+Action ElasticPolicy::straggler_found(const StragglerFound& found, const JobFacts& /*facts*/) {
+  std::string why;
+  if (found.left < static_cast<std::size_t>(min_np_)) {
+    why = "without it fewer than --min-np " + std::to_string(min_np_) + " workers would be left";
+  } else if (!take_reset()) {
+    why = exhausted();
+  } else {
+    return reform(rdzv::Handover::kBroken, found.reason);
+  }
+  Action action = continue_job();
+  if (!std::exchange(straggler_kept_said_, true)) {
+    action.note = "straggler: " + found.verdict + "; host " + found.host + " stays: " + why;
+  }
+  return action;
 }
 
 std::string ElasticPolicy::exhausted() const {

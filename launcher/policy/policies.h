@@ -51,6 +51,7 @@ class ElasticPolicy : public Policy {
   Action host_unusable_at_start(std::size_t remaining) const override;
   Action slots_changed(SlotsChange change, const std::string& reason,
                        const JobFacts& facts) override;
+  Action straggler_found(const StragglerFound& found, const JobFacts& facts) override;
   std::string exhausted() const override;
   int survived() const override { return resets_; }
   int resets() const noexcept { return resets_; }
@@ -67,6 +68,7 @@ class ElasticPolicy : public Policy {
   std::optional<int> reset_limit_;
   int min_np_;
   int resets_ = 0;
+  bool straggler_kept_said_ = false;  // a straggler that stays is said once
 };
 
 // Elastic jobs of Horovod workers (hvd.elastic.run): as ElasticPolicy until a worker uses

@@ -40,6 +40,14 @@ struct WorkerEnded {
   bool slot_removed = false;  // its slot left the job (the discovery script) before it ended
 };
 
+// --exclude-stragglers found a persistent straggler.
+struct StragglerFound {
+  std::string verdict;   // "rank 2 (host h2) arrived last in 40 of 45 (89 %), late by ..."
+  std::string reason;    // "straggler: <verdict> (--exclude-stragglers, margin 20 ms)"
+  std::string host;      // its host's name
+  std::size_t left = 0;  // members that would remain without that host, free slots counted
+};
+
 // The job's slots changed: some were added (or are free again: a cooldown ended, a host
 // joined) or the discovery script removed some.
 enum class SlotsChange { kAdded, kRemoved };
@@ -73,6 +81,9 @@ class Policy {
   // The job's slots changed (elastic jobs).
   virtual Action slots_changed(SlotsChange change, const std::string& reason,
                                const JobFacts& facts);
+  // A persistent straggler was found: kReform (its host leaves, the others re-form without it;
+  // a re-formation like any other, counted against --reset-limit) or kContinue (it stays).
+  virtual Action straggler_found(const StragglerFound& found, const JobFacts& facts);
   // Horovod workers (`waiting` of them) asked for their places in a next generation, though
   // none of them exited.
   virtual Action reform_asked(std::size_t waiting, const JobFacts& facts);

@@ -220,6 +220,31 @@ TEST(TestHostsElastic, APersistentStragglersHostIsExcluded) {
   EXPECT_TRUE(contains(r.out, "applied 65536 samples of 65536; all ranks agree")) << r.out;
 }
 
+// The same straggler with --reset-limit 0: its exclusion would be a re-formation, and none is
+// left, so its host stays (said once) and the job finishes on all three ranks.
+TEST(TestHostsElastic, AStragglerStaysOnceTheResetLimitIsUsed) {
+  REQUIRE_TEST_HOSTS();
+  TestHome home;
+  TempDir dir;
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-np", "3", "--min-np", "2", "-H", "hvdt-h1:2,hvdt-h2:1", "--exclude-stragglers",
+                   "--straggler-margin", "20", "--reset-limit", "0"},
+                  8, "[ \"$HVDRUN_HOSTNAME\" = hvdt-h2 ] && set -- \"$@\" --step-delay-ms 60; "),
+      home.env());
+  const auto r = job.finish(seconds(110));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "hvdrun: straggler: rank 2 (host hvdt-h2) arrived last in "))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "; host hvdt-h2 stays: no re-formation left: --reset-limit 0 used"))
+      << r.err;
+  EXPECT_FALSE(contains(r.err, "re-forming with")) << r.err;
+  const auto done = finished(r.out);
+  ASSERT_EQ(done.size(), 3u) << r.out << r.err;
+  expect_one_hash(done, r.out);
+  EXPECT_TRUE(contains(r.out, "all ranks agree")) << r.out;
+}
+
 // A warm spare on a remote host, started through its node agent: a worker killed on the other
 // host is replaced by it at once, and the job ends at full size with one hash.
 TEST(TestHostsElastic, ARemoteSpareTakesAKilledWorkersPlace) {

@@ -56,6 +56,35 @@ TEST(ElasticPolicy, FailuresReFormUntilTheResetLimitThenFailTheJob) {
   EXPECT_EQ(unlimited.restart_count(4), 4);  // the generations so far
 }
 
+// A straggler's exclusion is a re-formation like a failure's: it takes one of --reset-limit's,
+// and none is taken when the limit is used or too few would be left (the straggler stays,
+// said once).
+TEST(ElasticPolicy, AStragglerExclusionCountsAgainstTheResetLimit) {
+  StragglerFound found{"rank 2 (host h2) arrived last", "straggler: rank 2 (host h2) arrived last",
+                       "h2", 2};
+  ElasticPolicy policy(1, 2);
+  const Action excluded = policy.straggler_found(found, {});
+  EXPECT_EQ(excluded.kind, Kind::kReform);
+  EXPECT_EQ(excluded.reason, found.reason);
+  EXPECT_EQ(policy.resets(), 1);
+  EXPECT_EQ(on_end(policy, ProcessEnd::exited(3)), Kind::kFailJob);  // the limit is used
+  const Action kept = policy.straggler_found(found, {});
+  EXPECT_EQ(kept.kind, Kind::kContinue);
+  EXPECT_EQ(kept.note,
+            "straggler: rank 2 (host h2) arrived last; host h2 stays: no re-formation left: "
+            "--reset-limit 1 used");
+  EXPECT_EQ(policy.straggler_found(found, {}).note, "");  // said once
+
+  ElasticPolicy few(std::nullopt, 3);
+  const Action stays = few.straggler_found(found, {});
+  EXPECT_EQ(stays.kind, Kind::kContinue);
+  EXPECT_EQ(stays.note,
+            "straggler: rank 2 (host h2) arrived last; host h2 stays: without it fewer than "
+            "--min-np 3 workers would be left");
+  EXPECT_EQ(few.resets(), 0);
+  EXPECT_EQ(FailFastPolicy().straggler_found(found, {}).kind, Kind::kContinue);
+}
+
 TEST(Policies, AWorkerWhoseSlotWasRemovedLeavesWithoutDecidingAnything) {
   FailFastPolicy fail_fast;
   RestartAllPolicy restart_all(1);
