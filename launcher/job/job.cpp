@@ -214,9 +214,10 @@ void Job::fail_with(WorkerRecord& record) {
   ProcessEnd end = record.lost.empty() ? *record.end() : ProcessEnd::lost_connection(record.lost);
   end.pid = record.end()->pid;
   generations_.current().end_reason = record.who() + " " + end.what_happened();
-  outcome_ = Outcome::worker_failed(record.id, record.slot(), std::move(end));
-  outcome_->exhausted = policy_->exhausted();
-  outcome_->after_others = policy_->survived() > 0;
+  Outcome outcome = Outcome::worker_failed(record.id, record.slot(), std::move(end));
+  outcome.exhausted = policy_->exhausted();
+  outcome.after_others = policy_->survived() > 0;
+  if (!fail(std::move(outcome), generations_.current().end_reason)) return;
   if (!pools_.streams_open(record.id)) return announce_failure();
   announce_pending_ = true;  // its last lines come first, bounded like the final drain
   announce_timer_.expires_after(kDrainTimeout);
@@ -225,11 +226,19 @@ void Job::fail_with(WorkerRecord& record) {
   });
 }
 
+bool Job::fail(Outcome outcome, const std::string& why) {
+  if (outcome_) return false;
+  generations_.end_reason_if_none(why);
+  outcome_ = std::move(outcome);
+  return true;
+}
+
 // The job fails for `reason`, no worker's end: every worker is taken down.
 void Job::fail_for(const std::string& reason) {
   generations_.current().end_reason = reason;
-  outcome_ = Outcome::failed(Outcome::Kind::kJobError, reason);
-  note("job failed: " + reason + "; terminating " + plural(running(), "rank"));
+  if (!fail(Outcome::failed(Outcome::Kind::kJobError, reason), reason)) return;
+  const std::size_t left = running();
+  note("job failed: " + reason + (left ? "; terminating " + plural(left, "rank") : std::string()));
   terminate();
 }
 
@@ -289,10 +298,7 @@ void Job::arm_limit() {
     // Only a run still under way is ended; one ending already keeps its outcome.
     if (ec || !(state_.active() || state_.is(JobState::kRestarting))) return;
     ran_out_of_time_ = true;
-    if (!outcome_) {
-      generations_.end_reason_if_none(limit_->second);
-      outcome_ = Outcome::failed(Outcome::Kind::kJobError, limit_->second);
-    }
+    fail(Outcome::failed(Outcome::Kind::kJobError, limit_->second), limit_->second);
     note(limit_->second + "; terminating " + plural(running(), "rank"));
     terminate();
     maybe_finish();
@@ -367,8 +373,7 @@ void Job::rendezvous_failed(const rdzv::JobError& error) {
           " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
           "slow to start)";
     }
-    generations_.end_reason_if_none(text);
-    outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
+    fail(Outcome::failed(Outcome::Kind::kJobError, text), text);
     note("rendezvous failed; terminating " + plural(running(), "rank"));
     if (error.code == rdzv::ErrorCode::kTimeout && state_.is(JobState::kRunning)) {
       // Where the ranks that did not join are: before they are gone.

@@ -115,6 +115,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void start_workers();
   void launch_workers(const std::vector<WorkerId>& ids);
   void carry_out(const Action& action, WorkerRecord* ended);
+  // The one way the job's outcome is set: the first failure (or interruption) is the job's,
+  // and the current generation ends for `why` unless something else ended it; false (nothing
+  // changed) once the job has an outcome.
+  bool fail(Outcome outcome, const std::string& why);
   void fail_with(WorkerRecord& record);
   void fail_for(const std::string& reason);
   void announce_failure();

@@ -219,15 +219,11 @@ void Job::wait_for_slots(const std::string& reason) {
   elastic_timer_.async_wait([this, timeout, reason](const boost::system::error_code& ec) {
     if (ec || !state_.is(JobState::kWaitingForSlots)) return;
     if (!outcome_) {
-      std::string text = "only " + plural(membership_->live(), "worker") + " for " +
-                         std::to_string(timeout.count()) +
-                         " s (--elastic-timeout), below --min-np " +
-                         std::to_string(*spec_.elastic.min_np) + " (after " + reason + ")";
-      generations_.current().end_reason = text;
-      outcome_ = Outcome::failed(Outcome::Kind::kJobError, std::move(text));
-      const std::size_t left = running();
-      note("job failed: " + outcome_->message +
-           (left ? "; terminating " + plural(left, "rank") : std::string()));
+      const std::string text = "only " + plural(membership_->live(), "worker") + " for " +
+                               std::to_string(timeout.count()) +
+                               " s (--elastic-timeout), below --min-np " +
+                               std::to_string(*spec_.elastic.min_np) + " (after " + reason + ")";
+      carry_out(policy_->limit_reached(Limit::kElasticTimeout, text, facts()), nullptr);
     }
     terminate();
     maybe_finish();

@@ -61,11 +61,9 @@ void Job::host_failed(std::size_t host, const ssh::HostFailed& failed) {
     if (pools_.connected_count() + ++failed_hosts_ == remote_.size()) start_workers();
     return;
   }
-  if (!outcome_) {
-    outcome_ = Outcome::failed(
-        Outcome::Kind::kHostFailed,
-        "cannot start the ranks of host " + pools_.host_name(host) + ": " + failed.message);
-  }
+  const std::string why =
+      "cannot start the ranks of host " + pools_.host_name(host) + ": " + failed.message;
+  fail(Outcome::failed(Outcome::Kind::kHostFailed, why), why);
   if (state_.is(JobState::kConnecting)) enter(JobState::kFinished);  // nothing runs anywhere yet
 }
 

@@ -55,7 +55,8 @@ void Job::check_stalls() {
     const std::string reason = "stalled: " + stall_->describe() + " (--stall-shutdown " +
                                describe_duration(*spec_.stall_shutdown) + ")";
     dump_stacks("stall", stall_->culprits(), [this, reason] {
-      if (state_.is(JobState::kRunning)) fail_for(reason);
+      if (!state_.is(JobState::kRunning)) return;
+      carry_out(policy_->limit_reached(Limit::kStallShutdown, reason, facts()), nullptr);
     });
     return;
   }

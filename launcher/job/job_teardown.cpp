@@ -64,7 +64,7 @@ void Job::on_signal(const SignalEvent& signal) {
   event_happened(signal_name(signo), {{"from", signal.sender_text()}});
   if (!stop_signal_) stop_signal_ = signal;
   if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
-    if (!outcome_) outcome_ = Outcome::interrupted(signo, signal.describe());
+    fail(Outcome::interrupted(signo, signal.describe()), {});  // the generation has ended
     kill_all(SIGKILL);
     pools_.close_streams();  // take what they hold now, whatever the console does
     return;
@@ -74,8 +74,7 @@ void Job::on_signal(const SignalEvent& signal) {
     kill_all(SIGKILL);
     return;
   }
-  if (!outcome_) outcome_ = Outcome::interrupted(signo, signal.describe());
-  generations_.end_reason_if_none("interrupted (" + signal_name(signo) + ")");
+  fail(Outcome::interrupted(signo, signal.describe()), "interrupted (" + signal_name(signo) + ")");
   if (state_.is(JobState::kConnecting)) {
     note("interrupted (" + signal_name(signo) + ") while connecting to the hosts" +
          (signal.sender_text().empty() ? "" : "; sent by " + signal.sender_text()));

@@ -47,6 +47,13 @@ Action Policy::slots_changed(SlotsChange /*change*/, const std::string& /*reason
   return continue_job();
 }
 
+Action Policy::limit_reached(Limit /*limit*/, const std::string& reason,
+                             const JobFacts& /*facts*/) {
+  Action action = fail_job();
+  action.reason = reason;
+  return action;
+}
+
 Action Policy::straggler_found(const StragglerFound& /*found*/, const JobFacts& /*facts*/) {
   return continue_job();
 }

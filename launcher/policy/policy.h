@@ -48,6 +48,12 @@ struct StragglerFound {
   std::size_t left = 0;  // members that would remain without that host, free slots counted
 };
 
+// A limit of the job's own ran out.
+enum class Limit {
+  kStallShutdown,   // a collective stalled past --stall-shutdown (its stacks were collected)
+  kElasticTimeout,  // below --min-np past --elastic-timeout
+};
+
 // The job's slots changed: some were added (or are free again: a cooldown ended, a host
 // joined) or the discovery script removed some.
 enum class SlotsChange { kAdded, kRemoved };
@@ -84,6 +90,8 @@ class Policy {
   // A persistent straggler was found: kReform (its host leaves, the others re-form without it;
   // a re-formation like any other, counted against --reset-limit) or kContinue (it stays).
   virtual Action straggler_found(const StragglerFound& found, const JobFacts& facts);
+  // `limit` ran out, for `reason`: kFailJob with that reason.
+  virtual Action limit_reached(Limit limit, const std::string& reason, const JobFacts& facts);
   // Horovod workers (`waiting` of them) asked for their places in a next generation, though
   // none of them exited.
   virtual Action reform_asked(std::size_t waiting, const JobFacts& facts);

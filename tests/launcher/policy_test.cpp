@@ -85,6 +85,23 @@ TEST(ElasticPolicy, AStragglerExclusionCountsAgainstTheResetLimit) {
   EXPECT_EQ(FailFastPolicy().straggler_found(found, {}).kind, Kind::kContinue);
 }
 
+// A limit of the job's own (--stall-shutdown, --elastic-timeout) fails every kind of job, for
+// the reason the job gives.
+TEST(Policies, ALimitOfTheJobsOwnFailsTheJobForItsReason) {
+  FailFastPolicy fail_fast;
+  RestartAllPolicy restart_all(3);
+  ElasticPolicy elastic(std::nullopt, 1);
+  HorovodElasticPolicy horovod(std::nullopt, 1);
+  for (Policy* policy : std::vector<Policy*>{&fail_fast, &restart_all, &elastic, &horovod}) {
+    for (const Limit limit : {Limit::kStallShutdown, Limit::kElasticTimeout}) {
+      const Action action = policy->limit_reached(limit, "stalled: rank 1", {});
+      EXPECT_EQ(action.kind, Kind::kFailJob);
+      EXPECT_EQ(action.reason, "stalled: rank 1");
+    }
+  }
+  EXPECT_EQ(restart_all.restarts(), 0);  // no restart taken for it
+}
+
 TEST(Policies, AWorkerWhoseSlotWasRemovedLeavesWithoutDecidingAnything) {
   FailFastPolicy fail_fast;
   RestartAllPolicy restart_all(1);
