@@ -12,19 +12,15 @@
 
 #include "tests/compat/compat_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
+#include "tests/support/files.h"
 
 namespace hvdrun::itest {
 namespace {
 
+using hvdrun::test::read_file;
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool wait_for_file(const std::filesystem::path& path, const std::string& part,
                    milliseconds deadline) {

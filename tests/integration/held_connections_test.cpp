@@ -19,16 +19,14 @@
 
 #include "common/unique_fd.h"
 #include "tests/integration/hvdrun_runner.h"
+#include "tests/support/files.h"
 
 namespace hvdrun::itest {
 namespace {
 
-using namespace std::chrono_literals;
+using hvdrun::test::read_file;
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using namespace std::chrono_literals;
 
 UniqueFd connect_to(int port) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));

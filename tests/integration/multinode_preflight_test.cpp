@@ -17,6 +17,7 @@
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
 #include "tests/ssh/test_hosts.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -166,11 +167,9 @@ TEST(TestHostsPreflight, ACtrlCDuringTheChecksEndsHvdrunWithNoJobAndNoProbeLeft)
   HvdrunProcess hvdrun(
       {"-np", "3", "-H", "localhost:1,hvdt-h1:1,hvdt-h2:1", "--preflight", "sh", "-c", "echo ran"},
       home.env());
-  const auto until = std::chrono::steady_clock::now() + seconds(30);
-  while (!(probe_runs_on(1) && probe_runs_on(2)) && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(probe_runs_on(2)) << "no probe started on hvdt-h2";
+  ASSERT_TRUE(
+      hvdrun::test::wait_until([] { return probe_runs_on(1) && probe_runs_on(2); }, seconds(30)))
+      << "no probe started on both hosts";
   hvdrun.signal(SIGINT);
   const auto r = hvdrun.finish(seconds(30));
   EXPECT_EQ(r.status, 130) << r.err;

@@ -8,16 +8,12 @@
 #include <string>
 
 #include "tests/integration/hvdrun_runner.h"
+#include "tests/support/files.h"
 
 namespace hvdrun::itest {
 namespace {
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using hvdrun::test::read_file;
 
 TEST(Output, PythonRanksPrintOnePrefixedLineEach) {
   auto r = run_hvdrun({"-np", "4", "python3", "-c", "import os; print(os.environ['RANK'])"});

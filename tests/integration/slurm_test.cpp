@@ -17,6 +17,7 @@
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/slurm_cluster.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -139,11 +140,8 @@ pid_t agent_on(int node) {
 }
 
 pid_t wait_agent_on(int node, milliseconds deadline) {
-  const auto end = std::chrono::steady_clock::now() + deadline;
   pid_t pid = -1;
-  while ((pid = agent_on(node)) < 0 && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(milliseconds(50));
-  }
+  hvdrun::test::wait_until([&] { return (pid = agent_on(node)) >= 0; }, deadline, milliseconds(50));
   return pid;
 }
 

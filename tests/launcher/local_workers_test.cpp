@@ -15,9 +15,12 @@
 #include <thread>
 
 #include "launcher/output/logging.h"
+#include "tests/support/files.h"
 
 namespace hvdrun::launcher {
 namespace {
+
+using hvdrun::test::read_file;
 
 struct TempDir {
   TempDir() {
@@ -27,13 +30,6 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
   std::filesystem::path path;
 };
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Rank 0 exits 1 and rank 2 dies by SIGKILL before the one reap() that collects both (as
 // when rank 2 is killed and its ring peer exits because it vanished): rank 2 is the cause.

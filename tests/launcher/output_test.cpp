@@ -12,9 +12,12 @@
 #include <vector>
 
 #include "hvdrun/error.h"
+#include "tests/support/files.h"
 
 namespace hvdrun::launcher {
 namespace {
+
+using hvdrun::test::read_file;
 
 using Chunks = std::vector<std::string>;
 
@@ -130,13 +133,6 @@ std::string read_all(int fd) {
   while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
     text.append(buffer, static_cast<std::size_t>(n));
   return text;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 struct TempDir {

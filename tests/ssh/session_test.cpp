@@ -10,9 +10,12 @@
 #include "launcher/ssh/ssh_error.h"
 #include "launcher/ssh/ssh_session.h"
 #include "tests/ssh/test_hosts.h"
+#include "tests/support/files.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
+
+using hvdrun::test::read_file;
 
 using namespace std::chrono_literals;
 using test::host_options;
@@ -35,13 +38,6 @@ SshError connect_error(const std::string& host, const SshOptions& options,
   }
   ADD_FAILURE() << "connecting to " << host << " succeeded";
   return SshError(SshFailure::kCancelled, "");
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 TEST(TestHostsSession, ConnectsAndRunsHostname) {
