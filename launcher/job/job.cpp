@@ -65,7 +65,6 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
     workers_.for_each(
         [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
     for (const auto& host : spec_.preflight.cooled) preflight_cooled_.insert(host.name);
-    if (spec_.elastic.exclude_stragglers) straggler_watch_.emplace(spec_.elastic.straggler_margin);
     if (!spec_.elastic.discovery_script.empty()) {
       discovery_.emplace(
           io, watchdog, spec_.elastic, environment, start.local_hosts, start.alias_note,
@@ -91,6 +90,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
     launcher_log()->warn("no Python stacks for this job: {}", hook_dir_.error());
   }
   pools_.set_addresses(start.plan, rdzv);
+  for (const auto& component : components_) component->attached(*this);
 }
 
 void Job::launch() {
@@ -345,11 +345,7 @@ int Job::exit_status() const {
 
 void Job::print_summary() const {
   print_outcome_summary(outcome_, sink_);
-  // The stragglers, when one was late by a millisecond or more (any with --verbose).
-  const auto rows = stragglers_.rows();
-  if (!rows.empty() && (spec_.verbose || rows.front().median_us >= 1000)) {
-    note(stragglers_.describe(3));
-  }
+  for (const auto& component : components_) component->summarize();
   if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
   if (const std::string text = describe_spares(); !text.empty()) note(text);
 }

@@ -27,8 +27,6 @@
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
 #include "launcher/job/stall_check.h"
-#include "launcher/job/straggler_watch.h"
-#include "launcher/job/stragglers.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/output/note_rate.h"
 #include "launcher/plan/elastic_membership.h"
@@ -56,7 +54,7 @@ struct JobStart {
   JobComponents components;          // told of the job's events, in this order
 };
 
-class Job final : private RendezvousEvents, private PoolEvents {
+class Job final : private RendezvousEvents, private PoolEvents, private JobControl {
  public:
   Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
       const std::map<std::string, std::string>& environment);
@@ -102,6 +100,10 @@ class Job final : private RendezvousEvents, private PoolEvents {
   bool is_job_host(const std::string& address) const override {
     return pools_.is_host_address(address);
   }
+  // JobControl (its components' requests)
+  bool generation_running() const override { return state_.is(JobState::kRunning); }
+  std::uint32_t generation() const override { return faces_.generation(); }
+  bool straggler_found(std::uint32_t key, const std::string& verdict) override;
   // PoolEvents
   void host_ready(std::size_t host, ssh::HostReady ready) override;
   void host_failed(std::size_t host, const ssh::HostFailed& failed) override;
@@ -165,11 +167,9 @@ class Job final : private RendezvousEvents, private PoolEvents {
   void finish_dump_if_complete();
   void finish_dump();
   void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
-  // job_stragglers.cpp: the timed collectives, for the stragglers and the timeline.
+  // job_stragglers.cpp: the members' timed collectives, told to the components; a straggler's
+  // host leaving the job.
   void take_samples();
-  // --exclude-stragglers: the host of a rank persistently the last to arrive cools down and the
-  // others re-form without it (if --min-np workers remain).
-  void exclude_straggler(const StragglerWatch::Verdict& verdict);
   // job_events.cpp: the job's events, told to its components.
   template <typename... Params, typename... Args>
   void publish(void (JobEvents::*event)(Params...), Args&&... args) {
@@ -254,10 +254,7 @@ class Job final : private RendezvousEvents, private PoolEvents {
   std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
   std::optional<Stall> stall_;          // the one the last check found, if any
   CollectiveGroups collective_groups_;  // the members' timed collectives, by collective
-  StragglerStats stragglers_;
-  std::optional<StragglerWatch> straggler_watch_;     // --exclude-stragglers
-  Clock::time_point stragglers_said_ = Clock::now();  // --straggler-report
-  bool stall_shutting_down_ = false;  // --stall-shutdown: the stacks are being collected
+  bool stall_shutting_down_ = false;    // --stall-shutdown: the stacks are being collected
   // A collection of the ranks' stacks under way: this machine's (stacks_) and each remote
   // worker's (from its agent), until all came or dump_timer_ ends the wait.
   struct StackDump {

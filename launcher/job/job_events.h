@@ -16,6 +16,7 @@
 
 #include "launcher/job/collective_groups.h"
 #include "launcher/job/generation_log.h"
+#include "launcher/job/job_control.h"
 #include "launcher/job/worker_table.h"
 
 namespace hvdrun::launcher {
@@ -33,6 +34,14 @@ class JobEvents {
   using Args = std::vector<std::pair<std::string, std::string>>;
 
   virtual ~JobEvents() = default;
+
+  // The job is built: what the component may ask of it, for the job's life.
+  virtual void attached(JobControl& /*job*/) {}
+  // Every second while the job runs, after the second's collectives (collectives_timed).
+  virtual void tick() {}
+  // The job's summary is being printed: the component's lines, if any (after the outcome's,
+  // before the generations').
+  virtual void summarize() const {}
 
   // Workers of the current generation whose processes are being started now.
   virtual void workers_started(const std::vector<WorkerEvent>& /*started*/) {}

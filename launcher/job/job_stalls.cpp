@@ -12,16 +12,15 @@ namespace hvdrun::launcher {
 namespace {
 
 constexpr auto kStallCheckInterval = std::chrono::seconds(1);
-constexpr std::size_t kShownRanks = 8;       // ranks whose top frames are printed
-constexpr std::size_t kShownFrames = 8;      // per rank (Python: per thread, 2 threads at most)
-constexpr std::size_t kStragglersShown = 3;  // the latest ranks in the straggler lines
+constexpr std::size_t kShownRanks = 8;   // ranks whose top frames are printed
+constexpr std::size_t kShownFrames = 8;  // per rank (Python: per thread, 2 threads at most)
 // How long the stacks may take to come, from this machine's tools and the remote agents.
 constexpr std::chrono::milliseconds kStacksWait{15000};
 
 }  // namespace
 
-// Every second: the members' timed collectives (stragglers.h), the stall check, and with
-// --straggler-report the stragglers so far.
+// Every second: the members' timed collectives (told to the components), the Horovod spares'
+// queries, the stall check, then the components' tick.
 void Job::watch_progress() {
   stall_timer_.expires_after(kStallCheckInterval);
   stall_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -29,13 +28,7 @@ void Job::watch_progress() {
     take_samples();
     if (spares_.running() > 0) check_horovod_spares();
     if (spec_.stall_timeout.count() != 0 || spec_.stall_shutdown) check_stalls();
-    const auto report = spec_.straggler_report;
-    if (report.count() != 0 && Clock::now() - stragglers_said_ >= report) {
-      stragglers_said_ = Clock::now();
-      if (const std::string text = stragglers_.describe(kStragglersShown); !text.empty()) {
-        note(text);
-      }
-    }
+    publish(&JobEvents::tick);
     watch_progress();
   });
 }

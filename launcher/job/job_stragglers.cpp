@@ -1,6 +1,6 @@
-// The job's timed collectives (job.h): taken from the rendezvous every second and grouped by
-// collective (collective_groups.h), for the straggler report, the timeline's collectives and
-// --exclude-stragglers, which takes a persistent straggler's host out of an elastic job.
+// The job's timed collectives (job.h): taken from the rendezvous every second, grouped by
+// collective (collective_groups.h) and told to the components (the straggler monitor, the
+// timeline); a persistent straggler's host leaving an elastic job when the monitor finds one.
 #include <signal.h>
 
 #include "common/duration_text.h"
@@ -14,19 +14,14 @@ void Job::take_samples() {
   if (samples.empty()) return;
   const auto groups =
       collective_groups_.add(std::move(samples), faces_.generation(), faces_.progress().size());
-  for (const auto& group : groups) {
-    stragglers_.add(group);
-    if (straggler_watch_) straggler_watch_->add(group);
-  }
   publish(&JobEvents::collectives_timed, groups);
-  if (straggler_watch_ && state_.is(JobState::kRunning)) {
-    if (const auto verdict = straggler_watch_->verdict()) exclude_straggler(*verdict);
-  }
 }
 
-void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
-  const WorkerRecord* straggler = workers_.find(WorkerKey{verdict.worker});
-  if (straggler == nullptr || straggler->end()) return;
+// --exclude-stragglers: the host of a rank persistently the last to arrive cools down and the
+// others re-form without it, if the policy takes it (--min-np workers remain, --reset-limit).
+bool Job::straggler_found(std::uint32_t key, const std::string& verdict) {
+  const WorkerRecord* straggler = workers_.find(WorkerKey{key});
+  if (straggler == nullptr || straggler->end()) return false;
   const std::size_t host = straggler->id.host;
   std::vector<WorkerId> on_host;
   workers_.for_each([&](const WorkerRecord& r) {
@@ -37,13 +32,16 @@ void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
   const long left = static_cast<long>(membership_->live()) - static_cast<long>(on_host.size()) +
                     static_cast<long>(membership_->free_slots(now));
   StragglerFound found;
-  found.verdict = verdict.describe();
+  found.verdict = verdict;
   found.reason = "straggler: " + found.verdict + " (--exclude-stragglers, margin " +
                  describe_duration(spec_.elastic.straggler_margin) + ")";
   found.host = pools_.host_name(host);
   found.left = left < 0 ? 0 : static_cast<std::size_t>(left);
   const Action action = policy_->straggler_found(found, facts());
-  if (action.kind != Action::Kind::kReform) return carry_out(action, nullptr);
+  if (action.kind != Action::Kind::kReform) {
+    carry_out(action, nullptr);
+    return false;
+  }
   const std::string& reason = found.reason;
   generations_.current().ended = now;
   generations_.current().end_reason = reason;
@@ -53,14 +51,13 @@ void Job::exclude_straggler(const StragglerWatch::Verdict& verdict) {
     pools_.signal(id, SIGKILL);
     workers_.erase(id);  // its end, when it comes, is ignored
   }
-  straggler_watch_->start_after(faces_.generation());  // a new window, in the next generation
-  event_happened("straggler excluded",
-                 {{"host", pools_.host_name(host)}, {"why", verdict.describe()}});
+  event_happened("straggler excluded", {{"host", pools_.host_name(host)}, {"why", verdict}});
   note(reason + "; host " + pools_.host_name(host) + " unused for " +
        std::to_string(cooldown.count()) + " s; re-forming with " +
        plural(membership_->live(), "worker") + " (" + plural(on_host.size(), "worker") +
        " stopped there)");
   carry_out(action, nullptr);
+  return true;
 }
 
 }  // namespace hvdrun::launcher

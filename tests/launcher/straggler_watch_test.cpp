@@ -1,5 +1,5 @@
 // StragglerWatch: --exclude-stragglers' decision from the collectives every rank timed.
-#include "launcher/job/straggler_watch.h"
+#include "launcher/forensics/straggler_watch.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // StragglerStats: lateness from the time each rank spent inside the same collectives.
-#include "launcher/job/stragglers.h"
+#include "launcher/forensics/stragglers.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

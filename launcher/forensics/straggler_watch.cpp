@@ -1,5 +1,5 @@
 // StragglerWatch (straggler_watch.h).
-#include "launcher/job/straggler_watch.h"
+#include "launcher/forensics/straggler_watch.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // StragglerStats (stragglers.h).
-#include "launcher/job/stragglers.h"
+#include "launcher/forensics/stragglers.h"
 
 #include <algorithm>
 #include <cstdio>
