@@ -55,7 +55,6 @@ using Clock = std::chrono::steady_clock;  // CLOCK_MONOTONIC: one time line for 
 constexpr int kSlotsPerHost = 8;
 constexpr int kLanes = 256;                 // connections a client process opens at once
 constexpr std::chrono::seconds kWait{300};  // for any one report of a child
-constexpr std::string_view kAuthContext = "rdzv";
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
@@ -274,8 +273,8 @@ void connect_worker(Clients& c, int rank) {
 // Answers the challenge as libhvdrun does: Auth (unanswered unless wrong) and Join in one write.
 void answer(Clients& c, Worker& w, const rdzv::Message& hello) {
   const auto challenge = expect<rdzv::Challenge>(hello, w);
-  std::vector<std::uint8_t> frames =
-      rdzv::encode({0, rdzv::Auth{rdzv::compute_mac(c.secret, kAuthContext, challenge.nonce)}});
+  std::vector<std::uint8_t> frames = rdzv::encode(
+      {0, rdzv::Auth{rdzv::compute_mac(c.secret, rdzv::kRendezvousAuthContext, challenge.nonce)}});
   const rdzv::PeerAddr data = data_of(w.rank);
   const std::vector<std::uint8_t> join_frame =
       rdzv::encode({hello.generation, rdzv::Join{static_cast<std::uint32_t>(w.rank), c.pid,

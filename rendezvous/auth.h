@@ -34,6 +34,8 @@ class NonceSource {
   std::array<std::uint8_t, kNonceSize * kNoncesPerDraw> pool_{};
   std::size_t used_ = pool_.size();
 };
+// The context of the MAC that admits a connection to the rendezvous server.
+inline constexpr std::string_view kRendezvousAuthContext = "rdzv";
 // HMAC-SHA256(secret, context || nonce). `context` separates uses (rendezvous, data plane).
 std::array<std::uint8_t, kMacSize> compute_mac(std::string_view secret, std::string_view context,
                                                std::span<const std::uint8_t> nonce);

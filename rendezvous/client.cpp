@@ -33,7 +33,6 @@ using std::chrono::milliseconds;
 // The client waits this much longer than the server's own deadline so that the server's
 // message (which names what is missing) arrives first.
 constexpr milliseconds kServerGrace{2000};
-constexpr std::string_view kAuthContext = "rdzv";
 
 std::uint32_t to_ms(milliseconds timeout) {
   return static_cast<std::uint32_t>(std::clamp<long long>(timeout.count(), 0, UINT32_MAX));
@@ -87,7 +86,7 @@ class Client::Impl {
       // Unanswered unless wrong: it goes out in one write with the first frame sent (the
       // first request, or a heartbeat), whose reply (or the server's kAuthFailed) comes back
       // on the reader thread.
-      auth_frame_ = encode(Message{0, Auth{compute_mac(secret, kAuthContext, nonce)}});
+      auth_frame_ = encode(Message{0, Auth{compute_mac(secret, kRendezvousAuthContext, nonce)}});
       // The server's current generation: the one a Join is for.
       generation_ = challenge.generation;
       stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

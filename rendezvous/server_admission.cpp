@@ -6,6 +6,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "common/use_tuple.h"
 #include "rendezvous/auth.h"
 #include "rendezvous/server_core.h"
 #include "rendezvous/session.h"
@@ -14,8 +15,6 @@ namespace hvdrun::rdzv {
 namespace asio = boost::asio;
 namespace {
 
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
-constexpr std::string_view kAuthContext = "rdzv";
 // How late an authentication deadline may be served: the deadlines due within it share one
 // wake-up of the timer.
 constexpr std::chrono::milliseconds kAuthDueSlack{20};
@@ -125,7 +124,7 @@ asio::awaitable<void> ServerCore::authentication_deadlines() {
 void ServerCore::on_auth(Session& session, const Auth& auth) {
   std::array<std::uint8_t, kMacSize> expected{};
   try {
-    expected = compute_mac(options_.secret, kAuthContext, session.nonce());
+    expected = compute_mac(options_.secret, kRendezvousAuthContext, session.nonce());
   } catch (const std::exception& e) {
     log_->error("cannot check authentication of {}: {}", session.peer(), e.what());
     return session.fail(ErrorCode::kAuthFailed, "authentication failed");

@@ -14,6 +14,7 @@
 
 #include "common/duration_text.h"
 #include "common/tcp_listen.h"
+#include "common/use_tuple.h"
 #include "hvdrun/error.h"
 #include "rendezvous/log.h"
 #include "rendezvous/session.h"
@@ -21,8 +22,6 @@
 namespace hvdrun::rdzv {
 namespace asio = boost::asio;
 namespace {
-
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 
 void validate_slots(const std::vector<Slot>& slots) {
   if (slots.size() > kMaxPeers) {

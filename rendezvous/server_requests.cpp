@@ -8,17 +8,14 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "common/duration_text.h"
+#include "common/use_tuple.h"
 #include "rendezvous/log.h"
 #include "rendezvous/server_core.h"
 #include "rendezvous/session.h"
 
 namespace hvdrun::rdzv {
 namespace asio = boost::asio;
-namespace {
-
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
-
-}  // namespace
+namespace {}  // namespace
 
 bool ServerCore::check_generation(Session& session, std::uint32_t gen, MsgType type) {
   if (generation_numbered(gen)) return true;

@@ -8,5 +8,5 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 BUILD_DIR=$build DEPS=build BUILD_TARGETS="hvdrun_cli hvdrun_runtime train" \
-  "$root/scripts/build.sh" -DBUILD_TESTING=OFF
+  "$root/scripts/build.sh" -DBUILD_TESTING=OFF -DHVDRUN_UNITY_BUILD=ON
 exec "$build/hvdrun" -np 4 "$build/examples/train" "$@"

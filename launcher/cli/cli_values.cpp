@@ -8,6 +8,7 @@
 #include <csignal>
 #include <utility>
 
+#include "common/ascii_case.h"
 #include "hvdrun/error.h"
 #include "launcher/spec/hosts.h"
 
@@ -119,8 +120,7 @@ std::vector<RankRange> parse_rank_ranges(std::string_view what, std::string_view
 
 // HVDRUN/horovodrun/spdlog level names, any case -> spdlog's name.
 std::string parse_log_level(std::string_view what, std::string_view text) {
-  std::string lower(text);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(text);
   static const std::map<std::string, std::string, std::less<>> kLevels = {
       {"trace", "trace"},       {"debug", "debug"}, {"info", "info"}, {"warn", "warn"},
       {"warning", "warn"},      {"error", "error"}, {"err", "error"}, {"fatal", "critical"},

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/ascii_case.h"
 #include "hvdrun/error.h"
 #include "launcher/cli/cli_values.h"
 #include "launcher/spec/hosts.h"
@@ -164,8 +165,7 @@ class Loader {
   }
 
   void controller(const YAML::Node& node) {
-    auto value = scalar(node, "controller");
-    for (auto& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto value = ascii_lower(scalar(node, "controller"));
     if (value == "gloo") return;
     if (value == "mpi" || value == "jsrun") {
       fail(node, "controller: " + value + ": hvdrun runs Horovod in Gloo mode; use gloo");

@@ -12,6 +12,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include "common/tcp_listen.h"
+#include "common/use_tuple.h"
 #include "hvdrun/error.h"
 
 namespace hvdrun::launcher::horovod {
@@ -20,7 +21,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace {
 
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::chrono::milliseconds kAcceptRetry{100};
 
 asio::ip::tcp::acceptor listen_on(asio::io_context& io, const KvServerOptions& o) {

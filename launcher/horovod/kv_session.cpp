@@ -14,6 +14,7 @@
 #include <limits>
 #include <string_view>
 
+#include "common/use_tuple.h"
 #include "launcher/horovod/kv_server_core.h"
 
 namespace hvdrun::launcher::horovod {
@@ -22,7 +23,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace {
 
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 // After an error reply: read and drop at most this much, for at most this long.
 constexpr std::size_t kDrainBytes = 64u << 10;
 constexpr std::chrono::milliseconds kDrainTime{1000};

@@ -11,7 +11,6 @@
 namespace hvdrun::launcher {
 namespace {
 
-constexpr auto kDrainTimeout = std::chrono::seconds(1);
 // How long an elastic Horovod rank 0's notification service has for each of its addresses,
 // and how often a host change is sent again until the workers take it in.
 constexpr auto kNotificationTimeout = std::chrono::seconds(5);

@@ -40,6 +40,10 @@
 
 namespace hvdrun::launcher {
 
+// How long the output of ended workers may take to reach the console: a failed worker's last
+// lines before the failure is announced, every worker's at the job's end.
+inline constexpr std::chrono::seconds kDrainTimeout{1};
+
 // What the job starts from (run_job computes it).
 struct JobStart {
   const JobSpec& spec;

@@ -11,7 +11,6 @@
 namespace hvdrun::launcher {
 namespace {
 
-constexpr auto kDrainTimeout = std::chrono::seconds(1);
 // How long remote ranks' output may still take once every worker ended, while it flows.
 constexpr auto kRemoteDrainTimeout = std::chrono::seconds(30);
 // A signal that ends the job, sent again by a process within this time, is the same signal

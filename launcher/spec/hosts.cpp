@@ -10,6 +10,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "common/ascii_case.h"
 #include "hvdrun/error.h"
 #include "launcher/spec/user_file.h"
 
@@ -114,13 +115,6 @@ EntryParts split_entry(std::string_view entry, const std::string& origin,
   return parts;
 }
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // Hosts in the order given, each name once (case-insensitive; a hash index keeps a list of
 // 100,000 hosts linear).
 class HostList {
@@ -128,7 +122,7 @@ class HostList {
   // `identical_ok`: an entry that repeats an earlier one exactly (user, name and slots) is
   // dropped instead of refused.
   void add(HostSpec host, std::string_view context, bool identical_ok = false) {
-    const auto [it, inserted] = index_.emplace(lowercase(host.name), hosts_.size());
+    const auto [it, inserted] = index_.emplace(ascii_lower(host.name), hosts_.size());
     if (!inserted) {
       const HostSpec& same = hosts_[it->second];
       if (identical_ok && same.user == host.user && same.slots == host.slots) return;
@@ -172,7 +166,7 @@ HostSpec parse_line(std::string_view line, const std::string& origin,
   auto parts = split_entry(tokens.front(), origin, line);
   for (std::size_t i = 1; i < tokens.size(); ++i) {
     const auto eq = tokens[i].find('=');
-    const auto key = lowercase(tokens[i].substr(0, eq));
+    const auto key = ascii_lower(tokens[i].substr(0, eq));
     if (eq != std::string_view::npos && key == "slots") {
       if (parts.slots) fail(origin, "slot count given twice", line);
       parts.slots = tokens[i].substr(eq + 1);

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "common/ascii_case.h"
+
 namespace hvdrun::launcher {
 namespace {
 
@@ -92,13 +94,6 @@ std::vector<RawAddress> resolve(const std::string& name, bool numeric) {
   return addresses;
 }
 
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 }  // namespace
 
 struct LocalHosts::Machine {
@@ -109,14 +104,14 @@ struct LocalHosts::Machine {
 LocalHosts::LocalHosts() : machine_(std::make_unique<Machine>()) {
   std::array<char, 256> buffer{};
   if (gethostname(buffer.data(), buffer.size() - 1) == 0)
-    machine_->hostname = lowercase(buffer.data());
+    machine_->hostname = ascii_lower(buffer.data());
   machine_->own = interface_addresses();
 }
 
 LocalHosts::~LocalHosts() = default;
 
 bool LocalHosts::contains(std::string_view name_as_written) {
-  auto name = lowercase(name_as_written);
+  auto name = ascii_lower(name_as_written);
   {
     std::lock_guard lock(mutex_);
     if (const auto it = answers_.find(name); it != answers_.end()) return it->second;
@@ -128,7 +123,7 @@ bool LocalHosts::contains(std::string_view name_as_written) {
 
 void LocalHosts::add_remote(std::string_view name) {
   std::lock_guard lock(mutex_);
-  answers_.insert_or_assign(lowercase(name), false);
+  answers_.insert_or_assign(ascii_lower(name), false);
 }
 
 bool LocalHosts::look_up(const std::string& name) const {

@@ -81,4 +81,9 @@ void throw_libssh2_error(LIBSSH2_SESSION* session, int rc, const std::string& wh
   throw SshError(failure, what + " failed: " + last_error(session) + hint);
 }
 
+std::string home_relative(const std::string& path, const std::string& home) {
+  if (!home.empty() && path.starts_with(home + "/")) return "~" + path.substr(home.size());
+  return path;
+}
+
 }  // namespace hvdrun::launcher::ssh

@@ -1,6 +1,6 @@
 // Small libssh2 helpers shared by the SSH files: one-time library initialisation, the
 // session's last error as text, the mapping of a libssh2 error code to an SshError, and the
-// handshake.
+// handshake, and how their messages show a file.
 #pragma once
 
 #include <libssh2.h>
@@ -30,5 +30,8 @@ std::string last_error(LIBSSH2_SESSION* session);
 // host: "SSH handshake with hvdt-h1 (10.213.0.11:22)".
 [[noreturn]] void throw_libssh2_error(LIBSSH2_SESSION* session, int rc, const std::string& what,
                                       SshFailure fallback);
+
+// A path under `home` as "~/...", as messages show key and known_hosts files; others as given.
+std::string home_relative(const std::string& path, const std::string& home);
 
 }  // namespace hvdrun::launcher::ssh

@@ -19,11 +19,6 @@ struct AgentDeleter {
   }
 };
 
-std::string display(const std::string& path, const std::string& home) {
-  if (!home.empty() && path.starts_with(home + "/")) return "~" + path.substr(home.size());
-  return path;
-}
-
 // Fatal for the whole attempt: the connection is gone or the deadline passed.
 void check_fatal(LIBSSH2_SESSION* session, int rc, const std::string& where) {
   if (rc == LIBSSH2_ERROR_TIMEOUT || rc == LIBSSH2_ERROR_SOCKET_SEND ||
@@ -71,7 +66,7 @@ bool try_agent(LIBSSH2_SESSION* session, const AuthSources& sources, const std::
 
 bool try_key_file(LIBSSH2_SESSION* session, const AuthSources& sources, const std::string& path,
                   const std::string& where, std::vector<std::string>& tried) {
-  const std::string shown = display(path, sources.home_dir);
+  const std::string shown = home_relative(path, sources.home_dir);
   if (::access(path.c_str(), F_OK) != 0) {
     tried.push_back(shown + " (not present)");
     return false;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "common/unique_fd.h"
+#include "launcher/ssh/libssh2_util.h"
 #include "launcher/ssh/ssh_error.h"
 
 namespace hvdrun::launcher::ssh {
@@ -85,11 +86,6 @@ std::string fingerprint(LIBSSH2_SESSION* session) {
   const char* hash = libssh2_hostkey_hash(session, LIBSSH2_HOSTKEY_HASH_SHA256);
   if (hash == nullptr) return "?";
   return "SHA256:" + base64(reinterpret_cast<const unsigned char*>(hash), 32);
-}
-
-std::string display(const std::string& path, const std::string& home) {
-  if (!home.empty() && path.starts_with(home + "/")) return "~" + path.substr(home.size());
-  return path;
 }
 
 struct Lookup {
@@ -167,7 +163,7 @@ std::string verify_host_key(LIBSSH2_SESSION* session, const std::string& name, i
   if (lookup.matched) return {};
   const std::string offered = key.type_name + " key " + fingerprint(session);
   if (lookup.mismatch_line != 0) {
-    const std::string file = display(lookup.mismatch_file, files.home_dir);
+    const std::string file = home_relative(lookup.mismatch_file, files.home_dir);
     const std::string message =
         "host key for " + where + " does not match " + file + ":" +
         std::to_string(lookup.mismatch_line) + "; the server offers " + offered +
@@ -177,7 +173,7 @@ std::string verify_host_key(LIBSSH2_SESSION* session, const std::string& name, i
     if (policy != HostKeyPolicy::kNo) throw SshError(SshFailure::kHostKey, message);
     return "ignored (--ssh-host-key-check no): " + message;
   }
-  const std::string file = display(files.user_file, files.home_dir);
+  const std::string file = home_relative(files.user_file, files.home_dir);
   switch (policy) {
     case HostKeyPolicy::kYes:
       throw SshError(SshFailure::kHostKey,

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <thread>
 
+#include "common/use_tuple.h"
 #include "tests/horovod/horovod_http_client.h"
 #include "tests/horovod/kv_server_thread.h"
 
@@ -27,7 +28,6 @@ namespace {
 
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
 
 struct LoadStats {
   std::uint64_t ok = 0;

@@ -30,7 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kSecret(64, 'a');
+const std::string kAgentSecret(64, 'a');
 
 // The test agent connecting to 127.0.0.1:`port` as `node` with `secret`; its stderr in a pipe.
 class ConnectingAgent {
@@ -81,7 +81,7 @@ class ConnectingAgent {
 // A first run on a listener of `port` that ends telling the agent of `node` to come again (as
 // --preflight's probes' run does): its status goes out, then the connection and port close.
 void run_once_then_again(std::uint16_t port, const std::string& node) {
-  AgentListener listener("127.0.0.1", kSecret, {node}, port);
+  AgentListener listener("127.0.0.1", kAgentSecret, {node}, port);
   SocketCanceller canceller;
   AgentConnection connection = listener.wait_for(node, Clock::now() + 10s, canceller);
   ASSERT_NE(connection.transport, nullptr);
@@ -92,13 +92,13 @@ void run_once_then_again(std::uint16_t port, const std::string& node) {
 
 // A free port on loopback now.
 std::uint16_t free_port() {
-  AgentListener probe("127.0.0.1", kSecret, {"x"});
+  AgentListener probe("127.0.0.1", kAgentSecret, {"x"});
   return probe.port();
 }
 
 TEST(AgentListener, AnAgentWithTheSecretIsHandedToTheWaitForItsNode) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a", "node-b"});
-  ConnectingAgent agent(listener.port(), "node-b", kSecret);
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a", "node-b"});
+  ConnectingAgent agent(listener.port(), "node-b", kAgentSecret);
   SocketCanceller canceller;
   AgentConnection connection = listener.wait_for("node-b", Clock::now() + 10s, canceller);
   ASSERT_NE(connection.transport, nullptr);
@@ -109,7 +109,7 @@ TEST(AgentListener, AnAgentWithTheSecretIsHandedToTheWaitForItsNode) {
 }
 
 TEST(AgentListener, AWrongSecretIsRefusedOnBothSides) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   ConnectingAgent agent(listener.port(), "node-a", std::string(64, 'b'));
   SocketCanceller canceller;
   EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 2s, canceller), TimeoutError);
@@ -122,8 +122,8 @@ TEST(AgentListener, AWrongSecretIsRefusedOnBothSides) {
 }
 
 TEST(AgentListener, AnAgentOfAnotherNodeIsRefused) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
-  ConnectingAgent stranger(listener.port(), "node-z", kSecret);
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
+  ConnectingAgent stranger(listener.port(), "node-z", kAgentSecret);
   SocketCanceller canceller;
   EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 1s, canceller), TimeoutError);
   const auto [status, err] = stranger.finish();  // told why: it ends, non-zero
@@ -135,12 +135,12 @@ TEST(AgentListener, AnAgentOfAnotherNodeIsRefused) {
 
 // A second agent for a node that has one (two nodes given the same --node-rank) is told so.
 TEST(AgentListener, ASecondAgentOfANodeIsRefusedSayingWhy) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
-  ConnectingAgent first(listener.port(), "node-a", kSecret);
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
+  ConnectingAgent first(listener.port(), "node-a", kAgentSecret);
   SocketCanceller canceller;
   const auto connection = listener.wait_for("node-a", Clock::now() + 10s, canceller);
   ASSERT_NE(connection.transport, nullptr);
-  ConnectingAgent second(listener.port(), "node-a", kSecret);
+  ConnectingAgent second(listener.port(), "node-a", kAgentSecret);
   const auto [status, err] = second.finish();
   EXPECT_EQ(status, 2) << err;
   EXPECT_NE(err.find("the launcher refused this node: node 'node-a' already has its agent"),
@@ -149,14 +149,14 @@ TEST(AgentListener, ASecondAgentOfANodeIsRefusedSayingWhy) {
 }
 
 TEST(AgentListener, AConnectionThatSaysNothingDoesNotBlockOthers) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(listener.port());
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   ASSERT_EQ(::connect(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ConnectingAgent agent(listener.port(), "node-a", kSecret);
+  ConnectingAgent agent(listener.port(), "node-a", kAgentSecret);
   SocketCanceller canceller;
   EXPECT_NE(listener.wait_for("node-a", Clock::now() + 5s, canceller).transport, nullptr);
   ::close(silent);
@@ -186,10 +186,10 @@ std::vector<UniqueFd> idle_strangers(std::uint16_t port, std::size_t count) {
 class IdleStrangers : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(IdleStrangers, DoNotKeepTheAgentOut) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   const auto strangers = idle_strangers(listener.port(), GetParam());
   const auto start = Clock::now();
-  ConnectingAgent agent(listener.port(), "node-a", kSecret);
+  ConnectingAgent agent(listener.port(), "node-a", kAgentSecret);
   SocketCanceller canceller;
   EXPECT_NE(listener.wait_for("node-a", Clock::now() + 20s, canceller).transport, nullptr);
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
@@ -205,7 +205,7 @@ INSTANTIATE_TEST_SUITE_P(AgentListener, IdleStrangers, ::testing::Values(150, 10
 // that proved the secret, and the agent, closed before the launcher's proof at worst, comes
 // back and gets in.
 TEST(AgentListener, StrangersThatKeepComingDoNotKeepTheAgentOut) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   std::atomic<bool> stop{false};
   std::vector<UniqueFd> held;
   std::thread strangers([&] {
@@ -216,7 +216,7 @@ TEST(AgentListener, StrangersThatKeepComingDoNotKeepTheAgentOut) {
     }
   });
   std::this_thread::sleep_for(100ms);  // the slots are full and turning over
-  ConnectingAgent agent(listener.port(), "node-a", kSecret);
+  ConnectingAgent agent(listener.port(), "node-a", kAgentSecret);
   SocketCanceller canceller;
   const auto connection = listener.wait_for("node-a", Clock::now() + 20s, canceller);
   stop = true;
@@ -228,9 +228,9 @@ TEST(AgentListener, StrangersThatKeepComingDoNotKeepTheAgentOut) {
 // per-node start's agents after --preflight-only, whose status the agent exits with.
 TEST(AgentListener, AnAgentToldToComeAgainFindsTheNextListenerAndExitsWithItsStatus) {
   const std::uint16_t port = free_port();
-  ConnectingAgent agent(port, "node-a", kSecret);
+  ConnectingAgent agent(port, "node-a", kAgentSecret);
   run_once_then_again(port, "node-a");
-  EXPECT_TRUE(dismiss_agents(kSecret, port, {"node-a"}, 7, 10s).empty());
+  EXPECT_TRUE(dismiss_agents(kAgentSecret, port, {"node-a"}, 7, 10s).empty());
   const auto [status, err] = agent.finish();
   EXPECT_EQ(status, 7) << err;
   EXPECT_NE(err.find("runs again after its checks: connecting again"), std::string::npos) << err;
@@ -240,7 +240,7 @@ TEST(AgentListener, AnAgentToldToComeAgainFindsTheNextListenerAndExitsWithItsSta
 // first run, though it tries to connect again.
 TEST(AgentListener, AnAgentBetweenTwoRunsEndsOnSigterm) {
   const std::uint16_t port = free_port();
-  ConnectingAgent agent(port, "node-a", kSecret);
+  ConnectingAgent agent(port, "node-a", kAgentSecret);
   run_once_then_again(port, "node-a");
   std::this_thread::sleep_for(700ms);  // refused by the closed port at least once
   const auto sent = std::chrono::steady_clock::now();
@@ -253,13 +253,13 @@ TEST(AgentListener, AnAgentBetweenTwoRunsEndsOnSigterm) {
 // A dismissal whose agent never comes back ends at its timeout, naming the node.
 TEST(AgentListener, ADismissalWhoseAgentDoesNotComeEndsAtItsTimeout) {
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(dismiss_agents(kSecret, free_port(), {"node-a", "node-b"}, 1, 300ms),
+  EXPECT_EQ(dismiss_agents(kAgentSecret, free_port(), {"node-a", "node-b"}, 1, 300ms),
             (std::vector<std::string>{"node-a", "node-b"}));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
 }
 
 TEST(AgentListener, FailAllEndsTheWaits) {
-  AgentListener listener("127.0.0.1", kSecret, {"node-a"});
+  AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   listener.fail_all("srun ended (exit code 1) before the node agent of this host connected");
   SocketCanceller canceller;
   try {

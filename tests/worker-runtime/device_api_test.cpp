@@ -10,6 +10,7 @@
 
 #include "hvdrun/hvdrun.h"
 #include "rendezvous/env_names.h"
+#include "tests/worker-runtime/options_from.h"
 #include "tests/worker-runtime/ring_harness.h"
 #include "tests/worker-runtime/server_thread.h"
 #include "worker-runtime/job.h"
@@ -29,16 +30,9 @@ int visible_gpus() {
 #endif
 }
 
-Options parse(const std::map<std::string, std::string>& vars) {
-  return parse_options([&](const char* name) -> const char* {
-    const auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  });
-}
-
 std::string parse_error(const std::map<std::string, std::string>& vars) {
   try {
-    parse(vars);
+    test::options_from(vars);
   } catch (const UsageError& e) {
     return e.what();
   }
@@ -46,7 +40,7 @@ std::string parse_error(const std::map<std::string, std::string>& vars) {
 }
 
 TEST(GpuOptions, Defaults) {
-  const Options o = parse({});
+  const Options o = test::options_from({});
   EXPECT_EQ(o.gpu.backend, nccl::BackendRequest::kAuto);
   EXPECT_FALSE(o.gpu.device.has_value());
   EXPECT_FALSE(o.gpu.exclusive);
@@ -55,27 +49,31 @@ TEST(GpuOptions, Defaults) {
 }
 
 TEST(GpuOptions, Values) {
-  Options o = parse({{"HVDRUN_BACKEND", "cpu"},
-                     {"HVDRUN_GPU_DEVICE", "3"},
-                     {"HVDRUN_GPU_EXCLUSIVE", "1"},
-                     {"HVDRUN_FUSION_THRESHOLD", "0"},
-                     {"HVDRUN_FUSION_MODE", "pack"}});
+  Options o = test::options_from({{"HVDRUN_BACKEND", "cpu"},
+                                  {"HVDRUN_GPU_DEVICE", "3"},
+                                  {"HVDRUN_GPU_EXCLUSIVE", "1"},
+                                  {"HVDRUN_FUSION_THRESHOLD", "0"},
+                                  {"HVDRUN_FUSION_MODE", "pack"}});
   EXPECT_EQ(o.gpu.backend, nccl::BackendRequest::kCpu);
   EXPECT_EQ(o.gpu.device, 3);
   EXPECT_TRUE(o.gpu.exclusive);
   EXPECT_EQ(o.fusion_threshold, 0u);
   EXPECT_EQ(o.fusion_mode, nccl::FusionMode::kPack);
-  EXPECT_EQ(parse({{"HVDRUN_BACKEND", "nccl"}}).gpu.backend, nccl::BackendRequest::kNccl);
-  EXPECT_EQ(parse({{"HVDRUN_BACKEND", "auto"}}).gpu.backend, nccl::BackendRequest::kAuto);
-  EXPECT_FALSE(parse({{"HVDRUN_GPU_EXCLUSIVE", "no"}}).gpu.exclusive);
-  EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "1048576"}}).fusion_threshold, 1u << 20);
-  EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "64K"}}).fusion_threshold, 64u << 10);
-  EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "128M"}}).fusion_threshold, 128u << 20);
-  EXPECT_EQ(parse({{"HVDRUN_FUSION_THRESHOLD", "1GiB"}}).fusion_threshold, 1u << 30);
-  EXPECT_EQ(parse({{"HVDRUN_FUSION_MODE", "group"}}).fusion_mode, nccl::FusionMode::kGroup);
-  EXPECT_FALSE(parse({}).check_collectives);
-  EXPECT_TRUE(parse({{"HVDRUN_CHECK_COLLECTIVES", "1"}}).check_collectives);
-  EXPECT_FALSE(parse({{"HVDRUN_CHECK_COLLECTIVES", "0"}}).check_collectives);
+  EXPECT_EQ(test::options_from({{"HVDRUN_BACKEND", "nccl"}}).gpu.backend,
+            nccl::BackendRequest::kNccl);
+  EXPECT_EQ(test::options_from({{"HVDRUN_BACKEND", "auto"}}).gpu.backend,
+            nccl::BackendRequest::kAuto);
+  EXPECT_FALSE(test::options_from({{"HVDRUN_GPU_EXCLUSIVE", "no"}}).gpu.exclusive);
+  EXPECT_EQ(test::options_from({{"HVDRUN_FUSION_THRESHOLD", "1048576"}}).fusion_threshold,
+            1u << 20);
+  EXPECT_EQ(test::options_from({{"HVDRUN_FUSION_THRESHOLD", "64K"}}).fusion_threshold, 64u << 10);
+  EXPECT_EQ(test::options_from({{"HVDRUN_FUSION_THRESHOLD", "128M"}}).fusion_threshold, 128u << 20);
+  EXPECT_EQ(test::options_from({{"HVDRUN_FUSION_THRESHOLD", "1GiB"}}).fusion_threshold, 1u << 30);
+  EXPECT_EQ(test::options_from({{"HVDRUN_FUSION_MODE", "group"}}).fusion_mode,
+            nccl::FusionMode::kGroup);
+  EXPECT_FALSE(test::options_from({}).check_collectives);
+  EXPECT_TRUE(test::options_from({{"HVDRUN_CHECK_COLLECTIVES", "1"}}).check_collectives);
+  EXPECT_FALSE(test::options_from({{"HVDRUN_CHECK_COLLECTIVES", "0"}}).check_collectives);
 }
 
 TEST(GpuOptions, MalformedValuesNameVariableAndValue) {
@@ -92,7 +90,7 @@ TEST(GpuOptions, MalformedValuesNameVariableAndValue) {
   }
 }
 
-void clear_env() {
+void clear_device_env() {
   for (const char* name : {env::kRendezvousAddr, env::kSecret, env::kSlot, env::kBackend,
                            env::kGpuDevice, env::kGpuExclusive}) {
     ::unsetenv(name);
@@ -109,7 +107,7 @@ TEST(DeviceApi, BeforeInitIsAUsageError) {
 }
 
 TEST(DeviceApi, CpuBackendRejectsDeviceCallsNamingTheReason) {
-  clear_env();
+  clear_device_env();
   ::setenv(env::kBackend, "cpu", 1);
   InitGuard guard;
   EXPECT_FALSE(has_gpu_backend());
@@ -126,12 +124,12 @@ TEST(DeviceApi, CpuBackendRejectsDeviceCallsNamingTheReason) {
   EXPECT_THROW(allreduce_many(tensors, ReduceOp::kSum, nullptr), BackendError);
   allreduce(&x, &x, 1, DataType::kFloat32, ReduceOp::kSum);  // the host API still works
   EXPECT_EQ(x, 1.0f);
-  clear_env();
+  clear_device_env();
 }
 
 TEST(DeviceApi, NcclRequestWithoutAGpuFailsInit) {
   if (visible_gpus() > 0) GTEST_SKIP() << "a CUDA device is visible";
-  clear_env();
+  clear_device_env();
   ::setenv(env::kBackend, "nccl", 1);
   try {
     init();
@@ -142,7 +140,7 @@ TEST(DeviceApi, NcclRequestWithoutAGpuFailsInit) {
         << e.what();
   }
   EXPECT_FALSE(is_initialized());
-  clear_env();
+  clear_device_env();
 }
 
 TEST(BackendAgreement, RanksShareOneHostWithoutEnoughGpusUseTheCpu) {

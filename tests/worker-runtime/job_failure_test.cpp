@@ -19,10 +19,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-bool starts_with(const std::string& text, const std::string& head) {
-  return text.rfind(head, 0) == 0;
-}
-
 // Rank 1 of 4 destroys its communicator and rendezvous client (as a dying process closes its
 // sockets) while the others wait in allreduce. Ranks 0 and 2 are its neighbours; rank 3 sees
 // only healthy neighbours hang up and learns the name from their reports.
@@ -49,9 +45,9 @@ TEST(JobFailure, RankThatLeavesIsNamedByEveryOtherRank) {
       message = e.what();
     }
     const std::string dead_peer = "rank 1 (127.0.0.1:" + std::to_string(dead_port.load()) + ")";
-    const bool direct = starts_with(message, "allreduce: connection to " + dead_peer + " lost: ");
+    const bool direct = message.starts_with("allreduce: connection to " + dead_peer + " lost: ");
     const bool reported =
-        starts_with(message, "allreduce: " + dead_peer + " failed: connection lost: ");
+        message.starts_with("allreduce: " + dead_peer + " failed: connection lost: ");
     EXPECT_TRUE(direct || reported) << "rank " << slot << ": " << message;
     if (slot == 3) {
       EXPECT_TRUE(reported) << message;

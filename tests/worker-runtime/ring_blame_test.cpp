@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/elapsed.h"
 #include "tests/worker-runtime/ring_harness.h"
 #include "worker-runtime/tcp/blame.h"
 
@@ -17,14 +18,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-bool starts_with(const std::string& text, const std::string& head) {
-  return text.rfind(head, 0) == 0;
-}
 
 // How the other ranks name `ring`'s rank: by its data listener.
 std::string peer_of(const tcp::Ring& ring) {
@@ -52,8 +45,8 @@ std::string failure_of(const std::function<void()>& fn, bool timeout_ok = false)
 // The message names `dead` either as this rank's own link peer or as the first failure
 // reported by another rank.
 void expect_names(const std::string& message, const std::string& what, const std::string& dead) {
-  const bool direct = starts_with(message, what + ": connection to " + dead + " lost: ");
-  const bool reported = starts_with(message, what + ": " + dead + " failed: connection lost: ");
+  const bool direct = message.starts_with(what + ": connection to " + dead + " lost: ");
+  const bool reported = message.starts_with(what + ": " + dead + " failed: connection lost: ");
   EXPECT_TRUE(direct || reported) << message;
   EXPECT_NE(message.find("generation 0)"), std::string::npos) << message;
 }
@@ -75,12 +68,12 @@ void destroy_one_rank(int n, int dead) {
       rings[r]->allreduce(data.data(), data.data(), data.size(), DataType::kFloat32,
                           ReduceOp::kSum);
     });
-    EXPECT_LT(seconds_since(start), 5.0) << "rank " << r;
+    EXPECT_LT(test::seconds_since(start), 5.0) << "rank " << r;
     SCOPED_TRACE("n " + std::to_string(n) + ", rank " + std::to_string(r));
     expect_names(message, "allreduce", dead_peer);
     const bool neighbour = r == (dead + 1) % n || r == (dead + n - 1) % n;
     if (!neighbour) {  // it saw only a neighbour close: the name comes from the reports
-      EXPECT_TRUE(starts_with(message, "allreduce: " + dead_peer + " failed: ")) << message;
+      EXPECT_TRUE(message.starts_with("allreduce: " + dead_peer + " failed: ")) << message;
       EXPECT_NE(message.find(" (seen by rank "), std::string::npos) << message;
       EXPECT_NE(message.find(", generation 0); here: connection to rank "), std::string::npos)
           << message;
@@ -89,8 +82,8 @@ void destroy_one_rank(int n, int dead) {
     EXPECT_TRUE(rings[r]->broken());
     const auto again = Clock::now();
     const std::string later = failure_of([&] { rings[r]->barrier(); });
-    EXPECT_LT(seconds_since(again), 1.0);
-    EXPECT_TRUE(starts_with(later, "barrier: ring unusable after an earlier error: allreduce: "))
+    EXPECT_LT(test::seconds_since(again), 1.0);
+    EXPECT_TRUE(later.starts_with("barrier: ring unusable after an earlier error: allreduce: "))
         << later;
     EXPECT_NE(later.find(dead_peer), std::string::npos) << later;
   });
@@ -122,11 +115,11 @@ TEST(RingFailure, SilentRankIsNamedByEveryRank) {
     const auto start = Clock::now();
     const std::string message = failure_of(
         [&] { rings[r]->allreduce(&value, &value, 1, DataType::kInt32, ReduceOp::kSum); }, true);
-    EXPECT_LT(seconds_since(start), 2.0) << "rank " << r;
+    EXPECT_LT(test::seconds_since(start), 2.0) << "rank " << r;
     const bool direct =
-        starts_with(message, "allreduce: no data from " + silent_peer + " for 0.3 s");
+        message.starts_with("allreduce: no data from " + silent_peer + " for 0.3 s");
     const bool reported =
-        starts_with(message, "allreduce: " + silent_peer + " failed: sent no data for 0.3 s");
+        message.starts_with("allreduce: " + silent_peer + " failed: sent no data for 0.3 s");
     EXPECT_TRUE(direct || reported) << "rank " << r << ": " << message;
     if (r == silent + 1) {
       EXPECT_TRUE(direct) << message;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "rendezvous/auth.h"
+#include "tests/support/elapsed.h"
 #include "tests/worker-runtime/ring_harness.h"
 #include "worker-runtime/logging.h"
 
@@ -30,10 +31,6 @@ namespace {
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 template <class E>
 std::string expect_throws(const std::function<void()>& fn) {
@@ -74,7 +71,7 @@ TEST(RingFailure, RankThatNeverCallsTimesOutNamingIt) {
         expect_message(message,
                        "allreduce: no data from rank " + std::to_string(n - 1) + " (127.0.0.1:",
                        ") for 0.2 s (generation 0)");
-        const double elapsed = seconds_since(start);
+        const double elapsed = test::seconds_since(start);
         EXPECT_GT(elapsed, 0.15) << "n " << n << " count " << count;
         EXPECT_LT(elapsed, 3.0) << "n " << n << " count " << count;
         // Broken from now on, and the kind is kept.
@@ -324,7 +321,7 @@ TEST(RingSetup, AConnectionClosedByARankThatIsGoneIsReportedBeforeTheDeadline) {
   EXPECT_NE(message.find("; connecting again failed: cannot connect to 127.0.0.1:"),
             std::string::npos)
       << message;
-  EXPECT_LT(seconds_since(start), 9.0) << message;
+  EXPECT_LT(test::seconds_since(start), 9.0) << message;
   EXPECT_THROW(std::rethrow_exception(errors[2]), TimeoutError);
 }
 

@@ -16,6 +16,7 @@
 #include "hvdrun/hvdrun.h"
 #include "rendezvous/env_names.h"
 #include "rendezvous/server.h"
+#include "tests/worker-runtime/options_from.h"
 #include "tests/worker-runtime/ring_harness.h"
 #include "tests/worker-runtime/server_thread.h"
 #include "worker-runtime/job.h"
@@ -93,15 +94,8 @@ TEST(Runtime, MalformedEnvironmentIsAUsageErrorNamingIt) {
   clear_env();
 }
 
-Options parse(const std::map<std::string, std::string>& vars) {
-  return parse_options([&](const char* name) -> const char* {
-    const auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  });
-}
-
 TEST(Options, DefaultsAndValues) {
-  const Options defaults = parse({});
+  const Options defaults = test::options_from({});
   EXPECT_TRUE(defaults.rendezvous.empty());
   EXPECT_EQ(defaults.timeout, std::chrono::seconds(60));
   EXPECT_EQ(defaults.start_timeout, std::chrono::seconds(30));
@@ -109,14 +103,14 @@ TEST(Options, DefaultsAndValues) {
   EXPECT_TRUE(defaults.network_interface.empty());
   EXPECT_FALSE(defaults.hostname.empty());
 
-  const Options o = parse({{"HVDRUN_RENDEZVOUS_ADDR", "127.0.0.1:5000"},
-                           {"HVDRUN_SECRET", "abc"},
-                           {"HVDRUN_SLOT", "3"},
-                           {"HVDRUN_HOSTNAME", "node7"},
-                           {"HVDRUN_TIMEOUT", "0.25"},
-                           {"HVDRUN_START_TIMEOUT", "90"},
-                           {"HVDRUN_LOG_LEVEL", "debug"},
-                           {"HVDRUN_NETWORK_INTERFACE", "eth1"}});
+  const Options o = test::options_from({{"HVDRUN_RENDEZVOUS_ADDR", "127.0.0.1:5000"},
+                                        {"HVDRUN_SECRET", "abc"},
+                                        {"HVDRUN_SLOT", "3"},
+                                        {"HVDRUN_HOSTNAME", "node7"},
+                                        {"HVDRUN_TIMEOUT", "0.25"},
+                                        {"HVDRUN_START_TIMEOUT", "90"},
+                                        {"HVDRUN_LOG_LEVEL", "debug"},
+                                        {"HVDRUN_NETWORK_INTERFACE", "eth1"}});
   EXPECT_EQ(o.rendezvous, "127.0.0.1:5000");
   EXPECT_EQ(o.secret, "abc");
   EXPECT_EQ(o.slot, 3u);
@@ -130,7 +124,7 @@ TEST(Options, DefaultsAndValues) {
 TEST(Options, MalformedValuesNameVariableAndValue) {
   const auto message = [](const std::map<std::string, std::string>& vars) -> std::string {
     try {
-      parse(vars);
+      test::options_from(vars);
     } catch (const UsageError& e) {
       return e.what();
     }

@@ -10,13 +10,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "common/use_tuple.h"
+
 namespace hvdrun::launcher::horovod {
 namespace asio = boost::asio;
 using asio::ip::tcp;
-
-namespace {
-constexpr auto kUseTuple = asio::as_tuple(asio::use_awaitable);
-}  // namespace
 
 // One send: the socket of the address being tried and its deadline, cancelled together.
 struct HostUpdateNotifier::Attempt {

@@ -8,17 +8,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/ascii_case.h"
 #include "hvdrun/error.h"
 
 namespace hvdrun::launcher::ssh {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 std::string_view trim(std::string_view text) {
   const auto first = text.find_first_not_of(" \t\r");
@@ -31,13 +25,13 @@ std::string_view trim(std::string_view text) {
 std::pair<std::string, std::string> split_line(std::string_view line) {
   line = trim(line);
   const auto end = line.find_first_of(" \t=");
-  if (end == std::string_view::npos) return {lower(line), ""};
+  if (end == std::string_view::npos) return {ascii_lower(line), ""};
   std::string_view value = trim(line.substr(end));
   if (!value.empty() && value.front() == '=') value = trim(value.substr(1));
   if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
     value = value.substr(1, value.size() - 2);
   }
-  return {lower(line.substr(0, end)), std::string(value)};
+  return {ascii_lower(line.substr(0, end)), std::string(value)};
 }
 
 // %h -> host, %% -> %, leading ~/ -> home.
@@ -80,7 +74,7 @@ bool ssh_host_matches(std::string_view patterns, const std::string& host) {
   while (words >> pattern) {
     const bool negated = pattern.starts_with('!');
     if (negated) pattern.erase(0, 1);
-    if (::fnmatch(lower(pattern).c_str(), lower(host).c_str(), 0) == 0) {
+    if (::fnmatch(ascii_lower(pattern).c_str(), ascii_lower(host).c_str(), 0) == 0) {
       if (negated) return false;  // a negated match excludes the block whatever else matches
       matched = true;
     }
