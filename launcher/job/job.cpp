@@ -47,11 +47,13 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       announce_timer_(io),
       elastic_timer_(io),
       cooldown_timer_(io),
-      stall_timer_(io),
-      dump_timer_(io),
+      tick_timer_(io),
       deadline_timer_(io),
       components_(std::move(start.components)),
-      stacks_(io, hook_dir_.path(), stacks_dir(spec_, start.run_id)),
+      dumps_(io, stacks_dir(spec_, start.run_id),
+             [this](const std::string& why, Clock::time_point began, std::size_t ranks) {
+               publish(&JobEvents::stacks_collected, why, began, ranks);
+             }),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank, slot.host);
@@ -84,9 +86,9 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   rdzv.horovod_port = faces_.horovod_port();
   rdzv.run_id = std::move(start.run_id);
   rdzv.size = static_cast<int>(start.slots.size());
-  rdzv.stacks_dir = hook_dir_.path().string();
-  if (!hook_dir_.error().empty()) {
-    launcher_log()->warn("no Python stacks for this job: {}", hook_dir_.error());
+  rdzv.stacks_dir = dumps_.hook_dir().string();
+  if (!dumps_.hook_error().empty()) {
+    launcher_log()->warn("no Python stacks for this job: {}", dumps_.hook_error());
   }
   pools_.set_addresses(start.plan, rdzv);
   for (const auto& component : components_) component->attached(*this);
@@ -254,8 +256,8 @@ void Job::announce_failure() {
   announce_timer_.cancel();
   const auto& end = outcome_->end;
   const std::size_t others = state_.active() ? running() : 0;
-  event_happened("rank " + std::to_string(outcome_->rank) + " failed: the job ends",
-                 {{"host", outcome_->host}, {"end", end.what_happened()}});
+  happened("rank " + std::to_string(outcome_->rank) + " failed: the job ends",
+           {{"host", outcome_->host}, {"end", end.what_happened()}});
   note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
        (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
        (outcome_->exhausted.empty() ? "" : " (" + outcome_->exhausted + ")") +
@@ -372,7 +374,7 @@ void Job::rendezvous_failed(const rdzv::JobError& error) {
     note("rendezvous failed; terminating " + plural(running(), "rank"));
     if (error.code == rdzv::ErrorCode::kTimeout && state_.is(JobState::kRunning)) {
       // Where the ranks that did not join are: before they are gone.
-      dump_stacks("start timeout", {}, [this] {
+      collect_stacks("start timeout", {}, [this] {
         if (!state_.is(JobState::kRunning)) return;
         terminate();
         maybe_finish();

@@ -26,7 +26,6 @@
 #include "launcher/job/job_events.h"
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
-#include "launcher/job/stall_check.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/output/note_rate.h"
 #include "launcher/plan/elastic_membership.h"
@@ -34,8 +33,7 @@
 #include "launcher/process/signal_watch.h"
 #include "launcher/servers/rendezvous_faces.h"
 #include "launcher/spec/local_host.h"
-#include "launcher/stacks/python_hook.h"
-#include "launcher/stacks/stack_collector.h"
+#include "launcher/stacks/stack_dumps.h"
 #include "launcher/workers/worker_pools.h"
 
 namespace hvdrun::launcher {
@@ -107,7 +105,13 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   // JobControl (its components' requests)
   bool generation_running() const override { return state_.is(JobState::kRunning); }
   std::uint32_t generation() const override { return faces_.generation(); }
+  std::vector<rdzv::MemberProgress> progress() const override { return faces_.progress(); }
   bool straggler_found(std::uint32_t key, const std::string& verdict) override;
+  void limit_reached(Limit limit, const std::string& reason) override;
+  void collect_stacks(const std::string& why, const std::vector<int>& culprits,
+                      std::function<void()> then) override;
+  void suspect(std::optional<std::vector<int>> ranks) override { dumps_.suspect(std::move(ranks)); }
+  void happened(const std::string& what, const Args& args) override;
   // PoolEvents
   void host_ready(std::size_t host, ssh::HostReady ready) override;
   void host_failed(std::size_t host, const ssh::HostFailed& failed) override;
@@ -157,23 +161,11 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   void note_generation(rdzv::Handover how, std::size_t size, std::size_t added,
                        std::size_t promoted);
   std::uint16_t start_generation(GenerationStart start);
-  // job_stalls.cpp: collectives that wait too long, and the ranks' stacks.
+  // job_progress.cpp: every second, the members' timed collectives told to the components,
+  // then their tick; a straggler's host leaving the job; the ranks' stacks (stack_dumps.h).
   void watch_progress();
-  void check_stalls();
-  // Collects the stacks of this machine's running ranks into one file per rank, prints the top
-  // frames of `culprits` (every rank if none, a few at most), then calls `then` (at once when
-  // a collection already runs or no rank runs here).
-  void dump_stacks(const std::string& why, const std::vector<int>& culprits,
-                   std::function<void()> then);
-  // `why`: "SIGQUIT from pid 12) collected in 180 ms", the note's parenthesis left open.
-  void print_stacks(const std::string& why, const std::vector<RankStacks>& stacks,
-                    const std::vector<int>& culprits) const;
-  void finish_dump_if_complete();
-  void finish_dump();
-  void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
-  // job_stragglers.cpp: the members' timed collectives, told to the components; a straggler's
-  // host leaving the job.
   void take_samples();
+  void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
   // job_events.cpp: the job's events, told to its components.
   template <typename... Params, typename... Args>
   void publish(void (JobEvents::*event)(Params...), Args&&... args) {
@@ -183,8 +175,6 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   void publish_started(void (JobEvents::*event)(const std::vector<WorkerEvent>&),
                        const WorkerTable& table, const std::vector<WorkerId>& ids);
   void publish_generation_end();
-  // Something the launcher did or saw (a signal, a restart, a stall), by name.
-  void event_happened(const std::string& what, const JobEvents::Args& args = {});
   // job_spares.cpp: warm spares (--spares).
   // Starts spares on free slots until --spares wait (none once the job winds down).
   void refill_spares();
@@ -254,28 +244,11 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
   boost::asio::steady_timer elastic_timer_;   // --elastic-timeout while below --min-np
   boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
-  boost::asio::steady_timer stall_timer_;     // every second: the members' collectives
-  std::optional<std::pair<std::uint32_t, std::uint32_t>> stall_reported_;  // generation, #
-  std::optional<Stall> stall_;          // the one the last check found, if any
-  CollectiveGroups collective_groups_;  // the members' timed collectives, by collective
-  bool stall_shutting_down_ = false;    // --stall-shutdown: the stacks are being collected
-  // A collection of the ranks' stacks under way: this machine's (stacks_) and each remote
-  // worker's (from its agent), until all came or dump_timer_ ends the wait.
-  struct StackDump {
-    std::string why;
-    std::vector<int> culprits;
-    std::function<void()> then;
-    Clock::time_point start;
-    bool local_pending = false;
-    std::set<WorkerId> remote_pending;
-    std::vector<RankStacks> stacks;
-  };
-  std::optional<StackDump> dump_;
-  boost::asio::steady_timer dump_timer_;
+  boost::asio::steady_timer tick_timer_;      // every second: the members' collectives, the tick
+  CollectiveGroups collective_groups_;        // the members' timed collectives, by collective
   boost::asio::steady_timer deadline_timer_;  // end_after()
   JobComponents components_;                  // the timeline and others: told of every event
-  PythonHookDir hook_dir_;                    // before stacks_, which reads it
-  StackCollector stacks_;
+  StackDumps dumps_;                          // the ranks' stacks, on demand
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only
   WorkerPools pools_;                         // last: its events use the members above
 };

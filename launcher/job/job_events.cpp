@@ -21,7 +21,7 @@ void Job::publish_generation_end() {
   publish(&JobEvents::generation_ended, generations_.number(), generations_.current());
 }
 
-void Job::event_happened(const std::string& what, const JobEvents::Args& args) {
+void Job::happened(const std::string& what, const Args& args) {
   publish(&JobEvents::happened, what, args);
 }
 

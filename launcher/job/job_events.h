@@ -31,7 +31,7 @@ struct WorkerEvent {
 class JobEvents {
  public:
   using Clock = std::chrono::steady_clock;
-  using Args = std::vector<std::pair<std::string, std::string>>;
+  using Args = JobControl::Args;
 
   virtual ~JobEvents() = default;
 

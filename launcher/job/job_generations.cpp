@@ -32,7 +32,7 @@ void Job::restart(const WorkerRecord& failed) {
     cooled = "; host " + pools_.host_name(failed.id.host) + " unused for " +
              std::to_string(cooldown.count()) + " s";
   }
-  event_happened("restart", {{"why", failed.who() + " " + what}});
+  happened("restart", {{"why", failed.who() + " " + what}});
   note(failed.who() + " " + what + cooled + "; restarting every rank (restart " +
        std::to_string(policy_->survived()) + " of " + std::to_string(spec_.max_restarts) + ")" +
        (others ? ": terminating " + plural(others, "other rank") : ""));

@@ -185,8 +185,8 @@ void Job::worker_lost(std::uint32_t key, const std::string& why) {
   WorkerRecord* record = workers_.find(WorkerKey{key});
   if (!record || record->end()) return;
   if (!membership_ && state_.is(JobState::kRunning)) {
-    dump_stacks("heartbeat timeout", {record->slot().rank},
-                [this, key, why] { kill_lost(key, why); });
+    collect_stacks("heartbeat timeout", {record->slot().rank},
+                   [this, key, why] { kill_lost(key, why); });
     return;
   }
   kill_lost(key, why);

@@ -99,7 +99,7 @@ void Job::spare_ended(WorkerRecord& spare) {
   spare_started_.erase(id);
   if (expected) return maybe_finish();
   ++spare_counts_.ended;
-  event_happened("spare ended", {{"spare", who}, {"end", what}});
+  happened("spare ended", {{"spare", who}, {"end", what}});
   // Its host does not cool down: a spare has no part in the training, and a program that
   // cannot wait as a spare would keep failed workers' replacements off every host. Spares that
   // keep ending are not started again.

@@ -51,7 +51,7 @@ void Job::on_signal(const SignalEvent& signal) {
       note(signal.describe() + ": no stacks now, no generation runs");
       return;
     }
-    dump_stacks(signal.describe(), stall_ ? stall_->culprits() : std::vector<int>{}, nullptr);
+    collect_stacks(signal.describe(), dumps_.suspects().value_or(std::vector<int>{}), nullptr);
     return;
   }
   if (repeated(signal)) {
@@ -60,7 +60,7 @@ void Job::on_signal(const SignalEvent& signal) {
   }
   interrupted_ = true;
   if (!interrupted_at_) interrupted_at_ = Clock::now();
-  event_happened(signal_name(signo), {{"from", signal.sender_text()}});
+  happened(signal_name(signo), {{"from", signal.sender_text()}});
   if (!stop_signal_) stop_signal_ = signal;
   if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
     fail(Outcome::interrupted(signo, signal.describe()), {});  // the generation has ended
@@ -88,8 +88,8 @@ void Job::on_signal(const SignalEvent& signal) {
   if (const auto from = signal.sender_text(); !from.empty()) details += "; sent by " + from;
   note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank") +
        details);
-  if (stall_ && state_.is(JobState::kRunning)) {  // what the stall looks like, before it goes
-    dump_stacks("interrupted during a stall", stall_->culprits(), [this] {
+  if (dumps_.suspects() && state_.is(JobState::kRunning)) {  // the stall, before it goes
+    collect_stacks("interrupted during a stall", *dumps_.suspects(), [this] {
       if (!state_.is(JobState::kRunning)) return;  // a second signal meanwhile
       terminate();
       maybe_finish();
@@ -115,7 +115,7 @@ void Job::forward_signal(const SignalEvent& signal) {
       if (!r.end()) pools_.signal(r.id, signal.signo);
     });
   }
-  event_happened("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
+  happened("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
   signal_notes_.note("forwarded " + signal_name(signal.signo),
                      "forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }
@@ -190,8 +190,8 @@ void Job::finish() {
   announce_timer_.cancel();
   elastic_timer_.cancel();
   cooldown_timer_.cancel();
-  stall_timer_.cancel();
-  dump_timer_.cancel();
+  tick_timer_.cancel();
+  dumps_.cancel();
   deadline_timer_.cancel();
   if (discovery_) discovery_->cancel();
   take_samples();  // the last second's (of workers still connected)

@@ -1,6 +1,7 @@
 // job_components (job_components.h).
 #include "launcher/run/job_components.h"
 
+#include "launcher/forensics/hang_watch.h"
 #include "launcher/forensics/straggler_monitor.h"
 #include "launcher/timeline/job_timeline.h"
 
@@ -11,6 +12,7 @@ JobComponents job_components(const JobSpec& spec, std::chrono::steady_clock::tim
   // The timeline first: it draws a second's collectives before a straggler found in them
   // changes the job.
   if (spec.timeline) components.push_back(std::make_unique<JobTimeline>(spec, origin));
+  components.push_back(std::make_unique<HangWatch>(spec));
   components.push_back(std::make_unique<StragglerMonitor>(spec, origin));
   return components;
 }

@@ -1,5 +1,5 @@
 // find_stall(): which collective waits too long, on whom, and the line that says so.
-#include "launcher/job/stall_check.h"
+#include "launcher/forensics/stall_check.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "tests/launcher/fake_job_control.h"
+
 namespace hvdrun::launcher {
 namespace {
 
@@ -13,21 +15,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Clock = std::chrono::steady_clock;
 
-// A job whose generation runs; it takes the straggler or not, as told, and counts the requests.
-class FakeJob final : public JobControl {
- public:
-  bool generation_running() const override { return running; }
-  std::uint32_t generation() const override { return current; }
-  bool straggler_found(std::uint32_t key, const std::string& verdict) override {
-    asked.emplace_back(key, verdict);
-    if (takes) ++current;  // the others re-form without it
-    return takes;
-  }
-  bool running = true;
-  bool takes = true;
-  std::uint32_t current = 1;
-  std::vector<std::pair<std::uint32_t, std::string>> asked;
-};
+using test::FakeJob;
 
 // A complete collective of three ranks in which worker 2 arrived `by` after the others.
 CollectiveGroup late_two(std::uint32_t generation, milliseconds by) {
@@ -62,26 +50,26 @@ TEST(StragglerMonitor, AsksTheJobOnceAPersistentStragglerIsFoundThenStartsAgainA
   FakeJob job;
   monitor.attached(job);
   feed(monitor, 1, StragglerWatch::kWindow - 1);
-  EXPECT_TRUE(job.asked.empty()) << "before the window is full";
+  EXPECT_TRUE(job.stragglers.empty()) << "before the window is full";
   feed(monitor, 1, 1);
-  ASSERT_EQ(job.asked.size(), 1u);
-  EXPECT_EQ(job.asked[0].first, 2u);
-  EXPECT_EQ(job.asked[0].second,
+  ASSERT_EQ(job.stragglers.size(), 1u);
+  EXPECT_EQ(job.stragglers[0].first, 2u);
+  EXPECT_EQ(job.stragglers[0].second,
             "rank 2 (host node2) arrived last in 24 of the last 24 collectives timed on every "
             "rank, late by 30.0 ms at the median");
   // The generation it was found in no longer counts, even late samples of it.
   feed(monitor, 1, StragglerWatch::kWindow);
-  EXPECT_EQ(job.asked.size(), 1u);
+  EXPECT_EQ(job.stragglers.size(), 1u);
   EXPECT_EQ(monitor.stats().rows().size(), 3u);  // the statistics keep every collective
 }
 
 TEST(StragglerMonitor, AStragglerTheJobKeepsIsAskedAboutAgain) {
   StragglerMonitor monitor(excluding(milliseconds(20)), Clock::now());
   FakeJob job;
-  job.takes = false;
+  job.takes_stragglers = false;
   monitor.attached(job);
   feed(monitor, 1, StragglerWatch::kWindow + 2);
-  EXPECT_EQ(job.asked.size(), 3u);  // the policy says once, and may take it later
+  EXPECT_EQ(job.stragglers.size(), 3u);  // the policy says once, and may take it later
 }
 
 TEST(StragglerMonitor, NothingIsAskedWhileNoGenerationRunsOrWithoutExcludeStragglers) {
@@ -90,13 +78,13 @@ TEST(StragglerMonitor, NothingIsAskedWhileNoGenerationRunsOrWithoutExcludeStragg
   job.running = false;
   monitor.attached(job);
   feed(monitor, 1, StragglerWatch::kWindow);
-  EXPECT_TRUE(job.asked.empty());
+  EXPECT_TRUE(job.stragglers.empty());
 
   StragglerMonitor reporting_only(JobSpec{}, Clock::now());
   FakeJob other;
   reporting_only.attached(other);
   feed(reporting_only, 1, StragglerWatch::kWindow);
-  EXPECT_TRUE(other.asked.empty());
+  EXPECT_TRUE(other.stragglers.empty());
   EXPECT_FALSE(reporting_only.stats().rows().empty());
 }
 

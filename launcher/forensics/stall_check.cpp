@@ -1,5 +1,5 @@
 // find_stall() (stall_check.h).
-#include "launcher/job/stall_check.h"
+#include "launcher/forensics/stall_check.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // find_stall(): from what each member of a generation last said of its collectives (its
 // heartbeats), whether a collective has waited longer than the stall timeout, on which ranks,
-// and which ranks have not entered it, with what each did last. Pure; the Job asks it every
-// second and says each stall once (Horovod's stall inspector, for every program on libhvdrun).
+// and which ranks have not entered it, with what each did last. Pure; the hang watch asks it every
+// second and says each stall once (hang_watch.h; Horovod's stall inspector, for every program on libhvdrun).
 #pragma once
 
 #include <chrono>
