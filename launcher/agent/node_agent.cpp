@@ -31,6 +31,8 @@ extern char** environ;
 namespace hvdrun::launcher::agent {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 std::string this_host() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0) return "unknown host";
@@ -160,7 +162,7 @@ void NodeAgent::relay(Worker& w, bool err, std::size_t limit) {
   }
   if (w.discard) return;
   credit_ -= std::min(credit_, static_cast<std::size_t>(n));
-  outbox_.output(w.id, err ? ssh::OutputStream::kStderr : ssh::OutputStream::kStdout,
+  outbox_.output(w.id, err ? StreamKind::kStderr : StreamKind::kStdout,
                  std::string_view(buffer, static_cast<std::size_t>(n)));
 }
 
@@ -175,7 +177,7 @@ void NodeAgent::take_rest(Worker& w) {
       if (n <= 0) break;
       taken += static_cast<std::size_t>(n);
       if (!w.discard) {
-        outbox_.output(w.id, err ? ssh::OutputStream::kStderr : ssh::OutputStream::kStdout,
+        outbox_.output(w.id, err ? StreamKind::kStderr : StreamKind::kStdout,
                        std::string_view(buffer, static_cast<std::size_t>(n)));
       }
     }

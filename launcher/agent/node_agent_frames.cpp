@@ -13,10 +13,15 @@
 #include "launcher/process/process.h"
 
 namespace hvdrun::launcher::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
 
 // A worker that never ran: its message on its stderr, then its end (exit `code`).
 void NodeAgent::never_ran(std::uint32_t id, const std::string& message, int code) {
-  outbox_.output(id, ssh::OutputStream::kStderr, message + "\n");
+  outbox_.output(id, StreamKind::kStderr, message + "\n");
   outbox_.flush();  // the message first, its end after it where the stream takes both
   Worker w;         // no process (pid -1): nothing is ever signaled
   w.id = id;

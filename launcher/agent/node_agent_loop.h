@@ -25,14 +25,12 @@
 
 namespace hvdrun::launcher::agent {
 
-using Clock = std::chrono::steady_clock;
-
 struct Worker {
   std::uint32_t id = 0;
   pid_t pid = -1;  // also its process group
   UniqueFd out, err;
   std::optional<int> status;  // wait status once reaped
-  Clock::time_point drain_deadline{};
+  std::chrono::steady_clock::time_point drain_deadline{};
   bool discard = false;     // SIGKILLed by the launcher: its output is not wanted
   bool terminated = false;  // it has its SIGTERM (sent here, or by the scheduler): never twice
   bool early_end = false;   // its Exit went out with output still to come
@@ -150,9 +148,9 @@ class NodeAgent {
   bool told_ = false;             // a JobEnd or Refused came
   int signal_ = 0;                // the signal that ended the agent
   bool terminate_noted_ = false;  // a SIGTERM came: said once
-  Clock::time_point next_heartbeat_{};
-  std::optional<Clock::time_point> kill_deadline_;
-  std::optional<Clock::time_point> give_up_;
+  std::chrono::steady_clock::time_point next_heartbeat_{};
+  std::optional<std::chrono::steady_clock::time_point> kill_deadline_;
+  std::optional<std::chrono::steady_clock::time_point> give_up_;
 };
 
 }  // namespace hvdrun::launcher::agent
