@@ -15,7 +15,7 @@ void Outbox::raw(std::string bytes) {
   if (!dead_) control_.push_front({std::move(bytes), 0, 0});
 }
 
-void Outbox::output(std::uint32_t id, ssh::OutputStream stream, std::string_view bytes) {
+void Outbox::output(std::uint32_t id, StreamKind stream, std::string_view bytes) {
   while (!dead_ && !bytes.empty()) {
     const auto chunk = bytes.substr(0, kMaxOutputChunk);
     bytes.remove_prefix(chunk.size());

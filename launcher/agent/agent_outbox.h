@@ -21,7 +21,7 @@ class Outbox {
 
   void control(const FromAgent& frame);
   // `bytes` in Output frames of at most kMaxOutputChunk.
-  void output(std::uint32_t id, ssh::OutputStream stream, std::string_view bytes);
+  void output(std::uint32_t id, StreamKind stream, std::string_view bytes);
   // Raw bytes ahead of everything (the preamble).
   void raw(std::string bytes);
 

@@ -98,7 +98,7 @@ struct Encoder {
   void operator()(const OutputFrame& f) const {
     w.u8(kOutput);
     w.u32(f.id);
-    w.u8(f.stream == ssh::OutputStream::kStderr ? 2 : 1);
+    w.u8(f.stream == StreamKind::kStderr ? 2 : 1);
     w.u32(static_cast<std::uint32_t>(f.bytes.size()));
     w.bytes() += f.bytes;  // output may hold NUL bytes
   }
@@ -232,7 +232,7 @@ FromAgent decode_from_agent(std::string_view body) {
       if (stream != 1 && stream != 2) {
         throw ProtocolError("agent protocol: output stream " + std::to_string(stream));
       }
-      f.stream = stream == 2 ? ssh::OutputStream::kStderr : ssh::OutputStream::kStdout;
+      f.stream = stream == 2 ? StreamKind::kStderr : StreamKind::kStdout;
       const std::uint32_t size = r.u32("output size");
       if (size == 0 || size > kMaxOutputChunk || size != body.size() - 10) {
         throw ProtocolError("agent protocol: output frame of " + std::to_string(size) +

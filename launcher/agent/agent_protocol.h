@@ -82,7 +82,7 @@ struct StartedFrame {
 };
 struct OutputFrame {
   std::uint32_t id = 0;
-  ssh::OutputStream stream = ssh::OutputStream::kStdout;
+  StreamKind stream = StreamKind::kStdout;
   std::string bytes;  // 1..kMaxOutputChunk
   bool operator==(const OutputFrame&) const = default;
 };

@@ -1,12 +1,13 @@
 // Reading a remote command's end through its SSH channel (signal names; the end itself is a
-// ProcessEnd, common/process_end.h), and which of its output streams bytes came from.
+// ProcessEnd, common/process_end.h; which of its output streams bytes came from is a
+// StreamKind, common/stream_kind.h).
 #pragma once
 
 #include <string>
 
-namespace hvdrun::launcher::ssh {
+#include "common/stream_kind.h"
 
-enum class OutputStream { kStdout, kStderr };
+namespace hvdrun::launcher::ssh {
 
 // The number of an SSH signal name ("TERM", "KILL"...; RFC 4254 names), 0 if unknown.
 int signal_from_ssh_name(const std::string& name);

@@ -21,7 +21,7 @@ void Job::warn_if_stdin_not_read() const {
       rank0->slot().host);
 }
 
-void Job::host_ready(std::size_t host, ssh::HostReady ready) {
+void Job::host_ready(std::size_t host, remote::HostReady ready) {
   // A discovered host of an elastic job that runs.
   const bool later = membership_ && (state_.active() || state_.is(JobState::kRestarting));
   if ((!state_.is(JobState::kConnecting) && !later) || outcome_) return;
@@ -47,7 +47,7 @@ void Job::host_ready(std::size_t host, ssh::HostReady ready) {
   if (pools_.connected_count() + failed_hosts_ == remote_.size()) start_workers();
 }
 
-void Job::host_failed(std::size_t host, const ssh::HostFailed& failed) {
+void Job::host_failed(std::size_t host, const remote::HostFailed& failed) {
   if (state_.is(JobState::kFinished)) return;
   if (state_.is(JobState::kConnecting)) {
     unusable_hosts_.emplace_back(pools_.host_name(host), failed.message);

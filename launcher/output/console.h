@@ -22,9 +22,9 @@
 #include <optional>
 #include <string>
 
-namespace hvdrun::launcher {
+#include "common/stream_kind.h"
 
-enum class StreamKind { kStdout, kStderr };
+namespace hvdrun::launcher {
 
 struct ConsoleOptions {
   int stdout_fd = 1;

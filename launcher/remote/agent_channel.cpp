@@ -10,7 +10,9 @@
 #include "launcher/remote/agent_transport.h"
 #include "launcher/remote/agents_log.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t kMaxStderrLine = 4096;  // an agent diagnostic line, longer ones are cut
@@ -81,7 +83,7 @@ bool AgentChannel::advance(bool paused) {
   bool progress = true;
   while (progress) {
     progress = transport_.step(
-        [this](OutputStream stream, std::string_view bytes) { on_bytes(stream, bytes); });
+        [this](StreamKind stream, std::string_view bytes) { on_bytes(stream, bytes); });
     if (!error_.empty()) {
       return fail_all("bad data from the node agent on " + transport_.where() + ": " + error_);
     }
@@ -119,9 +121,9 @@ int AgentChannel::poll_timeout_ms(int keepalive_s) const {
   return static_cast<int>(ms);
 }
 
-void AgentChannel::on_bytes(OutputStream stream, std::string_view bytes) {
+void AgentChannel::on_bytes(StreamKind stream, std::string_view bytes) {
   last_heard_ = Clock::now();
-  if (stream == OutputStream::kStderr) {
+  if (stream == StreamKind::kStderr) {
     for (const char c : bytes) {
       if (c == '\n') {
         on_stderr_line(stderr_line_);
@@ -243,4 +245,4 @@ bool AgentChannel::fail_all(const std::string& message) {
   return false;
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -18,7 +18,9 @@
 #include "launcher/remote/remote_spawn.h"
 #include "launcher/ssh/ssh_socket.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 
 class AgentTransport;
 
@@ -53,7 +55,7 @@ class AgentChannel {
     bool reported_end = false;  // ended early: its output is still coming
   };
 
-  void on_bytes(OutputStream stream, std::string_view bytes);
+  void on_bytes(StreamKind stream, std::string_view bytes);
   void on_frame(agent::FromAgent& frame);
   void on_stderr_line(std::string_view line);
   void expire_unstarted();
@@ -76,4 +78,4 @@ class AgentChannel {
   std::string failure_;
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

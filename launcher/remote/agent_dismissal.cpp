@@ -6,7 +6,9 @@
 #include "launcher/remote/agent_listener.h"
 #include "launcher/remote/agent_transport.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 
 std::vector<std::string> dismiss_agents(const std::string& secret, std::uint16_t port,
                                         const std::vector<std::string>& nodes, int status,
@@ -15,12 +17,12 @@ std::vector<std::string> dismiss_agents(const std::string& secret, std::uint16_t
   const auto deadline = Clock::now() + timeout;
   std::vector<std::string> missing;
   for (const auto& node : nodes) {
-    SocketCanceller canceller;
+    ssh::SocketCanceller canceller;
     try {
       const AgentConnection agent = listener.wait_for(node, deadline, canceller);
       agent.transport->write(agent::encode(agent::JobEndFrame{status, false}));
       // A few bytes into an empty socket: one step writes them (it reads what came, ignored).
-      for (int i = 0; i < 8 && agent.transport->step([](OutputStream, std::string_view) {}); ++i) {
+      for (int i = 0; i < 8 && agent.transport->step([](StreamKind, std::string_view) {}); ++i) {
       }
     } catch (const Error&) {
       missing.push_back(node);
@@ -29,4 +31,4 @@ std::vector<std::string> dismiss_agents(const std::string& secret, std::uint16_t
   return missing;
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 // Waits for the agents of `nodes` on `port` (every interface) until `timeout`, sends each
 // `status` (0..255) and closes its connection. Returns the nodes whose agents did not come.
@@ -18,4 +18,4 @@ std::vector<std::string> dismiss_agents(const std::string& secret, std::uint16_t
                                         const std::vector<std::string>& nodes, int status,
                                         std::chrono::milliseconds timeout);
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

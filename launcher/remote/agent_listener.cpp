@@ -17,7 +17,9 @@
 #include "launcher/remote/agents_log.h"
 #include "launcher/remote/tcp_agent_transport.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr auto kHelloTime = std::chrono::seconds(10);
@@ -147,7 +149,7 @@ void AgentListener::take(UniqueFd fd, const AuthenticatedAcceptor::Peer& peer) {
 }
 
 AgentConnection AgentListener::wait_for(const std::string& node, Clock::time_point deadline,
-                                        const SocketCanceller& canceller) {
+                                        const ssh::SocketCanceller& canceller) {
   std::unique_lock lock(mutex_);
   for (;;) {
     const auto it = waiting_.find(node);
@@ -195,4 +197,4 @@ void AgentListener::fail_all(const std::string& message) {
   fail(nodes, message);
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

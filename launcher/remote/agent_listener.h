@@ -22,7 +22,9 @@
 #include "launcher/remote/authenticated_acceptor.h"
 #include "launcher/remote/remote_spawn.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 
 class AgentListener {
  public:
@@ -40,7 +42,7 @@ class AgentListener {
   // The connection of `node`'s agent, once it came: blocks until then, `deadline` (a
   // TimeoutError), a cancel of `canceller`, or fail_all() (an Error with its message).
   AgentConnection wait_for(const std::string& node, Clock::time_point deadline,
-                           const SocketCanceller& canceller);
+                           const ssh::SocketCanceller& canceller);
   // Every wait for an agent of `nodes` not yet connected ends with `message` (its starter
   // ended); fail_all: of every node.
   void fail(const std::vector<std::string>& nodes, const std::string& message);
@@ -77,4 +79,4 @@ class AgentListener {
   std::unique_ptr<AuthenticatedAcceptor> acceptor_;
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

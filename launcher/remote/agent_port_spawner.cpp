@@ -7,7 +7,9 @@
 #include "common/interfaces.h"
 #include "hvdrun/error.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 namespace {
 
 // The first IPv4 address of `name`, or empty.
@@ -56,7 +58,7 @@ AgentPortSpawner::AgentPortSpawner(std::vector<RemoteHost> hosts, RemoteSpawnOpt
   }
   for (const auto& node : nodes) {
     nodes_.push_back(node);
-    add_link([this, node](SocketCanceller& canceller, Clock::time_point deadline) {
+    add_link([this, node](ssh::SocketCanceller& canceller, Clock::time_point deadline) {
       AgentConnection connection = listener_->wait_for(node, deadline, canceller);
       connected(node);
       return connection;
@@ -113,11 +115,11 @@ std::size_t AgentPortSpawner::reconnect(std::size_t host) {
 
 std::size_t AgentPortSpawner::add_host(RemoteHost host) {
   nodes_.emplace_back();
-  return add_link([name = host.name](SocketCanceller&, Clock::time_point) -> AgentConnection {
+  return add_link([name = host.name](ssh::SocketCanceller&, Clock::time_point) -> AgentConnection {
     throw Error("host '" + name +
                 "' came from the discovery script: only the hosts whose node agents connect "
                 "to hvdrun (a Slurm allocation's nodes, --nnodes) can run workers here");
   });
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -19,7 +19,7 @@
 #include "launcher/remote/remote_spawn.h"
 #include "launcher/remote/srun_step.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 struct AgentPortOptions {
   std::string secret;            // what the agents prove
@@ -63,4 +63,4 @@ class AgentPortSpawner final : public HostSpawner {
   std::vector<Step> steps_;  // the first, then one per lost node
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

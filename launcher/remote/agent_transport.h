@@ -12,12 +12,12 @@
 
 #include "launcher/agent/remote_exit.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 class AgentTransport {
  public:
   // kStdout: the agent's protocol stream; kStderr: its diagnostics (SSH only).
-  using Sink = std::function<void(OutputStream, std::string_view)>;
+  using Sink = std::function<void(StreamKind, std::string_view)>;
 
   virtual ~AgentTransport() = default;
   // "hvdt-h1 (10.213.0.11:22)": the host in messages.
@@ -32,4 +32,4 @@ class AgentTransport {
   virtual pollfd poll_entry(int& timeout_ms) = 0;
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -3,10 +3,10 @@
 
 #include "common/logger.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 std::shared_ptr<spdlog::logger> agents_logger() {
   return named_logger("agents");
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

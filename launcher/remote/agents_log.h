@@ -7,8 +7,8 @@
 
 #include <memory>
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 std::shared_ptr<spdlog::logger> agents_logger();
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

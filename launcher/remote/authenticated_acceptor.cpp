@@ -10,13 +10,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <optional>
 #include <cerrno>
+#include <optional>
 
 #include "hvdrun/error.h"
 #include "launcher/agent/agent_auth.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr auto kRoomWait = std::chrono::seconds(1);
@@ -120,7 +122,8 @@ void AuthenticatedAcceptor::accept_loop() {
           " connections already being served");
       continue;
     }
-    UniqueFd shut(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));  // for shutdown() only: the handler may keep `fd`
+    UniqueFd shut(
+        ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));  // for shutdown() only: the handler may keep `fd`
     if (!shut.valid()) continue;
     const std::uint64_t order = next_order_++;
     // The entry first, then its thread (which waits for this lock before it ends): a failed
@@ -188,4 +191,4 @@ void AuthenticatedAcceptor::serve(UniqueFd fd, Peer peer, std::uint64_t order) {
   changed_.notify_all();
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

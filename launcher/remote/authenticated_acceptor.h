@@ -31,7 +31,7 @@
 
 #include "common/unique_fd.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 class AuthenticatedAcceptor {
  public:
@@ -89,12 +89,12 @@ class AuthenticatedAcceptor {
   UniqueFd stop_;         // eventfd: the accept loop ends
   std::mutex log_mutex_;  // one refusal_log_ call at a time
   mutable std::mutex mutex_;
-  std::condition_variable changed_;    // an entry left served_
+  std::condition_variable changed_;         // an entry left served_
   std::map<std::uint64_t, Served> served_;  // by accept order
-  std::vector<std::thread> finished_;  // threads that left served_, joined by the accept loop
+  std::vector<std::thread> finished_;       // threads that left served_, joined by the accept loop
   std::uint64_t next_order_ = 0;
   bool stopping_ = false;
   std::thread accept_thread_;  // last
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

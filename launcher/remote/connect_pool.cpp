@@ -1,7 +1,7 @@
 // ConnectPool (connect_pool.h).
 #include "launcher/remote/connect_pool.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 ConnectPool::~ConnectPool() {
   finish();
@@ -52,4 +52,4 @@ void ConnectPool::work() {
   }
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

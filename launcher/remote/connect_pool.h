@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 class ConnectPool {
  public:
@@ -37,4 +37,4 @@ class ConnectPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

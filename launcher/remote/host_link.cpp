@@ -6,7 +6,9 @@
 #include "launcher/remote/link_loop.h"
 #include "launcher/ssh/ssh_error.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 
 HostLink::HostLink(std::size_t index, std::chrono::milliseconds start_timeout,
                    const RemoteEvents& events, LinkLoop& loop)
@@ -65,7 +67,7 @@ void HostLink::connect(const AgentConnector& connector) {
   deadline_ = Clock::now() + start_timeout_;
   if (stopping()) return loop_.adopt_failed(*this, "stopped before it connected");
   AgentConnection connection;
-  const auto failed = [this](SshFailure failure, const std::string& message) {
+  const auto failed = [this](ssh::SshFailure failure, const std::string& message) {
     if (!stopping()) {
       agents_logger()->info("{}", message);  // the job reports it
       events_.on_host_failed({index_, failure, message});
@@ -74,14 +76,14 @@ void HostLink::connect(const AgentConnector& connector) {
   };
   try {
     connection = connector(canceller_, deadline_);
-  } catch (const SshError& e) {
+  } catch (const ssh::SshError& e) {
     return failed(e.failure(), e.what());
   } catch (const Error& e) {
-    return failed(SshFailure::kUnreachable, e.what());
+    return failed(ssh::SshFailure::kUnreachable, e.what());
   }
   connection.ready.host = index_;
   if (!stopping()) events_.on_host_ready(connection.ready);
   loop_.adopt(*this, std::move(connection.transport));
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -16,7 +16,9 @@
 #include "launcher/remote/remote_spawn.h"
 #include "launcher/ssh/ssh_socket.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 
 class LinkLoop;
 
@@ -73,11 +75,11 @@ class HostLink {
   Clock::time_point deadline_{};
   const RemoteEvents& events_;
   LinkLoop& loop_;
-  SocketCanceller canceller_;
+  ssh::SocketCanceller canceller_;
   mutable std::mutex mutex_;
   std::deque<Command> commands_;
   std::atomic<bool> queued_{false};
   bool stop_ = false;
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

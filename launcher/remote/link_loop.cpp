@@ -16,7 +16,9 @@
 #include "launcher/remote/agent_channel.h"
 #include "launcher/remote/host_link.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr int kPausedPollMs = 50;  // how often a paused link looks whether output may flow
@@ -202,4 +204,4 @@ void LinkLoop::run() {
   }
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -20,7 +20,9 @@
 #include "launcher/remote/agent_transport.h"
 #include "launcher/remote/remote_spawn.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 
 class HostLink;
 
@@ -64,4 +66,4 @@ class LinkLoop {
   std::thread thread_;  // last
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

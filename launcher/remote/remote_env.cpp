@@ -8,7 +8,7 @@
 
 #include "launcher/remote/remote_spawn.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 namespace {
 
 constexpr std::array<std::string_view, 14> kDeniedNames = {"PWD",
@@ -67,4 +67,4 @@ std::string remote_agent_command(const std::string& agent_path) {
   return quoted + "' --node-agent";
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

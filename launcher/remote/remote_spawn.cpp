@@ -11,7 +11,9 @@
 #include "launcher/ssh/ssh_log.h"
 #include "launcher/ssh/ssh_session.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 namespace {
 
 // "10.213.0.11:22" -> "10.213.0.11"; "[fd00::1]:22" -> "fd00::1".
@@ -25,13 +27,13 @@ std::string address_without_port(const std::string& peer) {
 
 // An SSH session to `host`, and on it the channel running its node agent.
 AgentConnector ssh_connector(RemoteHost host, const RemoteSpawnOptions& options) {
-  return [host = std::move(host), &options](SocketCanceller& canceller,
+  return [host = std::move(host), &options](ssh::SocketCanceller& canceller,
                                             Clock::time_point deadline) {
-    const SshTarget target = resolve_target(host.user, host.name, options.ssh);
-    SshSession session = SshSession::connect(target, options.ssh, deadline, &canceller);
-    ssh_logger()->info("{} as {}: {}", session.where(), target.user,
-                       describe_phases(session.phases()));
-    if (!session.host_key_note().empty()) ssh_logger()->warn("{}", session.host_key_note());
+    const ssh::SshTarget target = ssh::resolve_target(host.user, host.name, options.ssh);
+    ssh::SshSession session = ssh::SshSession::connect(target, options.ssh, deadline, &canceller);
+    ssh::ssh_logger()->info("{} as {}: {}", session.where(), target.user,
+                            ssh::describe_phases(session.phases()));
+    if (!session.host_key_note().empty()) ssh::ssh_logger()->warn("{}", session.host_key_note());
     HostReady ready{
         0,           session.where(),  session.local_addr(),   address_without_port(session.peer()),
         target.user, session.phases(), session.host_key_note()};
@@ -47,7 +49,7 @@ AgentConnector ssh_connector(RemoteHost host, const RemoteSpawnOptions& options)
 
 HostSpawner::HostSpawner(RemoteSpawnOptions options, RemoteEvents events)
     : options_(std::move(options)), events_(std::move(events)) {
-  ssh_logger();  // created here, before the connect and loop threads log
+  ssh::ssh_logger();  // created here, before the connect and loop threads log
   agents_logger();
   if (options_.agent_path.empty()) options_.agent_path = default_agent_path();
   loop_ = std::make_unique<LinkLoop>(options_, events_);
@@ -116,4 +118,4 @@ std::size_t RemoteSpawner::add_host(RemoteHost host) {
   return add_link(ssh_connector(std::move(host), options()));
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -34,7 +34,9 @@
 #include "launcher/ssh/ssh_error.h"
 #include "launcher/ssh/ssh_socket.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
+
+using Clock = std::chrono::steady_clock;
 
 struct RemoteHost {
   std::string user;  // from user@host; empty: ~/.ssh/config User, else the local user
@@ -50,7 +52,7 @@ struct RemoteWorker {
 };
 
 struct RemoteSpawnOptions {
-  SshOptions ssh;
+  ssh::SshOptions ssh;
   std::string agent_path;  // hvdrun on the remote hosts; empty: default_agent_path()
   std::chrono::milliseconds start_timeout{30'000};  // connect + start every worker
   // No frame from a host's agent for this long (it sends a heartbeat every 2 s): host lost.
@@ -66,13 +68,13 @@ struct HostReady {
   std::string local_addr;   // this machine's address on the route to the host
   std::string remote_addr;  // the host's address as connected to ("10.213.0.11"), no port
   std::string user;         // the remote user
-  std::vector<SshPhase> phases;
+  std::vector<ssh::SshPhase> phases;
   std::string host_key_note;  // non-empty when known_hosts was changed or not checked
 };
 
 struct HostFailed {
   std::size_t host = 0;
-  SshFailure failure = SshFailure::kUnreachable;
+  ssh::SshFailure failure = ssh::SshFailure::kUnreachable;
   std::string message;  // names the host and says what to do
 };
 
@@ -86,7 +88,7 @@ struct RemoteEvents {
   std::function<void(HostReady)> on_host_ready;
   std::function<void(HostFailed)> on_host_failed;
   std::function<void(int id)> on_started;
-  std::function<void(int id, OutputStream stream, std::string bytes)> on_output;
+  std::function<void(int id, StreamKind stream, std::string bytes)> on_output;
   std::function<void(int id, ProcessEnd exit, bool output_open)> on_exit;
   std::function<void(int id)> on_output_closed;
   // A worker's stacks, as its host's agent collected them (request_stacks()).
@@ -107,7 +109,7 @@ struct AgentConnection {
 // Throws SshError (its failure kind is reported) or another hvdrun::Error (reported as
 // unreachable).
 using AgentConnector =
-    std::function<AgentConnection(SocketCanceller& canceller, Clock::time_point deadline)>;
+    std::function<AgentConnection(ssh::SocketCanceller& canceller, Clock::time_point deadline)>;
 
 class ConnectPool;
 class HostLink;
@@ -195,4 +197,4 @@ bool is_launcher_only_variable(std::string_view name);
 std::vector<std::string> remote_worker_environment(const std::vector<std::string>& env,
                                                    const std::vector<std::string>& keep);
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

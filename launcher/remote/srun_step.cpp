@@ -12,7 +12,7 @@
 #include "launcher/process/run_captured.h"
 #include "launcher/remote/agents_log.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 namespace {
 
 using namespace std::chrono_literals;
@@ -76,8 +76,8 @@ SrunStep::SrunStep(const SrunOptions& options, const std::vector<std::string>& n
     }
     external_launcher_ = srun_has_external_launcher(version.out);
   }
-  const auto argv = srun_agent_command(options, external_launcher_, nodes, agent_path, endpoint,
-                                       connect_timeout);
+  const auto argv =
+      srun_agent_command(options, external_launcher_, nodes, agent_path, endpoint, connect_timeout);
   std::vector<std::string> env = options.env;
   env.push_back(std::string(agent::kAgentSecretVariable) + "=" + secret);
   SpawnOptions spawn_options;
@@ -126,4 +126,4 @@ SrunStep::~SrunStep() {
   // Child's destructor SIGKILLs and reaps what is left.
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

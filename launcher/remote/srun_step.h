@@ -19,7 +19,7 @@
 
 #include "launcher/process/process.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 struct SrunOptions {
   std::string srun = "srun";
@@ -69,4 +69,4 @@ class SrunStep {
   std::thread watcher_;  // last
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

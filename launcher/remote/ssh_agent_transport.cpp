@@ -5,13 +5,13 @@
 
 #include "launcher/ssh/ssh_channel.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
-SshAgentTransport::SshAgentTransport(SshSession session, const std::string& command,
+SshAgentTransport::SshAgentTransport(ssh::SshSession session, const std::string& command,
                                      std::chrono::seconds keepalive)
     : session_(std::move(session)), keepalive_(keepalive) {
   libssh2_session_set_blocking(session_.get(), 0);
-  command_ = std::make_unique<RemoteCommand>(session_.get(), session_.where(), command, "");
+  command_ = std::make_unique<ssh::RemoteCommand>(session_.get(), session_.where(), command, "");
 }
 
 SshAgentTransport::~SshAgentTransport() {
@@ -30,7 +30,7 @@ void SshAgentTransport::write(std::string_view bytes) {
 
 std::optional<std::string> SshAgentTransport::ended() const {
   if (command_->session_failed()) return command_->result().message;
-  if (command_->state() == RemoteCommand::State::kDone) {
+  if (command_->state() == ssh::RemoteCommand::State::kDone) {
     return "the node agent on " + session_.where() + " ended (" + command_->result().describe() +
            ")";
   }
@@ -48,4 +48,4 @@ pollfd SshAgentTransport::poll_entry(int& timeout_ms) {
       0};
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -8,12 +8,15 @@
 #include "launcher/ssh/ssh_session.h"
 
 namespace hvdrun::launcher::ssh {
-
 class RemoteCommand;
+}  // namespace hvdrun::launcher::ssh
+
+namespace hvdrun::launcher::remote {
 
 class SshAgentTransport final : public AgentTransport {
  public:
-  SshAgentTransport(SshSession session, const std::string& command, std::chrono::seconds keepalive);
+  SshAgentTransport(ssh::SshSession session, const std::string& command,
+                    std::chrono::seconds keepalive);
   ~SshAgentTransport() override;  // the channel is freed before the session
 
   const std::string& where() const override { return session_.where(); }
@@ -21,12 +24,12 @@ class SshAgentTransport final : public AgentTransport {
   void write(std::string_view bytes) override;
   std::optional<std::string> ended() const override;
   pollfd poll_entry(int& timeout_ms) override;
-  SshSession& session() { return session_; }
+  ssh::SshSession& session() { return session_; }
 
  private:
-  SshSession session_;
-  std::unique_ptr<RemoteCommand> command_;  // after the session: destroyed first
+  ssh::SshSession session_;
+  std::unique_ptr<ssh::RemoteCommand> command_;  // after the session: destroyed first
   std::chrono::seconds keepalive_;
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

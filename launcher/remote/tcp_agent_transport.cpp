@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 TcpAgentTransport::TcpAgentTransport(UniqueFd fd, std::string where, std::string already_read)
     : fd_(std::move(fd)), where_(std::move(where)), already_read_(std::move(already_read)) {
@@ -23,7 +23,7 @@ bool TcpAgentTransport::step(const Sink& sink) {
   if (ended_) return false;
   bool moved = false;
   if (!already_read_.empty()) {
-    sink(OutputStream::kStdout, already_read_);
+    sink(StreamKind::kStdout, already_read_);
     already_read_.clear();
     moved = true;
   }
@@ -49,7 +49,7 @@ bool TcpAgentTransport::step(const Sink& sink) {
                             " broke: " + std::strerror(errno);
       return true;
     }
-    sink(OutputStream::kStdout, std::string_view(buffer, static_cast<std::size_t>(n)));
+    sink(StreamKind::kStdout, std::string_view(buffer, static_cast<std::size_t>(n)));
     moved = true;
   }
   return moved;
@@ -60,4 +60,4 @@ pollfd TcpAgentTransport::poll_entry(int& timeout_ms) {
   return {fd_.get(), static_cast<short>(POLLIN | (pending_.empty() ? 0 : POLLOUT)), 0};
 }
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

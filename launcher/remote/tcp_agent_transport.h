@@ -6,7 +6,7 @@
 #include "common/unique_fd.h"
 #include "launcher/remote/agent_transport.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 
 class TcpAgentTransport final : public AgentTransport {
  public:
@@ -26,4 +26,4 @@ class TcpAgentTransport final : public AgentTransport {
   std::optional<std::string> ended_;
 };
 
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 
 std::string probe_program_for(const JobSpec& spec) {
   const std::string hvdrun =
-      spec.remote_hvdrun.empty() ? ssh::default_agent_path() : spec.remote_hvdrun;
+      spec.remote_hvdrun.empty() ? remote::default_agent_path() : spec.remote_hvdrun;
   return (std::filesystem::path(hvdrun).parent_path() / "hvdrun-preflight").string();
 }
 
@@ -35,9 +35,9 @@ PreflightDecision without_job(const JobSpec& spec, int status) {
     for (std::size_t i = 1; i < spec.hosts.size(); ++i) nodes.push_back(spec.hosts[i].name);
     // At least 10 s: an agent refused by the closed port tries again every 0.25 to 0.5 s.
     const auto missing =
-        ssh::dismiss_agents(spec.per_node.secret, spec.per_node.port, nodes, status,
-                            std::max<std::chrono::milliseconds>(std::chrono::seconds(10),
-                                                                run_share(spec.preflight.timeout)));
+        remote::dismiss_agents(spec.per_node.secret, spec.per_node.port, nodes, status,
+                               std::max<std::chrono::milliseconds>(
+                                   std::chrono::seconds(10), run_share(spec.preflight.timeout)));
     if (!missing.empty()) {
       note("warning: preflight: no word to the node agent of " + some_of(missing) +
            " (it did not connect again): it ends when its --connect-timeout does");

@@ -65,7 +65,8 @@ UniqueFd connect_within(const std::string& host, std::uint16_t port,
 
 }  // namespace
 
-ControlPort::ControlPort(ssh::AuthenticatedAcceptor::Limits limits) : secret_(rdzv::make_secret()) {
+ControlPort::ControlPort(remote::AuthenticatedAcceptor::Limits limits)
+    : secret_(rdzv::make_secret()) {
   UniqueFd listen(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -79,9 +80,9 @@ ControlPort::ControlPort(ssh::AuthenticatedAcceptor::Limits limits) : secret_(rd
   port_ = ntohs(addr.sin_port);
   // The latest proof wins: the moved hvdrun connects again for each of its runs (--preflight's
   // probes, then the job), each run's link closed when it ends.
-  acceptor_ = std::make_unique<ssh::AuthenticatedAcceptor>(
+  acceptor_ = std::make_unique<remote::AuthenticatedAcceptor>(
       std::move(listen), secret_, limits,
-      [this](UniqueFd fd, const ssh::AuthenticatedAcceptor::Peer&) {
+      [this](UniqueFd fd, const remote::AuthenticatedAcceptor::Peer&) {
         std::lock_guard lock(mutex_);
         link_ = std::move(fd);
       },

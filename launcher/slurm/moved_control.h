@@ -26,7 +26,7 @@ namespace hvdrun::launcher {
 class ControlPort {
  public:
   // Listens on every address, on a free port; throws hvdrun::Error.
-  explicit ControlPort(ssh::AuthenticatedAcceptor::Limits limits = {16});
+  explicit ControlPort(remote::AuthenticatedAcceptor::Limits limits = {16});
   ~ControlPort() = default;  // the acceptor goes first: it ends the handshakes and joins
   ControlPort(const ControlPort&) = delete;
   ControlPort& operator=(const ControlPort&) = delete;
@@ -46,7 +46,7 @@ class ControlPort {
   std::string secret_;
   mutable std::mutex mutex_;
   UniqueFd link_;
-  std::unique_ptr<ssh::AuthenticatedAcceptor> acceptor_;  // last: its threads use link_
+  std::unique_ptr<remote::AuthenticatedAcceptor> acceptor_;  // last: its threads use link_
 };
 
 // In the moved hvdrun: connects (if the environment names a control port) and raises what

@@ -113,12 +113,12 @@ int run_moved_to_allocation(const JobSpec& spec, const std::map<std::string, std
                 "): is Slurm's srun on the PATH?");
   }
   const std::string hvdrun =
-      spec.remote_hvdrun.empty() ? ssh::default_agent_path() : spec.remote_hvdrun;
+      spec.remote_hvdrun.empty() ? remote::default_agent_path() : spec.remote_hvdrun;
   ControlPort control;
   environment.push_back(std::string(kSlurmControlPort) + "=" + std::to_string(control.port()));
   environment.push_back(std::string(kSlurmControlSecret) + "=" + control.secret());
-  const auto argv = srun_move_command("srun", ssh::srun_has_external_launcher(version.out), first,
-                                      hvdrun, spec.launcher_args);
+  const auto argv = srun_move_command("srun", remote::srun_has_external_launcher(version.out),
+                                      first, hvdrun, spec.launcher_args);
   note("this machine is not in Slurm job " + env.at("SLURM_JOB_ID") +
        "'s allocation: running the job from its first node, " + first);
   SpawnOptions options;

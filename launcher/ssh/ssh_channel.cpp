@@ -158,7 +158,7 @@ bool RemoteCommand::step_io(const Sink& sink, bool read_output) {
       if (n == LIBSSH2_ERROR_EAGAIN || n == 0) break;
       if (n < 0) return fail(static_cast<int>(n), "reading output");
       if (!read_output) paused_budget_ -= static_cast<std::size_t>(n);
-      sink(stream == 0 ? OutputStream::kStdout : OutputStream::kStderr,
+      sink(stream == 0 ? StreamKind::kStdout : StreamKind::kStderr,
            std::string_view(buffer, static_cast<std::size_t>(n)));
       progress = true;
     }

@@ -20,7 +20,7 @@ namespace hvdrun::launcher::ssh {
 class RemoteCommand {
  public:
   enum class State { kOpening, kStarting, kRunning, kClosing, kDone };
-  using Sink = std::function<void(OutputStream, std::string_view)>;
+  using Sink = std::function<void(StreamKind, std::string_view)>;
 
   // `where` names the host in messages. `input` is written to the command's stdin first.
   RemoteCommand(LIBSSH2_SESSION* session, std::string where, std::string command,

@@ -166,8 +166,8 @@ ExecResult exec_command(SshSession& session, const std::string& command, const s
   {
     RemoteCommand remote(s, session.where(), command, input);
     remote.close_input();
-    const auto sink = [&](OutputStream stream, std::string_view bytes) {
-      (stream == OutputStream::kStdout ? result.out : result.err).append(bytes);
+    const auto sink = [&](StreamKind stream, std::string_view bytes) {
+      (stream == StreamKind::kStdout ? result.out : result.err).append(bytes);
     };
     while (remote.state() != RemoteCommand::State::kDone) {
       if (remote.step(true, sink)) continue;

@@ -33,7 +33,7 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
       callbacks_(std::move(callbacks)),
       cwd_(std::filesystem::current_path().string()) {
   for (const auto& forward : spec.env_forward) keep_.push_back(forward.name);
-  std::vector<ssh::RemoteHost> targets;
+  std::vector<remote::RemoteHost> targets;
   targets.reserve(hosts.size());
   for (const auto& [index, host] : hosts) {
     link_of_[index] = hosts_.size();
@@ -41,17 +41,17 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
     names_[index] = host.name;
     targets.push_back({host.user, host.name});
   }
-  ssh::RemoteSpawnOptions options;
+  remote::RemoteSpawnOptions options;
   options.ssh = job_ssh_options(spec, environment);
   options.agent_path = spec.remote_hvdrun;
   options.start_timeout = spec.start_timeout;
   options.output_paused = [&console = sink.console()] { return console.any_paused(); };
   if (spec.launcher != JobSpec::Launcher::kSsh) {
-    ssh::AgentPortOptions port;
+    remote::AgentPortOptions port;
     port.secret = agents.secret;
     port.bind = agents.bind;
     port.connect_address = agents.connect_address;
-    std::optional<ssh::SrunOptions> srun;
+    std::optional<remote::SrunOptions> srun;
     if (spec.launcher == JobSpec::Launcher::kSlurm) {
       srun.emplace();
       srun->elastic = spec.elastic_job();
@@ -61,11 +61,11 @@ RemoteWorkers::RemoteWorkers(asio::io_context& io, OutputSink& sink, const JobSp
       port.port = spec.per_node.port;
       port.bind = "0.0.0.0";
     }
-    spawner_ = std::make_unique<ssh::AgentPortSpawner>(
+    spawner_ = std::make_unique<remote::AgentPortSpawner>(
         std::move(targets), std::move(options), posting_events(), std::move(port), std::move(srun));
   } else {
-    spawner_ = std::make_unique<ssh::RemoteSpawner>(std::move(targets), std::move(options),
-                                                    posting_events());
+    spawner_ = std::make_unique<remote::RemoteSpawner>(std::move(targets), std::move(options),
+                                                       posting_events());
   }
 }
 
@@ -82,9 +82,9 @@ RemoteWorkers::~RemoteWorkers() {
 }
 
 // Each event is copied onto the io thread; `closed_` drops those that arrive after close().
-ssh::RemoteEvents RemoteWorkers::posting_events() {
-  ssh::RemoteEvents events;
-  events.on_host_ready = [this](ssh::HostReady ready) {
+remote::RemoteEvents RemoteWorkers::posting_events() {
+  remote::RemoteEvents events;
+  events.on_host_ready = [this](remote::HostReady ready) {
     asio::post(io_, [this, ready = std::move(ready)]() mutable {
       if (closed_) return;
       const std::size_t host = hosts_[ready.host];
@@ -102,7 +102,7 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
         note(names_[hosts_[link]] + ": " + message + "; a new agent when used again");
     });
   };
-  events.on_host_failed = [this](ssh::HostFailed failed) {
+  events.on_host_failed = [this](remote::HostFailed failed) {
     asio::post(io_, [this, failed = std::move(failed)]() mutable {
       if (closed_) return;
       // A new agent that could not be had: the workers queued on it fail to start (the policy
@@ -122,7 +122,7 @@ ssh::RemoteEvents RemoteWorkers::posting_events() {
       if (!closed_) on_started(number);
     });
   };
-  events.on_output = [this](int number, ssh::OutputStream stream, std::string bytes) {
+  events.on_output = [this](int number, StreamKind stream, std::string bytes) {
     asio::post(io_, [this, number, stream, bytes = std::move(bytes)] {
       if (!closed_) on_output(number, stream, bytes);
     });
@@ -163,7 +163,7 @@ void RemoteWorkers::start_on(std::size_t host, std::vector<WorkerLaunch> workers
     link_of_[host] = spawner_index;
     reconnects_.insert(spawner_index);
   }
-  std::vector<ssh::RemoteWorker> remote;
+  std::vector<remote::RemoteWorker> remote;
   remote.reserve(workers.size());
   for (auto& worker : workers) {
     const int number = next_number_++;
@@ -172,7 +172,7 @@ void RemoteWorkers::start_on(std::size_t host, std::vector<WorkerLaunch> workers
     running.host = host;
     running.link = spawner_index;
     remote.push_back({number, worker_label(worker.slot), spec_.command,
-                      ssh::remote_worker_environment(worker.env, keep_), cwd_});
+                      remote::remote_worker_environment(worker.env, keep_), cwd_});
   }
   starting_[host] = {workers.size(), 0, std::chrono::steady_clock::now()};
   spawner_->start_workers(spawner_index, std::move(remote));
@@ -189,12 +189,10 @@ void RemoteWorkers::on_started(int number) {
   }
 }
 
-void RemoteWorkers::on_output(int number, ssh::OutputStream stream, const std::string& bytes) {
+void RemoteWorkers::on_output(int number, StreamKind stream, const std::string& bytes) {
   auto it = running_.find(number);
   if (it == running_.end()) return;
-  const auto kind =
-      stream == ssh::OutputStream::kStdout ? StreamKind::kStdout : StreamKind::kStderr;
-  sink_.write(it->second.id, kind, bytes);
+  sink_.write(it->second.id, stream, bytes);
 }
 
 void RemoteWorkers::on_exit(int number, const ProcessEnd& exit, bool output_open) {

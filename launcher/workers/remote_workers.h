@@ -33,8 +33,8 @@ class RemoteWorkers final : public WorkerPool {
  public:
   // Host indices here are indices into JobSpec::hosts.
   struct Callbacks {
-    std::function<void(std::size_t host, ssh::HostReady ready)> on_host_ready;
-    std::function<void(std::size_t host, ssh::HostFailed failed)> on_host_failed;
+    std::function<void(std::size_t host, remote::HostReady ready)> on_host_ready;
+    std::function<void(std::size_t host, remote::HostFailed failed)> on_host_failed;
     std::function<void(const WorkerId& worker, ProcessEnd end)> on_exit;
     // Its output is complete (at its end, or later when it ended with output still unread).
     std::function<void(const WorkerId& worker)> on_stream_closed;
@@ -65,7 +65,7 @@ class RemoteWorkers final : public WorkerPool {
 
   // Starts workers (WorkerId::host: a host after its on_host_ready) with JobSpec::command in
   // hvdrun's working directory; their environment goes through
-  // ssh::remote_worker_environment(). May be called again for more.
+  // remote::remote_worker_environment(). May be called again for more.
   void start(std::vector<WorkerLaunch> launches) override;
   // Has each host's agent signal its workers.
   void signal_all(int signo) override;
@@ -99,8 +99,8 @@ class RemoteWorkers final : public WorkerPool {
     std::size_t started = 0;
     std::chrono::steady_clock::time_point since;
   };
-  ssh::RemoteEvents posting_events();
-  void on_output(int number, ssh::OutputStream stream, const std::string& bytes);
+  remote::RemoteEvents posting_events();
+  void on_output(int number, StreamKind stream, const std::string& bytes);
   void on_started(int number);
   void on_exit(int number, const ProcessEnd& exit, bool output_open);
   void on_output_closed(int number);
@@ -123,7 +123,7 @@ class RemoteWorkers final : public WorkerPool {
   int next_number_ = 0;
   std::map<std::size_t, HostStart> starting_;  // JobSpec::hosts index -> progress
   bool closed_ = false;
-  std::unique_ptr<ssh::HostSpawner> spawner_;  // last: its events use the members above
+  std::unique_ptr<remote::HostSpawner> spawner_;  // last: its events use the members above
 };
 
 // The SSH client options of a job: the environment's (HOME, USER, SSH_AUTH_SOCK) with -p, -i

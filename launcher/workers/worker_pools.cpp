@@ -32,10 +32,10 @@ void WorkerPools::set_addresses(const AddressPlan& plan, const RendezvousInfo& r
 
 RemoteWorkers::Callbacks WorkerPools::remote_callbacks() {
   return RemoteWorkers::Callbacks{
-      [this](std::size_t host, ssh::HostReady ready) {
+      [this](std::size_t host, remote::HostReady ready) {
         events_.host_ready(host, std::move(ready));
       },
-      [this](std::size_t host, ssh::HostFailed failed) { events_.host_failed(host, failed); },
+      [this](std::size_t host, remote::HostFailed failed) { events_.host_failed(host, failed); },
       [this](const WorkerId& id, ProcessEnd end) { events_.worker_exited(id, std::move(end)); },
       [this](const WorkerId& id) { events_.stream_closed(id); },
       [this](const WorkerId& id, agent::StacksFrame stacks) {
@@ -69,7 +69,7 @@ WorkerPools::Discovered WorkerPools::add_discovered(std::size_t index, const Hos
   return Discovered::kConnecting;
 }
 
-void WorkerPools::host_connected(std::size_t host, ssh::HostReady ready) {
+void WorkerPools::host_connected(std::size_t host, remote::HostReady ready) {
   host_addresses_.insert(ready.remote_addr);
   ready_.emplace(host, std::move(ready));
 }

@@ -30,8 +30,8 @@ namespace hvdrun::launcher {
 
 class PoolEvents {
  public:
-  virtual void host_ready(std::size_t host, ssh::HostReady ready) = 0;
-  virtual void host_failed(std::size_t host, const ssh::HostFailed& failed) = 0;
+  virtual void host_ready(std::size_t host, remote::HostReady ready) = 0;
+  virtual void host_failed(std::size_t host, const remote::HostFailed& failed) = 0;
   virtual void worker_exited(const WorkerId& id, ProcessEnd end) = 0;
   virtual void stream_closed(const WorkerId& id) = 0;
   // A remote worker's stacks (request_remote_stacks()).
@@ -67,7 +67,7 @@ class WorkerPools {
   // is remote and the job's rendezvous can be reached from other hosts.
   Discovered add_discovered(std::size_t index, const HostSpec& host);
   // The remote host connected: its workers can start.
-  void host_connected(std::size_t host, ssh::HostReady ready);
+  void host_connected(std::size_t host, remote::HostReady ready);
   bool connected(std::size_t host) const { return ready_.contains(host); }
   std::size_t connected_count() const noexcept { return ready_.size(); }
   // Whether `address` is a connected remote host's, as hvdrun connected to it.
@@ -127,11 +127,11 @@ class WorkerPools {
   PoolEvents& events_;
   std::vector<HostSpec> hosts_;  // the job's hosts by index: spec's, then discovered ones
   AddressPlan plan_;
-  RendezvousInfo rdzv_;                          // port, secret, master port; addresses per host
-  std::map<std::size_t, ssh::HostReady> ready_;  // remote hosts connected so far
-  std::set<std::string> host_addresses_;         // their remote_addr
-  std::vector<InterfaceAddress> interfaces_;     // this machine's, read once
-  std::optional<std::size_t> local_host_;        // the host that is this machine, once known
+  RendezvousInfo rdzv_;                             // port, secret, master port; addresses per host
+  std::map<std::size_t, remote::HostReady> ready_;  // remote hosts connected so far
+  std::set<std::string> host_addresses_;            // their remote_addr
+  std::vector<InterfaceAddress> interfaces_;        // this machine's, read once
+  std::optional<std::size_t> local_host_;           // the host that is this machine, once known
   RankZeroStdin rank_zero_stdin_;
   LocalWorkers local_;
   std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above

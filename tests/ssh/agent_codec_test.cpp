@@ -33,7 +33,7 @@ TEST(AgentProtocol, EveryFrameRoundTrips) {
   EXPECT_EQ(round_trip(CreditFrame{123456}), CreditFrame{123456});
   EXPECT_EQ(round_trip(HelloFrame{1, "node-7", 4242, "n7"}), (HelloFrame{1, "node-7", 4242, "n7"}));
   EXPECT_EQ(round_trip(StartedFrame{3, 999}), (StartedFrame{3, 999}));
-  const OutputFrame output{5, ssh::OutputStream::kStderr, std::string("a\0b\n", 4)};
+  const OutputFrame output{5, StreamKind::kStderr, std::string("a\0b\n", 4)};
   EXPECT_EQ(round_trip(output), output);
   for (const auto& end :
        {ProcessEnd::exited(0), ProcessEnd::exited(255), ProcessEnd::signaled(SIGKILL),

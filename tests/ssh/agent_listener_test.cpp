@@ -25,7 +25,7 @@
 #include "launcher/remote/srun_step.h"
 #include "launcher/ssh/ssh_socket.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 namespace {
 
 using namespace std::chrono_literals;
@@ -82,11 +82,11 @@ class ConnectingAgent {
 // --preflight's probes' run does): its status goes out, then the connection and port close.
 void run_once_then_again(std::uint16_t port, const std::string& node) {
   AgentListener listener("127.0.0.1", kAgentSecret, {node}, port);
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   AgentConnection connection = listener.wait_for(node, Clock::now() + 10s, canceller);
   ASSERT_NE(connection.transport, nullptr);
   connection.transport->write(agent::encode(agent::JobEndFrame{0, true}));
-  connection.transport->step([](OutputStream, std::string_view) {});
+  connection.transport->step([](StreamKind, std::string_view) {});
   listener.close_port();
 }
 
@@ -99,7 +99,7 @@ std::uint16_t free_port() {
 TEST(AgentListener, AnAgentWithTheSecretIsHandedToTheWaitForItsNode) {
   AgentListener listener("127.0.0.1", kAgentSecret, {"node-a", "node-b"});
   ConnectingAgent agent(listener.port(), "node-b", kAgentSecret);
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   AgentConnection connection = listener.wait_for("node-b", Clock::now() + 10s, canceller);
   ASSERT_NE(connection.transport, nullptr);
   EXPECT_EQ(connection.ready.where.rfind("node-b (node agent, 127.0.0.1:", 0), 0u)
@@ -111,7 +111,7 @@ TEST(AgentListener, AnAgentWithTheSecretIsHandedToTheWaitForItsNode) {
 TEST(AgentListener, AWrongSecretIsRefusedOnBothSides) {
   AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   ConnectingAgent agent(listener.port(), "node-a", std::string(64, 'b'));
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 2s, canceller), TimeoutError);
   const auto [status, err] = agent.finish();
   EXPECT_EQ(status, 2) << err;
@@ -124,7 +124,7 @@ TEST(AgentListener, AWrongSecretIsRefusedOnBothSides) {
 TEST(AgentListener, AnAgentOfAnotherNodeIsRefused) {
   AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   ConnectingAgent stranger(listener.port(), "node-z", kAgentSecret);
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   EXPECT_THROW(listener.wait_for("node-a", Clock::now() + 1s, canceller), TimeoutError);
   const auto [status, err] = stranger.finish();  // told why: it ends, non-zero
   EXPECT_EQ(status, 2) << err;
@@ -137,7 +137,7 @@ TEST(AgentListener, AnAgentOfAnotherNodeIsRefused) {
 TEST(AgentListener, ASecondAgentOfANodeIsRefusedSayingWhy) {
   AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   ConnectingAgent first(listener.port(), "node-a", kAgentSecret);
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   const auto connection = listener.wait_for("node-a", Clock::now() + 10s, canceller);
   ASSERT_NE(connection.transport, nullptr);
   ConnectingAgent second(listener.port(), "node-a", kAgentSecret);
@@ -157,7 +157,7 @@ TEST(AgentListener, AConnectionThatSaysNothingDoesNotBlockOthers) {
   ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
   ASSERT_EQ(::connect(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ConnectingAgent agent(listener.port(), "node-a", kAgentSecret);
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   EXPECT_NE(listener.wait_for("node-a", Clock::now() + 5s, canceller).transport, nullptr);
   ::close(silent);
 }
@@ -190,7 +190,7 @@ TEST_P(IdleStrangers, DoNotKeepTheAgentOut) {
   const auto strangers = idle_strangers(listener.port(), GetParam());
   const auto start = Clock::now();
   ConnectingAgent agent(listener.port(), "node-a", kAgentSecret);
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   EXPECT_NE(listener.wait_for("node-a", Clock::now() + 20s, canceller).transport, nullptr);
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   std::printf("%zu idle strangers: the agent was in after %lld ms\n", GetParam(),
@@ -217,7 +217,7 @@ TEST(AgentListener, StrangersThatKeepComingDoNotKeepTheAgentOut) {
   });
   std::this_thread::sleep_for(100ms);  // the slots are full and turning over
   ConnectingAgent agent(listener.port(), "node-a", kAgentSecret);
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   const auto connection = listener.wait_for("node-a", Clock::now() + 20s, canceller);
   stop = true;
   strangers.join();
@@ -261,7 +261,7 @@ TEST(AgentListener, ADismissalWhoseAgentDoesNotComeEndsAtItsTimeout) {
 TEST(AgentListener, FailAllEndsTheWaits) {
   AgentListener listener("127.0.0.1", kAgentSecret, {"node-a"});
   listener.fail_all("srun ended (exit code 1) before the node agent of this host connected");
-  SocketCanceller canceller;
+  ssh::SocketCanceller canceller;
   try {
     listener.wait_for("node-a", Clock::now() + 10s, canceller);
     ADD_FAILURE() << "no error";
@@ -297,4 +297,4 @@ TEST(Srun, OneAgentPerNodeStaticAndElastic) {
 }
 
 }  // namespace
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -20,7 +20,7 @@
 
 #include "launcher/agent/agent_auth.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 namespace {
 
 using namespace std::chrono_literals;
@@ -130,4 +130,4 @@ TEST(AuthenticatedAcceptor, ANewcomerDisplacesTheOldestUnproven) {
 }
 
 }  // namespace
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

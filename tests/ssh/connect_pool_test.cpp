@@ -8,7 +8,7 @@
 #include <chrono>
 #include <future>
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 namespace {
 
 // 1,000 connects that all block until released: never more than the bound run at once, and
@@ -56,4 +56,4 @@ TEST(ConnectPool, ThreadsStartAsTheWorkNeedsThem) {
 }
 
 }  // namespace
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -48,7 +48,7 @@ std::map<std::uint32_t, Result> collect(AgentProcess& agent, std::set<std::uint3
       results[started->id].pid = started->pid;
     } else if (auto* output = std::get_if<OutputFrame>(&*frame)) {
       Result& r = results[output->id];
-      (output->stream == ssh::OutputStream::kStdout ? r.out : r.err) += output->bytes;
+      (output->stream == StreamKind::kStdout ? r.out : r.err) += output->bytes;
       if (r.exit) r.output_after_exit += output->bytes.size();
       if (credit) agent.send(CreditFrame{static_cast<std::uint32_t>(output->bytes.size())});
     } else if (auto* exit = std::get_if<ExitFrame>(&*frame)) {

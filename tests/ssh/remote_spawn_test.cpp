@@ -25,11 +25,11 @@
 #include "tests/ssh/agent_process.h"
 #include "tests/ssh/test_hosts.h"
 
-namespace hvdrun::launcher::ssh {
+namespace hvdrun::launcher::remote {
 namespace {
 
 using namespace std::chrono_literals;
-using test::TempDir;
+using ssh::test::TempDir;
 using Clock = std::chrono::steady_clock;
 
 // Records the spawner's events (they arrive on host threads).
@@ -40,8 +40,8 @@ class Recorder {
     e.on_host_ready = [this](HostReady ready) { with_lock([&] { ready_[ready.host] = ready; }); };
     e.on_host_failed = [this](HostFailed f) { with_lock([&] { failed_[f.host] = f; }); };
     e.on_started = [this](int rank) { with_lock([&] { started_[rank] = true; }); };
-    e.on_output = [this](int rank, OutputStream stream, std::string bytes) {
-      with_lock([&] { (stream == OutputStream::kStdout ? out_ : err_)[rank] += bytes; });
+    e.on_output = [this](int rank, StreamKind stream, std::string bytes) {
+      with_lock([&] { (stream == StreamKind::kStdout ? out_ : err_)[rank] += bytes; });
     };
     // A worker's entry in exits_ appears once its output is complete too.
     e.on_exit = [this](int rank, ProcessEnd exit, bool output_open) {
@@ -98,17 +98,17 @@ class Recorder {
 // SIGKILLs everything in test host `host` but its listening sshd: the sessions' sshd
 // processes, the agents, the workers.
 void kill_host_sessions(int host) {
-  std::ifstream pid_file(test::state_dir() + "/h" + std::to_string(host) + "/sshd.pid");
+  std::ifstream pid_file(ssh::test::state_dir() + "/h" + std::to_string(host) + "/sshd.pid");
   int listener = 0;
   pid_file >> listener;
-  for (const int pid : test::namespace_pids(host)) {
+  for (const int pid : ssh::test::namespace_pids(host)) {
     if (pid != listener) ::kill(pid, SIGKILL);
   }
 }
 
 RemoteSpawnOptions spawn_options(const std::string& home) {
   RemoteSpawnOptions options;
-  options.ssh = test::host_options(home);
+  options.ssh = ssh::test::host_options(home);
   options.agent_path = TEST_AGENT;
   options.start_timeout = 10s;
   return options;
@@ -226,9 +226,9 @@ TEST(TestHostsSpawn, DestructionKillsRemoteWorkers) {
     ASSERT_TRUE(
         recorder.wait([](Recorder& r) { return r.out_[0].find('\n') != std::string::npos; }));
     pid = std::stoi(recorder.out_[0]);
-    ASSERT_FALSE(test::process_gone(pid));
+    ASSERT_FALSE(ssh::test::process_gone(pid));
   }
-  EXPECT_TRUE(test::wait_gone(pid, 5s)) << "remote worker " << pid << " survived";
+  EXPECT_TRUE(ssh::test::wait_gone(pid, 5s)) << "remote worker " << pid << " survived";
   EXPECT_EQ(recorder.exits_.size(), 0u);  // no events once destruction began
 }
 
@@ -241,7 +241,7 @@ TEST(TestHostsSpawn, UnreachableHostFailsAndItsWorkersFailToStart) {
   RemoteSpawner spawner({{"", "hvdt-h1"}}, options, recorder.events());
   ASSERT_TRUE(recorder.wait_ready(1));
   ASSERT_EQ(recorder.failed_.count(0), 1u);
-  EXPECT_EQ(recorder.failed_[0].failure, SshFailure::kRefused);
+  EXPECT_EQ(recorder.failed_[0].failure, ssh::SshFailure::kRefused);
   spawner.start_workers(0, {shell_worker(5, "true")});
   ASSERT_TRUE(recorder.wait_exits(1));
   EXPECT_EQ(recorder.exits_.at(5).kind, ProcessEnd::Kind::kFailedToStart);
@@ -285,7 +285,7 @@ TEST(TestHostsSpawn, HandshakeTimeoutIsReported) {
   ASSERT_TRUE(recorder.wait_ready(1));
   EXPECT_LT(Clock::now() - start, 2s);
   ASSERT_EQ(recorder.failed_.count(0), 1u);
-  EXPECT_EQ(recorder.failed_[0].failure, SshFailure::kTimeout) << recorder.failed_[0].message;
+  EXPECT_EQ(recorder.failed_[0].failure, ssh::SshFailure::kTimeout) << recorder.failed_[0].message;
   EXPECT_NE(recorder.failed_[0].message.find(
                 "SSH handshake with 10.213.0.1 (10.213.0.1:" + std::to_string(mute.port()) + ")"),
             std::string::npos)
@@ -399,4 +399,4 @@ TEST(TestHostsSpawn, AnEarlyEndSurvivesALostConnection) {
 }
 
 }  // namespace
-}  // namespace hvdrun::launcher::ssh
+}  // namespace hvdrun::launcher::remote

@@ -114,18 +114,18 @@ TEST(RemoteEnvironment, DropsLauncherOnlyVariablesUnlessForwarded) {
                                         "SINGULARITYENV_CUDA_VISIBLE_DEVICES=1",
                                         "_HOROVOD_SECRET_KEY=k",
                                         "RANK=3"};
-  const auto out = remote_worker_environment(env, {"DISPLAY"});
+  const auto out = remote::remote_worker_environment(env, {"DISPLAY"});
   EXPECT_EQ(out, (std::vector<std::string>{"PATH=/bin", "DISPLAY=:0", "TERM=xterm",
                                            "HVDRUN_SECRET=s", "RANK=3"}));
   // Named with -x, it is forwarded.
-  EXPECT_EQ(remote_worker_environment({"CUDA_VISIBLE_DEVICES=0"}, {"CUDA_VISIBLE_DEVICES"}),
+  EXPECT_EQ(remote::remote_worker_environment({"CUDA_VISIBLE_DEVICES=0"}, {"CUDA_VISIBLE_DEVICES"}),
             (std::vector<std::string>{"CUDA_VISIBLE_DEVICES=0"}));
 }
 
 TEST(RemoteEnvironment, AgentCommandQuotesThePath) {
-  EXPECT_EQ(remote_agent_command("/opt/hvdrun/bin/hvdrun"),
+  EXPECT_EQ(remote::remote_agent_command("/opt/hvdrun/bin/hvdrun"),
             "'/opt/hvdrun/bin/hvdrun' --node-agent");
-  EXPECT_EQ(remote_agent_command("/a b/it's"), "'/a b/it'\\''s' --node-agent");
+  EXPECT_EQ(remote::remote_agent_command("/a b/it's"), "'/a b/it'\\''s' --node-agent");
 }
 
 }  // namespace
