@@ -1,5 +1,5 @@
-// The job core (job.h): construction, launch, the events of workers and the rendezvous, the
-// policy's actions carried out, and the lifecycle's transitions.
+// The job core (job.h): construction, launch, the events of workers, the policy's actions
+// carried out, and the lifecycle's transitions.
 #include "launcher/job/job.h"
 
 #include <signal.h>
@@ -48,7 +48,6 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       elastic_timer_(io),
       cooldown_timer_(io),
       tick_timer_(io),
-      deadline_timer_(io),
       components_(std::move(start.components)),
       dumps_(io, stacks_dir(spec_, start.run_id),
              [this](const std::string& why, Clock::time_point began, std::size_t ranks) {
@@ -134,7 +133,6 @@ void Job::start_workers() {
   refill_spares();
   if (discovery_ && generations_.count() == 1) discovery_->poll();
   if (membership_ && !discovery_ && !preflight_cooled_.empty()) add_preflight_failed_hosts();
-  arm_limit();
 }
 
 void Job::launch_workers(const std::vector<WorkerId>& ids) {
@@ -287,23 +285,13 @@ void Job::maybe_finish() {
   enter(pools_.open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
 }
 
-void Job::end_after(std::chrono::milliseconds limit, std::string why) {
-  limit_.emplace(limit, std::move(why));
-  if (state_.active()) arm_limit();  // started already (no connections); else start_workers()
-}
-
-void Job::arm_limit() {
-  if (!limit_ || state_.is(JobState::kFinished)) return;
-  deadline_timer_.expires_after(limit_->first);
-  deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
-    // Only a run still under way is ended; one ending already keeps its outcome.
-    if (ec || !(state_.active() || state_.is(JobState::kRestarting))) return;
-    ran_out_of_time_ = true;
-    fail(Outcome::failed(Outcome::Kind::kJobError, limit_->second), limit_->second);
-    note(limit_->second + "; terminating " + plural(running(), "rank"));
-    terminate();
-    maybe_finish();
-  });
+bool Job::end_job(const std::string& why) {
+  if (!(state_.active() || state_.is(JobState::kRestarting))) return false;
+  fail(Outcome::failed(Outcome::Kind::kJobError, why), why);
+  note(why + "; terminating " + plural(running(), "rank"));
+  terminate();
+  maybe_finish();
+  return true;
 }
 
 void Job::terminate() {
@@ -348,77 +336,13 @@ void Job::print_summary() const {
   print_outcome_summary(outcome_, sink_);
   for (const auto& component : components_) component->summarize();
   if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
-  if (const std::string text = describe_spares(); !text.empty()) note(text);
+  if (const std::string text = spare_ledger_.describe(); !text.empty()) note(text);
 }
 
 std::string Job::incomplete_output() const {
   if (outcome_ || sink_.write_failed().empty()) return {};
   return "job failed: the workers succeeded but their output is incomplete: cannot write " +
          sink_.write_failed();
-}
-
-void Job::rendezvous_failed(const rdzv::JobError& error) {
-  if (state_.is(JobState::kFinished)) return;
-  if (state_.is(JobState::kRestarting)) {  // the generation it concerns is being replaced
-    launcher_log()->debug("rendezvous error while restarting, ignored: {}", error.message);
-    return;
-  }
-  if (!outcome_) {
-    std::string text = error.message;
-    if (error.code == rdzv::ErrorCode::kTimeout) {  // the start timeout
-      text +=
-          " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
-          "slow to start)";
-    }
-    fail(Outcome::failed(Outcome::Kind::kJobError, text), text);
-    note("rendezvous failed; terminating " + plural(running(), "rank"));
-    if (error.code == rdzv::ErrorCode::kTimeout && state_.is(JobState::kRunning)) {
-      // Where the ranks that did not join are: before they are gone.
-      collect_stacks("start timeout", {}, [this] {
-        if (!state_.is(JobState::kRunning)) return;
-        terminate();
-        maybe_finish();
-      });
-      return;
-    }
-  }
-  terminate();
-  maybe_finish();
-}
-
-void Job::all_joined() {
-  generations_.formed(Clock::now());
-  workers_.clear_newcomers();
-  if (spec_.verbose) {
-    note("all " + plural(workers_.size(), "rank") + " joined the rendezvous, " +
-         millis_since(launched_) + " after start");
-  }
-}
-
-void Job::horovod_in_use(const std::string& peer) {
-  if (const std::string text = policy_->horovod_in_use(peer); !text.empty()) note(text);
-}
-
-// A worker registers once, under the name its environment gave it at its start (it asks for a
-// new place only after registering).
-void Job::horovod_registered(const std::string& name, horovod::WorkerRegistration registration) {
-  if (!host_updates_) return;
-  if (WorkerRecord* record = workers_.unregistered(name)) {
-    record->horovod_registered = true;
-    host_updates_->registered(record->key.value, std::move(registration));
-    return;
-  }
-  launcher_log()->info(
-      "Horovod worker {} registered its notification service, but no running worker started "
-      "under that name has not registered yet: it is not told of host changes",
-      name);
-}
-
-bool Job::horovod_reform_asked(std::size_t waiting) {
-  if (!membership_ || !state_.is(JobState::kRunning) || outcome_) return false;
-  const Action action = policy_->reform_asked(waiting, facts());
-  carry_out(action, nullptr);
-  return action.kind == Action::Kind::kReform;
 }
 
 }  // namespace hvdrun::launcher

@@ -26,6 +26,7 @@
 #include "launcher/job/job_events.h"
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
+#include "launcher/job/spare_ledger.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/output/note_rate.h"
 #include "launcher/plan/elastic_membership.h"
@@ -82,11 +83,6 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
     return unusable_hosts_;
   }
   std::uint16_t horovod_port() const noexcept { return faces_.horovod_port(); }
-  // A run with a time limit (preflight's probes): `limit` after its workers started (the
-  // connections have --start-timeout), those still running are terminated as after a failure,
-  // and the outcome is `why`.
-  void end_after(std::chrono::milliseconds limit, std::string why);
-  bool ran_out_of_time() const noexcept { return ran_out_of_time_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -108,13 +104,14 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   std::vector<rdzv::MemberProgress> progress() const override { return faces_.progress(); }
   bool straggler_found(std::uint32_t key, const std::string& verdict) override;
   void limit_reached(Limit limit, const std::string& reason) override;
+  bool end_job(const std::string& why) override;
   void collect_stacks(const std::string& why, const std::vector<int>& culprits,
                       std::function<void()> then) override;
   void suspect(std::optional<std::vector<int>> ranks) override { dumps_.suspect(std::move(ranks)); }
   void happened(const std::string& what, const Args& args) override;
   // PoolEvents
-  void host_ready(std::size_t host, ssh::HostReady ready) override;
-  void host_failed(std::size_t host, const ssh::HostFailed& failed) override;
+  void host_ready(std::size_t host, remote::HostReady ready) override;
+  void host_failed(std::size_t host, const remote::HostFailed& failed) override;
   void worker_exited(const WorkerId& id, ProcessEnd end) override;
   void stream_closed(const WorkerId& id) override;
 
@@ -188,7 +185,6 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   void promote_spare(const WorkerId& id);
   // The job ends: every spare is told it is not needed (its init() throws NotMemberError).
   void dismiss_spares();
-  std::string describe_spares() const;
   // Horovod spares whose queries stopped (their heartbeats) are lost: killed and replaced.
   void check_horovod_spares();
   // job_hosts.cpp: hosts that connect, fail or are discovered.
@@ -205,17 +201,9 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   const std::map<std::string, std::string>& environment_;
   RendezvousFaces faces_;  // first: the workers' environment needs its ports
   std::unique_ptr<Policy> policy_;
-  WorkerTable workers_;  // the current generation's
-  WorkerTable spares_;   // warm spares running, in no generation (rank -1)
-  struct SpareCounts {
-    std::size_t started = 0, promoted = 0, ended = 0, dismissed = 0;
-    std::vector<std::string> promotions;  // "spare 4 (host h1, waiting 2999.1 ms)"
-  } spare_counts_;
-  std::map<WorkerId, Clock::time_point> spare_started_;  // running spares' start times
-  bool spares_dismissed_ = false;
-  bool spares_short_said_ = false;  // fewer free slots than --spares: said once
-  int spare_deaths_in_a_row_ = 0;   // spares that ended while they waited, since a promotion
-  bool spares_given_up_ = false;    // too many of them: no more are started
+  WorkerTable workers_;       // the current generation's
+  WorkerTable spares_;        // warm spares running, in no generation (rank -1)
+  SpareLedger spare_ledger_;  // their starts, promotions and ends, for the summary
   GenerationLog generations_;
   JobStateMachine state_;
   std::optional<ElasticMembership> membership_;       // elastic jobs only
@@ -228,9 +216,6 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
   bool sigkill_sent_ = false;
-  bool ran_out_of_time_ = false;  // end_after()'s limit passed
-  std::optional<std::pair<std::chrono::milliseconds, std::string>> limit_;  // end_after()'s
-  void arm_limit();
   bool interrupted_ = false;
   std::optional<Clock::time_point> interrupted_at_;
   std::optional<SignalEvent> stop_signal_;  // the first signal that ends the job
@@ -246,7 +231,6 @@ class Job final : private RendezvousEvents, private PoolEvents, private JobContr
   boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
   boost::asio::steady_timer tick_timer_;      // every second: the members' collectives, the tick
   CollectiveGroups collective_groups_;        // the members' timed collectives, by collective
-  boost::asio::steady_timer deadline_timer_;  // end_after()
   JobComponents components_;                  // the timeline and others: told of every event
   StackDumps dumps_;                          // the ranks' stacks, on demand
   std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only

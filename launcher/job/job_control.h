@@ -30,6 +30,9 @@ class JobControl {
   virtual bool straggler_found(std::uint32_t key, const std::string& verdict) = 0;
   // A limit of the job's own ran out: the policy decides (it ends the job, for `reason`).
   virtual void limit_reached(Limit limit, const std::string& reason) = 0;
+  // Ends a job still under way as failed for `why`, its ranks terminated as after a failure;
+  // false (nothing done) when it is ending already: its outcome stays.
+  virtual bool end_job(const std::string& why) = 0;
   // The running ranks' stacks, for `why`, the top frames of `culprits` said (every rank's if
   // none); `then` once they came or the wait ended (stack_dumps.h).
   virtual void collect_stacks(const std::string& why, const std::vector<int>& culprits,

@@ -11,17 +11,11 @@
 #include "rendezvous/env_names.h"
 
 namespace hvdrun::launcher {
-namespace {
-
-// Spares that end while they wait, one after the other, before none is started any more.
-constexpr int kSpareDeathsInARow = 3;
-
-}  // namespace
 
 void Job::refill_spares() {
   const auto want = static_cast<std::size_t>(spec_.elastic.spares);
-  if (!membership_ || want == 0 || spares_dismissed_ || spares_given_up_ || outcome_ ||
-      !state_.is(JobState::kRunning) || workers_.any_finished()) {
+  if (!membership_ || want == 0 || spare_ledger_.dismissed() || spare_ledger_.given_up() ||
+      outcome_ || !state_.is(JobState::kRunning) || workers_.any_finished()) {
     return;
   }
   const auto now = Clock::now();
@@ -37,7 +31,7 @@ void Job::refill_spares() {
     spares_.add(w.id, WorkerKey{w.key}, slot);
     faces_.add_spare(w.key);  // before it can join
     sink_.add_spare(w.id, w.key, slot.host);
-    spare_started_[w.id] = now;
+    spare_ledger_.started(w.id, now);
     const WorkerRecord* rank0 = workers_.rank_zero();
     auto env =
         worker_environment(environment_, spec_, slot,
@@ -46,7 +40,6 @@ void Job::refill_spares() {
     launches.push_back({w.id, slot, std::move(env)});
     ids.push_back(w.id);
   }
-  spare_counts_.started += added.size();
   if (!launches.empty()) {
     pools_.start(std::move(launches));
     publish_started(&JobEvents::spares_started, spares_, ids);
@@ -58,8 +51,7 @@ void Job::refill_spares() {
         note(std::to_string(membership_->spares()) + " of --spares " + std::to_string(want) +
              " wait; more start as slots free up");
       }
-    } else if (!spares_short_said_ && spare_counts_.started == added.size()) {  // the first
-      spares_short_said_ = true;
+    } else if (spare_ledger_.first_shortfall(added.size())) {  // said once, at the first start
       note("warning: " + std::to_string(membership_->spares()) + " of --spares " +
            std::to_string(want) +
            " wait: no free slot beyond --max-np (spares need slots of their own; give the "
@@ -71,17 +63,11 @@ void Job::refill_spares() {
 
 void Job::promote_spare(const WorkerId& id) {
   WorkerRecord* spare = spares_.find(id);
-  const auto started = spare_started_[id];
   const WorkerKey key = spare->key;
   publish(&JobEvents::spare_promoted, worker_event(*spare));
   spares_.erase(id);
-  spare_started_.erase(id);
   workers_.add(id, key, Slot{}).from_spare = true;
-  ++spare_counts_.promoted;
-  spare_deaths_in_a_row_ = 0;
-  spare_counts_.promotions.push_back("spare " + std::to_string(key.value) + " (host " +
-                                     pools_.host_name(id.host) + ", waiting " +
-                                     millis_since(started) + ")");
+  spare_ledger_.promoted(id, key.value, pools_.host_name(id.host), Clock::now());
 }
 
 void Job::spare_ended(WorkerRecord& spare) {
@@ -94,19 +80,19 @@ void Job::spare_ended(WorkerRecord& spare) {
   const std::string who = "spare " + std::to_string(key) + " (host " + pools_.host_name(id.host) +
                           (spare.end()->pid ? ", pid " + std::to_string(spare.end()->pid) : "") +
                           ")";
-  const bool expected = spare.removed || spares_dismissed_ || !state_.active() || outcome_;
+  const bool expected = spare.removed || spare_ledger_.dismissed() || !state_.active() || outcome_;
   spares_.erase(id);
-  spare_started_.erase(id);
-  if (expected) return maybe_finish();
-  ++spare_counts_.ended;
+  if (expected) {
+    spare_ledger_.gone(id);
+    return maybe_finish();
+  }
   happened("spare ended", {{"spare", who}, {"end", what}});
   // Its host does not cool down: a spare has no part in the training, and a program that
   // cannot wait as a spare would keep failed workers' replacements off every host. Spares that
   // keep ending are not started again.
-  if (++spare_deaths_in_a_row_ >= kSpareDeathsInARow) {
-    spares_given_up_ = true;
+  if (spare_ledger_.ended_while_waiting(id)) {
     note("warning: " + who + " " + what +
-         " while it waited: " + std::to_string(spare_deaths_in_a_row_) +
+         " while it waited: " + std::to_string(spare_ledger_.deaths_in_a_row()) +
          " spares in a row ended so; no more spares are started (does the program wait in "
          "hvdrun::init() or hvd.init() before anything that needs a rank?)");
     return;
@@ -153,27 +139,12 @@ void Job::check_horovod_spares() {
 }
 
 void Job::dismiss_spares() {
-  if (spares_dismissed_) return;
-  spares_dismissed_ = true;
+  if (!spare_ledger_.dismiss()) return;
   spares_.for_each([&](const WorkerRecord& r) {
     if (r.end()) return;
-    ++spare_counts_.dismissed;
+    spare_ledger_.not_needed();
     faces_.dismiss_spare(r.key.value, "spare not needed: the job is ending");
   });
-}
-
-std::string Job::describe_spares() const {
-  const auto& c = spare_counts_;
-  if (c.started == 0) return {};
-  std::string text = "spares: " + std::to_string(c.started) + " started, " +
-                     std::to_string(c.promoted) + " promoted";
-  for (std::size_t i = 0; i < c.promotions.size() && i < 3; ++i) {
-    text += (i ? ", " : " (") + c.promotions[i];
-  }
-  if (!c.promotions.empty()) text += c.promotions.size() > 3 ? ", ...)" : ")";
-  text += ", " + std::to_string(c.ended) + " ended while they waited, " +
-          std::to_string(c.dismissed) + " not needed at the end";
-  return text;
 }
 
 }  // namespace hvdrun::launcher

@@ -192,7 +192,6 @@ void Job::finish() {
   cooldown_timer_.cancel();
   tick_timer_.cancel();
   dumps_.cancel();
-  deadline_timer_.cancel();
   if (discovery_) discovery_->cancel();
   take_samples();  // the last second's (of workers still connected)
   signal_notes_.flush();

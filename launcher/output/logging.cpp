@@ -117,7 +117,10 @@ void note(const std::string& text) {
 }
 
 std::string millis_since(std::chrono::steady_clock::time_point start) {
-  auto elapsed = std::chrono::steady_clock::now() - start;
+  return millis(std::chrono::steady_clock::now() - start);
+}
+
+std::string millis(std::chrono::steady_clock::duration elapsed) {
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count();
   char text[32];
   std::snprintf(text, sizeof text, "%.1f ms", static_cast<double>(us) / 1000.0);

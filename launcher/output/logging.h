@@ -56,7 +56,8 @@ std::string plural(std::size_t n, const char* word);
 // "a, b, c and 4 more": up to 3 names and how many more, for notes.
 std::string some_of(const std::vector<std::string>& names);
 
-// "12.3 ms": the time since `start`, for --verbose phase lines.
+// "12.3 ms": the time since `start`, for --verbose phase lines; `elapsed` so written.
 std::string millis_since(std::chrono::steady_clock::time_point start);
+std::string millis(std::chrono::steady_clock::duration elapsed);
 
 }  // namespace hvdrun::launcher

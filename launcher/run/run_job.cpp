@@ -19,6 +19,7 @@
 #include "launcher/run/job_components.h"
 #include "launcher/run/loop_probe.h"
 #include "launcher/run/preflight_run.h"
+#include "launcher/run/time_limit.h"
 #include "launcher/servers/server_setup.h"
 #include "launcher/slurm/moved_control.h"
 #include "launcher/slurm/slurm_relocation.h"
@@ -208,6 +209,12 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   const std::string bind = start.plan.bind;
   const std::vector<Slot> slots = start.slots;
   start.components = job_components(spec, Clock::now());
+  const TimeLimit* time_limit = nullptr;  // the job owns it
+  if (hooks && hooks->limit) {
+    auto limit = std::make_unique<TimeLimit>(io, *hooks->limit, hooks->limit_why);
+    time_limit = limit.get();
+    start.components.push_back(std::move(limit));
+  }
   Job job(io, std::move(start), watchdog, sink, environment);
   if (spec.verbose) {
     note("rendezvous server up on " + bind + ":" + std::to_string(job.rendezvous_port()) +
@@ -216,7 +223,6 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   }
   if (!hooks) note_omp_default(spec, slots, environment);  // said once, by the job itself
   job.launch();
-  if (hooks && hooks->limit) job.end_after(*hooks->limit, hooks->limit_why);
   // Signals from the hvdrun that moved here, once the job's handlers are in (gone before them).
   const ControlLink moved_from(environment);
   std::optional<LoopProbe> probe;  // how long a handler holds the loop, for --verbose
@@ -236,7 +242,7 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   if (hooks) {
     hooks->unusable_hosts = job.unusable_hosts();
     hooks->interrupted = job.interrupted_at().has_value();
-    hooks->timed_out = job.ran_out_of_time();
+    hooks->timed_out = time_limit != nullptr && time_limit->ran_out();
   }
   return job.exit_status();
 }

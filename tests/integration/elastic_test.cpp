@@ -12,7 +12,6 @@
 #include <regex>
 #include <set>
 #include <string>
-#include <thread>
 
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
@@ -29,7 +28,7 @@ TEST(Elastic, AKilledWorkerLeavesThreeSurvivorsThatFinishWithTheirOwnProcesses) 
       elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "60", "60"}, 3));
   const pid_t victim = pid_of_slot(dir, 2);
   std::vector<pid_t> survivors = {pid_of_slot(dir, 0), pid_of_slot(dir, 1), pid_of_slot(dir, 3)};
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the 4 workers started";
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -58,7 +57,7 @@ TEST(Elastic, WhenRankZeroDiesASurvivorBecomesRankZero) {
       elastic_job(dir, {"-np", "3", "--min-np", "2", "--blacklist-cooldown-range", "60", "60"}, 2));
   const pid_t victim = pid_of_slot(dir, 0, 3);
   const pid_t next = pid_of_slot(dir, 1, 3);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 3)) << "the 3 workers started";
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -74,7 +73,7 @@ TEST(Elastic, TheHostsSlotsComeBackAfterTheCooldownAndTheNewcomerGetsTheState) {
   HvdrunProcess job(
       elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "1", "1"}, 6));
   const pid_t victim = pid_of_slot(dir, 3);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the 4 workers started";
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -94,7 +93,7 @@ TEST(Elastic, AStoppedWorkerIsFoundByItsMissedHeartbeatsAndReplaced) {
                                  "--blacklist-cooldown-range", "60", "60"},
                                 3));
   const pid_t victim = pid_of_slot(dir, 1);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the 4 workers started";
   ASSERT_EQ(::kill(victim, SIGSTOP), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -114,7 +113,7 @@ TEST(Elastic, BelowMinNpTheJobFailsAfterTheElasticTimeoutAndLeavesNothing) {
                                 20));
   std::vector<pid_t> all;
   for (int slot = 0; slot < 4; ++slot) all.push_back(pid_of_slot(dir, slot));
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the 4 workers started";
   ASSERT_EQ(::kill(all[1], SIGKILL), 0);
   const auto r = job.finish(seconds(60));
   EXPECT_NE(r.status, 0) << r.err;
@@ -158,9 +157,9 @@ TEST(Elastic, TheResetLimitEndsTheJob) {
   HvdrunProcess job(elastic_job(dir, {"-np", "3", "--min-np", "1", "--reset-limit", "1"}, 20));
   const pid_t first = pid_of_slot(dir, 2, 3);
   const pid_t second = pid_of_slot(dir, 1, 3);
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 3)) << "the 3 workers started";
   ASSERT_EQ(::kill(first, SIGKILL), 0);
-  std::this_thread::sleep_for(milliseconds(1500));  // the survivors re-formed
+  ASSERT_TRUE(job.wait_for_output("re-formed: 2 ranks", 1)) << "the survivors re-formed";
   ASSERT_EQ(::kill(second, SIGKILL), 0);
   const auto r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 128 + SIGKILL) << r.err;
@@ -185,9 +184,10 @@ TEST(Elastic, ASecondFailureDuringTheReFormationLeavesTwoSurvivorsThatFinish) {
       elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "60", "60"}, 3));
   const pid_t first = pid_of_slot(dir, 1);
   const pid_t second = pid_of_slot(dir, 3);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the 4 workers started";
   ASSERT_EQ(::kill(first, SIGKILL), 0);
-  std::this_thread::sleep_for(milliseconds(20));  // the survivors are re-joining now
+  // The survivors are re-joining now.
+  ASSERT_TRUE(job.wait_for_output("re-forming with 3 surviving workers", 1));
   ASSERT_EQ(::kill(second, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -207,7 +207,7 @@ TEST(Elastic, ANewcomerThatDiesWhileJoiningIsReplacedByTheNextOne) {
       elastic_job(dir, {"-np", "4", "--min-np", "2", "--blacklist-cooldown-range", "1", "1"}, 6,
                   "if [ \"$HVDRUN_SLOT\" = 4 ]; then echo 'no GPU here' >&2; exit 7; fi; "));
   const pid_t victim = pid_of_slot(dir, 3);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the 4 workers started";
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -231,9 +231,9 @@ struct WaitingJob {
                      "--blacklist-cooldown-range", "60", "60"},
                     20));
     for (int slot = 0; slot < 3; ++slot) pids.push_back(pid_of_slot(dir, slot, 3));
-    std::this_thread::sleep_for(milliseconds(500));
+    EXPECT_TRUE(job->wait_for_output("starts as rank", 3)) << "the 3 workers started";
     EXPECT_EQ(::kill(pids[2], SIGKILL), 0);
-    std::this_thread::sleep_for(milliseconds(500));
+    EXPECT_TRUE(job->wait_for_output("(--elastic-timeout) for slots", 1)) << "it waits for slots";
   }
 };
 

@@ -88,31 +88,54 @@ void HvdrunProcess::signal(int signo) const {
   ::kill(pid_, signo);
 }
 
-RunResult HvdrunProcess::finish(std::chrono::milliseconds deadline) {
-  RunResult result;
-  auto end = started_ + deadline;
-  std::string* sinks[2] = {&result.out, &result.err};
-  pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+bool HvdrunProcess::read_until(const std::function<bool()>& done, Clock::time_point until) {
+  int* fds[2] = {&out_, &err_};
+  std::string* sinks[2] = {&out_text_, &err_text_};
   char buffer[65536];
-  bool killed = false;
-  while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
-    if (left <= 0 && !killed) {
-      ::kill(pid_, SIGKILL);
-      killed = true;
-    }
-    if (::poll(fds, 2, killed ? 1000 : static_cast<int>(left)) < 0 && errno != EINTR) break;
+  for (;;) {
+    if (done()) return true;
+    if (out_ < 0 && err_ < 0) return false;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd polled[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};  // poll skips a closed one (-1)
+    if (::poll(polled, 2, static_cast<int>(left)) < 0 && errno != EINTR) return false;
     for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (*fds[i] < 0 || polled[i].revents == 0) continue;
+      const ssize_t n = ::read(*fds[i], buffer, sizeof buffer);
       if (n > 0) {
         sinks[i]->append(buffer, static_cast<std::size_t>(n));
       } else if (n == 0 || errno != EINTR) {
-        fds[i].fd = -1;
+        ::close(*fds[i]);
+        *fds[i] = -1;
       }
     }
-    if (killed && Clock::now() > end + std::chrono::seconds(5)) break;
   }
+}
+
+bool HvdrunProcess::wait_for_output(const std::string& text, std::size_t count,
+                                    std::chrono::milliseconds deadline) {
+  const auto seen = [&] {
+    std::size_t lines = 0;
+    for (const std::string* stream : {&out_text_, &err_text_}) {
+      for (const auto& line : lines_of(*stream)) lines += contains(line, text) ? 1 : 0;
+    }
+    return lines >= count;
+  };
+  return read_until(seen, Clock::now() + deadline);
+}
+
+RunResult HvdrunProcess::finish(std::chrono::milliseconds deadline) {
+  RunResult result;
+  const auto end = started_ + deadline;
+  const auto closed = [this] { return out_ < 0 && err_ < 0; };
+  bool killed = false;
+  if (!read_until(closed, end)) {
+    ::kill(pid_, SIGKILL);
+    killed = true;
+    read_until(closed, end + std::chrono::seconds(5));
+  }
+  result.out = std::move(out_text_);
+  result.err = std::move(err_text_);
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,14 +37,26 @@ class HvdrunProcess {
 
   pid_t pid() const { return pid_; }
   void signal(int signo) const;
-  // Reads both pipes to EOF and reaps hvdrun; SIGKILLs it after `deadline`.
+  // Reads what hvdrun writes until its stdout and stderr hold `count` lines that contain `text`
+  // (a test waits for the event it needs, not for a time); false if `deadline` passed first or
+  // hvdrun closed its output. What was read is kept: finish() returns it with the rest.
+  bool wait_for_output(const std::string& text, std::size_t count,
+                       std::chrono::milliseconds deadline = std::chrono::seconds(60));
+  // Reads both pipes to EOF and reaps hvdrun; SIGKILLs it after `deadline` (from its start).
   RunResult finish(std::chrono::milliseconds deadline = std::chrono::seconds(60));
 
  private:
+  using Clock = std::chrono::steady_clock;
+  // Reads both pipes into out_text_ and err_text_ until `done()` holds (true), both closed or
+  // `until` passed (false).
+  bool read_until(const std::function<bool()>& done, Clock::time_point until);
+
   pid_t pid_ = -1;
-  int out_ = -1;
+  int out_ = -1;  // -1 once closed
   int err_ = -1;
-  std::chrono::steady_clock::time_point started_;
+  std::string out_text_;
+  std::string err_text_;
+  Clock::time_point started_;
 };
 
 RunResult run_hvdrun(const std::vector<std::string>& args,

@@ -57,7 +57,7 @@ TEST(TestHostsElastic, DiscoveryAddsAHostOverSshAndAHostCutOffIsDropped) {
   wait_for_pids(dir.path, 2, seconds(30));
   write_hosts(dir, "hvdt-h1:2\nhvdt-h2:2\n");
   wait_for_pids(dir.path, 4, seconds(30));
-  std::this_thread::sleep_for(milliseconds(1500));  // the four train together
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the four train together";
   const LinkDown cut(2);
   ASSERT_TRUE(cut.down());
   const auto r = job.finish(seconds(110));
@@ -97,7 +97,7 @@ TEST(TestHostsElastic, AKilledNodeAgentIsOneLostHost) {
                     home.env());
   const auto workers = wait_for_pids(dir.path, 4, seconds(30));
   ASSERT_EQ(workers.size(), 4u);
-  std::this_thread::sleep_for(milliseconds(1000));  // the four train together
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the four train together";
   const pid_t agent = node_agent_pid(2);
   ASSERT_GT(agent, 0);
   ASSERT_EQ(::kill(agent, SIGKILL), 0);
@@ -131,7 +131,7 @@ TEST(TestHostsElastic, AKilledNodeAgentsHostComesBackWithANewAgent) {
                   16),
       home.env());
   ASSERT_EQ(wait_for_pids(dir.path, 4, seconds(30)).size(), 4u);
-  std::this_thread::sleep_for(milliseconds(1000));  // the four train together
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the four train together";
   const pid_t agent = node_agent_pid(2);
   ASSERT_GT(agent, 0);
   ASSERT_EQ(::kill(agent, SIGKILL), 0);

@@ -96,9 +96,9 @@ std::vector<std::string> restarting_job(const TempDir& pids) {
 }
 
 // The workers' pids, once rank 1 has failed and the restart waits.
-std::vector<pid_t> wait_until_restarting(const TempDir& pids) {
+std::vector<pid_t> wait_until_restarting(HvdrunProcess& hvdrun, const TempDir& pids) {
   auto workers = wait_for_pids(pids.path, 2, seconds(20));
-  std::this_thread::sleep_for(milliseconds(800));
+  EXPECT_TRUE(hvdrun.wait_for_output("restarting every rank (restart 1 of 3)", 1));
   return workers;
 }
 
@@ -106,7 +106,7 @@ std::vector<pid_t> wait_until_restarting(const TempDir& pids) {
 TEST(Restart, CtrlCDuringARestartEndsTheJob) {
   TempDir pids;
   HvdrunProcess hvdrun(restarting_job(pids));
-  const auto workers = wait_until_restarting(pids);
+  const auto workers = wait_until_restarting(hvdrun, pids);
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGINT);
   std::this_thread::sleep_for(milliseconds(200));
@@ -140,7 +140,7 @@ TEST(Restart, OneCtrlCDuringARestartKeepsItsGracePeriod) {
 TEST(Restart, SigkillOfHvdrunDuringARestartLeavesNoWorker) {
   TempDir pids;
   HvdrunProcess hvdrun(restarting_job(pids));
-  const auto workers = wait_until_restarting(pids);
+  const auto workers = wait_until_restarting(hvdrun, pids);
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGKILL);
   hvdrun.finish(seconds(20));

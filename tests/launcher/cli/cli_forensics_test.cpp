@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "launcher/cli/cli.h"
-#include "tests/launcher/cli_test_util.h"
+#include "tests/launcher/cli/cli_test_util.h"
 
 namespace hvdrun::launcher {
 namespace {

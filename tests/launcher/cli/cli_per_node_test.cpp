@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/launcher/cli_test_util.h"
+#include "tests/launcher/cli/cli_test_util.h"
 
 namespace hvdrun::launcher {
 namespace {

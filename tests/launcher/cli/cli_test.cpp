@@ -13,7 +13,7 @@
 
 #include "hvdrun/error.h"
 #include "launcher/cli/cli_options.h"
-#include "tests/launcher/cli_test_util.h"
+#include "tests/launcher/cli/cli_test_util.h"
 
 namespace hvdrun::launcher {
 namespace {

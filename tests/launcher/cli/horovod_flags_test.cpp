@@ -10,7 +10,7 @@
 #include "hvdrun/error.h"
 #include "launcher/cli/cli.h"
 #include "launcher/cli/horovod_check.h"
-#include "tests/launcher/cli_test_util.h"
+#include "tests/launcher/cli/cli_test_util.h"
 
 namespace hvdrun::launcher {
 namespace {

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tests/launcher/fake_job_control.h"
+#include "tests/launcher/job/fake_job_control.h"
 
 namespace hvdrun::launcher {
 namespace {

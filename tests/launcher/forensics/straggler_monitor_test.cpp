@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "tests/launcher/fake_job_control.h"
+#include "tests/launcher/job/fake_job_control.h"
 
 namespace hvdrun::launcher {
 namespace {

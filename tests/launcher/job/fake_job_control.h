@@ -32,6 +32,10 @@ class FakeJob final : public JobControl {
   void limit_reached(Limit limit, const std::string& reason) override {
     limits.emplace_back(limit, reason);
   }
+  bool end_job(const std::string& why) override {
+    ended_for.push_back(why);
+    return running;
+  }
   void collect_stacks(const std::string& why, const std::vector<int>& culprits,
                       std::function<void()> then) override {
     stacks.push_back({why, culprits, std::move(then)});
@@ -49,6 +53,7 @@ class FakeJob final : public JobControl {
   // What it was asked.
   std::vector<std::pair<std::uint32_t, std::string>> stragglers;
   std::vector<std::pair<Limit, std::string>> limits;
+  std::vector<std::string> ended_for;
   std::vector<StacksAsked> stacks;
   std::optional<std::vector<int>> suspects;
   std::vector<std::pair<std::string, Args>> events;
