@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "preflight/report_line.h"
 
 namespace hvdrun::preflight {
 
@@ -36,7 +39,9 @@ int run_checks_in_child(const std::function<int()>& checks, const std::string& r
     return 128 + signo;
   }
   const char* name = sigabbrev_np(signo);
-  std::printf("%s crashed=SIG%s\n", report.c_str(), name ? name : "UNKNOWN");
+  const std::string line =
+      report + report_field(key::kCrashed, std::string("SIG") + (name ? name : "UNKNOWN"));
+  std::printf("%s\n", line.c_str());
   std::fflush(stdout);
   return 3;
 }

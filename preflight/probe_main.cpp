@@ -33,8 +33,13 @@
 #include "preflight/host_ring.h"
 #include "preflight/link_test.h"
 #include "preflight/probe_checks.h"
+#include "preflight/report_line.h"
 
 namespace {
+
+namespace key = hvdrun::preflight::key;
+using hvdrun::preflight::kReportMarker;
+using hvdrun::preflight::report_field;
 
 using hvdrun::preflight::Nonce;
 using std::chrono::milliseconds;
@@ -66,20 +71,6 @@ Settings parse(int argc, char** argv) {
     }
   }
   return s;
-}
-
-std::string encoded(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    if (c == '%' || c == ' ' || c == '=' || c == '\n' || c == '\t') {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
-      out += hex;
-    } else {
-      out += c;
-    }
-  }
-  return out.empty() ? "-" : out;
 }
 
 std::string env_or(const char* name, const char* fallback) {
@@ -198,8 +189,8 @@ std::string gpu_checks(const Settings& s, int gpus) {
     char* end = nullptr;
     const long value = std::strtol(pinned, &end, 10);
     if (*end != '\0' || value < 0 || value >= gpus) {
-      return " gpu_gemm=" + encoded("HVDRUN_GPU_DEVICE=" + std::string(pinned) + " but " +
-                                    std::to_string(gpus) + " GPUs are visible");
+      return report_field(key::kGpuGemm, "HVDRUN_GPU_DEVICE=" + std::string(pinned) + " but " +
+                                             std::to_string(gpus) + " GPUs are visible");
     }
     device = static_cast<int>(value);
   }
@@ -210,12 +201,12 @@ std::string gpu_checks(const Settings& s, int gpus) {
     return std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(
                                          deadline - std::chrono::steady_clock::now()));
   };
-  std::string out = " gpu_device=" + std::to_string(device);
+  std::string out = report_field(key::kGpuDevice, std::to_string(device));
   const auto gemm = pf::gpu_gemm_tflops(device, s.gemm, left());
-  out += gemm.value ? " gpu_gemm_tflops=" + figure_text(*gemm.value, 2)
-                    : " gpu_gemm=" + encoded(gemm.error);
+  out += gemm.value ? report_field(key::kGpuGemmTflops, figure_text(*gemm.value, 2))
+                    : report_field(key::kGpuGemm, gemm.error);
   if (const std::string model = pf::gpu_model(device); !model.empty()) {
-    out += " gpu_model=" + encoded(model);
+    out += report_field(key::kGpuModel, model);
   }
   const auto host = std::find_if(all.begin(), all.end(), [&](const NcclIdRecord& r) {
     return r.has_id && std::strncmp(r.host, mine.host, sizeof r.host) == 0;
@@ -228,12 +219,12 @@ std::string gpu_checks(const Settings& s, int gpus) {
     } else if (hvdrun::local_size() == 1) {
       nccl_why = "one GPU";  // the communicator formed; a figure needs two
     } else if (hvdrun::local_rank() == 0) {
-      out += " nccl_gbps=" + figure_text(*nccl.value, 1);
+      out += report_field(key::kNcclGbps, figure_text(*nccl.value, 1));
     }
   } else if (nccl_fits && nccl_why.empty()) {
     nccl_why = "no NCCL id from the host's first probe";
   }
-  if (!nccl_why.empty()) out += " nccl=" + encoded(nccl_why);
+  if (!nccl_why.empty()) out += report_field(key::kNccl, nccl_why);
   return out;
 }
 
@@ -268,13 +259,13 @@ std::string run_host_ring(const Settings& s, const RingRecord& mine,
     const auto figure = pf::host_ring_allreduce(hvdrun::local_rank(), peers, std::move(listener),
                                                 secret, ring_budget(s), bound);
     if (figure.gbps && hvdrun::local_rank() == 0) {
-      return " host_gbps=" + figure_text(*figure.gbps, 2);
+      return report_field(key::kHostGbps, figure_text(*figure.gbps, 2));
     }
     if (!figure.gbps) why = figure.error;
   } else if (why.empty()) {
     why = "a probe of this host cannot listen on loopback";
   }
-  return why.empty() ? std::string() : " host_ring=" + encoded(why);
+  return why.empty() ? std::string() : report_field(key::kHostRing, why);
 }
 
 // The allreduce among this host's probes over TCP, as report fields: on hosts without GPUs
@@ -346,7 +337,8 @@ int run_checks(const Settings& s) {
       !s.program.empty() &&
       !hvdrun::preflight::find_program(s.program, env_or("PATH", ""), program_why).empty();
   if (s.program.empty()) program_why = "no --program";
-  std::string report = "HVDRUN_PREFLIGHT host=" + encoded(env_or("HVDRUN_HOSTNAME", "-"));
+  std::string report = std::string(kReportMarker.substr(0, kReportMarker.size() - 1)) +
+                       report_field(key::kHost, env_or("HVDRUN_HOSTNAME", ""));
   // The probes' own collectives go over TCP: the GPU checks name what fails on a GPU, where a
   // world NCCL communicator would only fail the probes' start.
   ::setenv("HVDRUN_BACKEND", "cpu", 1);
@@ -360,24 +352,25 @@ int run_checks(const Settings& s) {
   // This host's own checks first, before joining the others: a probe that cannot join (another
   // hangs, or died) still reports them.
   const std::string local_rank = env_or("LOCAL_RANK", "0");
-  report += " local_rank=" + encoded(local_rank);
-  report += " program=" + (program_ok ? std::string("ok") : encoded(program_why));
+  report += report_field(key::kLocalRank, local_rank);
+  report += report_field(key::kProgram, program_ok ? std::string("ok") : program_why);
   int visible = 0, shown = 0;  // GPUs usable here; GPUs the host shows
   if (local_rank == "0") {
     const auto gpus = hvdrun::preflight::check_gpus();
     visible = gpus.init_error.empty() ? gpus.visible : 0;
     shown = gpus.visible;
-    report += " gpus=" + std::to_string(gpus.visible) + " gpu_runtime=" + encoded(gpus.runtime) +
-              " gpu_init=" + (gpus.init_error.empty() ? "ok" : encoded(gpus.init_error));
+    report += report_field(key::kGpus, std::to_string(gpus.visible)) +
+              report_field(key::kGpuRuntime, gpus.runtime) +
+              report_field(key::kGpuInit, gpus.init_error.empty() ? "ok" : gpus.init_error);
   } else {
     visible = shown = hvdrun::preflight::count_gpus();
   }
   char number[64];
   std::snprintf(number, sizeof number, "%.2f", hvdrun::preflight::gemm_gflops(192, s.gemm));
-  report += std::string(" gemm_gflops=") + number;
+  report += report_field(key::kGemmGflops, number);
   try {
     hvdrun::InitGuard hvd;
-    report += " rank=" + std::to_string(hvdrun::rank());
+    report += report_field(key::kRank, std::to_string(hvdrun::rank()));
     report += gpu_checks(s, visible);
     report += host_ring_check(s, shown);
     std::string link_why;
@@ -385,15 +378,15 @@ int run_checks(const Settings& s) {
     if (hvdrun::local_rank() == 0) {
       std::snprintf(number, sizeof number, "%.1f", link);
       report +=
-          std::string(" link_mbps=") + (link < 0 ? "-" : number) + " link=" + encoded(link_why);
+          report_field(key::kLinkMbps, link < 0 ? "" : number) + report_field(key::kLink, link_why);
     }
     const double ring = ring_ms();
     if (hvdrun::rank() == 0) {
       std::snprintf(number, sizeof number, "%.2f", ring);
-      report += std::string(" ring_ms=") + number;
+      report += report_field(key::kRingMs, number);
     }
   } catch (const std::exception& e) {
-    report += " error=" + encoded(e.what());
+    report += report_field(key::kError, e.what());
     std::printf("%s\n", report.c_str());
     std::fflush(stdout);
     return 3;  // the other probes go on without this one
@@ -408,7 +401,8 @@ int run_checks(const Settings& s) {
 int main(int argc, char** argv) {
   const Settings s = parse(argc, argv);
   // A crash in the checks (a GPU driver's) is reported at once, naming its signal.
-  const std::string report = "HVDRUN_PREFLIGHT host=" + encoded(env_or("HVDRUN_HOSTNAME", "-")) +
-                             " local_rank=" + encoded(env_or("LOCAL_RANK", "-"));
+  const std::string report = std::string(kReportMarker.substr(0, kReportMarker.size() - 1)) +
+                             report_field(key::kHost, env_or("HVDRUN_HOSTNAME", "")) +
+                             report_field(key::kLocalRank, env_or("LOCAL_RANK", ""));
   return hvdrun::preflight::run_checks_in_child([&s] { return run_checks(s); }, report);
 }

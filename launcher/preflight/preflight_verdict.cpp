@@ -9,22 +9,9 @@
 namespace hvdrun::launcher {
 namespace {
 
-std::string decoded(std::string_view text) {
-  if (text == "-") return {};
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size()) {
-      out +=
-          static_cast<char>(std::strtol(std::string(text.substr(i + 1, 2)).c_str(), nullptr, 16));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
+namespace key = preflight::key;
 
-std::optional<double> number(const std::map<std::string, std::string>& r, const std::string& key) {
+std::optional<double> number(const preflight::Report& r, std::string_view key) {
   const auto it = r.find(key);
   if (it == r.end() || it->second.empty()) return std::nullopt;
   char* end = nullptr;
@@ -33,7 +20,7 @@ std::optional<double> number(const std::map<std::string, std::string>& r, const 
   return v;
 }
 
-std::string field(const std::map<std::string, std::string>& r, const std::string& key) {
+std::string field(const preflight::Report& r, std::string_view key) {
   const auto it = r.find(key);
   return it == r.end() ? std::string() : it->second;
 }
@@ -85,23 +72,6 @@ std::string gpu_gemm_medians_text(const std::map<std::string, double>& medians) 
 
 }  // namespace
 
-std::map<std::string, std::string> read_probe_report(std::string_view line) {
-  std::map<std::string, std::string> out;
-  if (!line.starts_with(kProbeMarker)) return out;
-  line.remove_prefix(kProbeMarker.size());
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  while (!line.empty()) {
-    const auto space = line.find(' ');
-    const std::string_view item = line.substr(0, space);
-    if (const auto eq = item.find('='); eq != std::string_view::npos && eq > 0) {
-      out[std::string(item.substr(0, eq))] = decoded(item.substr(eq + 1));
-    }
-    if (space == std::string_view::npos) break;
-    line.remove_prefix(space + 1);
-  }
-  return out;
-}
-
 std::vector<std::string> PreflightVerdict::failed() const {
   std::vector<std::string> out;
   for (const auto& row : rows) {
@@ -113,44 +83,44 @@ std::vector<std::string> PreflightVerdict::failed() const {
 namespace {
 
 // One probe's report into its host's row (the first probe of the host says the host's own).
-void take_report(const std::map<std::string, std::string>& r, PreflightRow& row,
-                 PreflightVerdict& verdict) {
-  const std::string program = field(r, "program");
+void take_report(const preflight::Report& r, PreflightRow& row, PreflightVerdict& verdict) {
+  const std::string program = field(r, key::kProgram);
   if (row.program.empty() || row.program == "ok") row.program = program;
-  if (const auto g = number(r, "gemm_gflops")) row.gemm = row.gemm ? std::max(*row.gemm, *g) : *g;
-  if (const auto t = number(r, "gpu_gemm_tflops"); t && (!row.gpu_gemm || *t < *row.gpu_gemm)) {
+  if (const auto g = number(r, key::kGemmGflops))
+    row.gemm = row.gemm ? std::max(*row.gemm, *g) : *g;
+  if (const auto t = number(r, key::kGpuGemmTflops); t && (!row.gpu_gemm || *t < *row.gpu_gemm)) {
     row.gpu_gemm = *t;  // the slowest GPU: one slow GPU holds back every step of the job
-    row.gpu_gemm_device = static_cast<int>(number(r, "gpu_device").value_or(-1));
-    row.gpu_model = field(r, "gpu_model");
+    row.gpu_gemm_device = static_cast<int>(number(r, key::kGpuDevice).value_or(-1));
+    row.gpu_model = field(r, key::kGpuModel);
   }
-  if (const std::string e = field(r, "gpu_gemm"); !e.empty() && row.gpu_gemm_error.empty()) {
+  if (const std::string e = field(r, key::kGpuGemm); !e.empty() && row.gpu_gemm_error.empty()) {
     row.gpu_gemm_error = e;
   }
-  if (const std::string e = field(r, "host_ring");
-      !e.empty() && (row.host_ring_error.empty() || field(r, "local_rank") == "0")) {
+  if (const std::string e = field(r, key::kHostRing);
+      !e.empty() && (row.host_ring_error.empty() || field(r, key::kLocalRank) == "0")) {
     row.host_ring_error = e;
   }
-  if (const std::string e = field(r, "nccl"); !e.empty()) {
+  if (const std::string e = field(r, key::kNccl); !e.empty()) {
     // The first probe's error is the cause (the others then lack its NCCL id); a real error
     // says more than "one GPU".
-    if (row.nccl_error.empty() || row.nccl_error == "one GPU" || field(r, "local_rank") == "0") {
+    if (row.nccl_error.empty() || row.nccl_error == "one GPU" || field(r, key::kLocalRank) == "0") {
       row.nccl_error = e;
     }
   }
 
-  if (field(r, "local_rank") == "0") {
-    if (const auto n = number(r, "gpus")) row.gpus = static_cast<int>(*n);
-    row.link = number(r, "link_mbps");
-    row.nccl = number(r, "nccl_gbps");
-    row.host_ring = number(r, "host_gbps");
-    row.link_error = field(r, "link");
-    const std::string init = field(r, "gpu_init");
+  if (field(r, key::kLocalRank) == "0") {
+    if (const auto n = number(r, key::kGpus)) row.gpus = static_cast<int>(*n);
+    row.link = number(r, key::kLinkMbps);
+    row.nccl = number(r, key::kNcclGbps);
+    row.host_ring = number(r, key::kHostGbps);
+    row.link_error = field(r, key::kLink);
+    const std::string init = field(r, key::kGpuInit);
     if (row.gpus && *row.gpus > 0 && init != "ok") row.gpu_note = init;
-    if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, "gpu_runtime");
+    if (row.gpus && *row.gpus == 0) row.gpu_note = field(r, key::kGpuRuntime);
   }
-  if (const std::string error = field(r, "error"); !error.empty()) row.probe_error = error;
-  if (const std::string crash = field(r, "crashed"); !crash.empty()) row.crash = crash;
-  if (field(r, "rank") == "0") verdict.ring_ms = number(r, "ring_ms");
+  if (const std::string error = field(r, key::kError); !error.empty()) row.probe_error = error;
+  if (const std::string crash = field(r, key::kCrashed); !crash.empty()) row.crash = crash;
+  if (field(r, key::kRank) == "0") verdict.ring_ms = number(r, key::kRingMs);
 }
 
 // The row's first failed check, if none failed before (`reported`: its probes that reported).
@@ -211,8 +181,7 @@ void judge(PreflightRow& row, int reported, const PreflightVerdict& verdict, dou
 }  // namespace
 
 PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
-                                  const std::vector<std::map<std::string, std::string>>& reports,
-                                  double slack) {
+                                  const std::vector<preflight::Report>& reports, double slack) {
   PreflightVerdict verdict;
   std::map<std::string, std::size_t> index;
   for (const auto& h : hosts) {
@@ -225,7 +194,7 @@ PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
   }
   std::vector<int> reported(hosts.size(), 0);
   for (const auto& r : reports) {
-    const auto it = index.find(field(r, "host"));
+    const auto it = index.find(field(r, key::kHost));
     if (it == index.end()) continue;
     ++reported[it->second];
     take_report(r, verdict.rows[it->second], verdict);

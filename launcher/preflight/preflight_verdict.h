@@ -15,12 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "preflight/report_line.h"
+
 namespace hvdrun::launcher {
-
-// One probe's report: "HVDRUN_PREFLIGHT key=value ..." read into its fields (decoded).
-std::map<std::string, std::string> read_probe_report(std::string_view line);
-
-inline constexpr std::string_view kProbeMarker = "HVDRUN_PREFLIGHT ";
 
 struct PreflightHost {
   std::string name;
@@ -72,8 +69,7 @@ struct PreflightVerdict {
 
 // `reports`: every probe's fields; `slack`: a host this far below the median (0.2: 20 %) fails.
 PreflightVerdict decide_preflight(const std::vector<PreflightHost>& hosts,
-                                  const std::vector<std::map<std::string, std::string>>& reports,
-                                  double slack);
+                                  const std::vector<preflight::Report>& reports, double slack);
 
 // The table, one line per host (and a header and a footer), for the console.
 std::vector<std::string> preflight_table(const PreflightVerdict& verdict, double slack);

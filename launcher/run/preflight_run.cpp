@@ -119,10 +119,12 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
                                  const std::map<std::string, std::string>& environment,
                                  Watchdog& watchdog, LocalHosts& local_hosts) {
   const auto start = Clock::now();
-  std::vector<std::map<std::string, std::string>> reports;
+  std::vector<preflight::Report> reports;
   RunHooks hooks;
-  hooks.capture_prefix = std::string(kProbeMarker);
-  hooks.capture = [&reports](std::string_view line) { reports.push_back(read_probe_report(line)); };
+  hooks.capture_prefix = std::string(preflight::kReportMarker);
+  hooks.capture = [&reports](std::string_view line) {
+    reports.push_back(preflight::read_report(line));
+  };
   hooks.quiet = true;  // the table says what the probes found; --verbose shows their run
   hooks.limit = run_share(spec.preflight.timeout);
   hooks.limit_why = "preflight: the probes ran past their half of --preflight-timeout " +

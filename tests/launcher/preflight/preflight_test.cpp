@@ -14,27 +14,27 @@ namespace {
 
 using testing::HasSubstr;
 
-std::map<std::string, std::string> probe(const std::string& host, int rank, int local_rank,
-                                         const std::string& rest) {
-  return read_probe_report("HVDRUN_PREFLIGHT host=" + host + " rank=" + std::to_string(rank) +
-                           " local_rank=" + std::to_string(local_rank) + " " + rest + "\n");
+preflight::Report probe(const std::string& host, int rank, int local_rank,
+                        const std::string& rest) {
+  return preflight::read_report("HVDRUN_PREFLIGHT host=" + host + " rank=" + std::to_string(rank) +
+                                " local_rank=" + std::to_string(local_rank) + " " + rest + "\n");
 }
 
 TEST(Preflight, AReportLineIsReadWithItsValuesDecoded) {
-  const auto r = read_probe_report(
+  const auto r = preflight::read_report(
       "HVDRUN_PREFLIGHT host=h1 program=prog%20is%20not%20on%20PATH%20here gpus=8 link=- x\n");
   EXPECT_EQ(r.at("host"), "h1");
   EXPECT_EQ(r.at("program"), "prog is not on PATH here");
   EXPECT_EQ(r.at("gpus"), "8");
   EXPECT_EQ(r.at("link"), "");  // "-": nothing
   EXPECT_FALSE(r.contains("x"));
-  EXPECT_TRUE(read_probe_report("something else").empty());
+  EXPECT_TRUE(preflight::read_report("something else").empty());
 }
 
 // Four hosts of one slot; `rest` per host.
 PreflightVerdict four(const std::array<std::string, 4>& rest, double slack = 0.2) {
   std::vector<PreflightHost> hosts;
-  std::vector<std::map<std::string, std::string>> reports;
+  std::vector<preflight::Report> reports;
   for (int i = 0; i < 4; ++i) {
     const std::string name = "h" + std::to_string(i + 1);
     hosts.push_back({name, 1, {}});
@@ -72,7 +72,7 @@ TEST(Preflight, ASlowLinkOrGemmBeyondTheSlackFailsItsHostAlone) {
 
 TEST(Preflight, AHostShowingFewerGpusThanSlotsFailsInAGpuJob) {
   std::vector<PreflightHost> hosts = {{"a", 8, {}}, {"b", 8, {}}};
-  std::vector<std::map<std::string, std::string>> reports;
+  std::vector<preflight::Report> reports;
   for (int lr = 0; lr < 8; ++lr) {
     reports.push_back(probe("a", lr, lr, lr == 0 ? "program=ok gpus=8 gpu_init=ok" : "program=ok"));
     reports.push_back(
@@ -98,7 +98,7 @@ TEST(Preflight, AGpuThatDoesNotInitialiseFailsItsHost) {
 PreflightVerdict gpu_hosts(const std::array<std::vector<std::string>, 4>& gemm,
                            const std::array<std::string, 4>& nccl) {
   std::vector<PreflightHost> hosts;
-  std::vector<std::map<std::string, std::string>> reports;
+  std::vector<preflight::Report> reports;
   int rank = 0;
   for (std::size_t h = 0; h < 4; ++h) {
     const std::string name = "g" + std::to_string(h + 1);
@@ -223,7 +223,7 @@ TEST(Preflight, AHostWhoseProbesAllreduceSlowlyOverTcpFailsAmongHostsOfAsManySlo
                                                     {"c", "host_gbps=0.9"},
                                                     {"d", "host_gbps=0.8"},
                                                     {"e", "host_ring=one%20slot"}};
-  std::vector<std::map<std::string, std::string>> reports;
+  std::vector<preflight::Report> reports;
   int rank = 0;
   for (const auto& h : hosts) {
     for (int lr = 0; lr < h.slots; ++lr) {
@@ -254,7 +254,7 @@ TEST(Preflight, WithoutGpusAnywhereTheGpuCheckIsNotMade) {
 TEST(Preflight, AnUnreachableHostAMissingProgramAndASilentProbeFail) {
   std::vector<PreflightHost> hosts = {
       {"a", 1, {}}, {"b", 1, "connection refused by SSH host b"}, {"c", 2, {}}, {"d", 1, {}}};
-  std::vector<std::map<std::string, std::string>> reports = {
+  std::vector<preflight::Report> reports = {
       probe("a", 0, 0, kGood),
       probe("c", 1, 0, kGood),  // c's second probe never reported
       probe("d", 3, 0, "program=prog%20is%20not%20on%20PATH%20here gemm_gflops=10"),
