@@ -13,7 +13,7 @@
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/test_hosts.h"
 
 namespace hvdrun::itest {
 namespace {

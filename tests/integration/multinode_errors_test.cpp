@@ -9,7 +9,7 @@
 
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/test_hosts.h"
 
 namespace hvdrun::itest {
 namespace {

@@ -10,7 +10,7 @@
 #include "tests/compat/compat_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/test_hosts.h"
 
 namespace hvdrun::itest {
 namespace {

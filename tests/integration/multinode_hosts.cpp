@@ -6,7 +6,7 @@
 #include <fstream>
 #include <thread>
 
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/test_hosts.h"
 #include "tests/support/proc_file.h"
 
 namespace hvdrun::itest {

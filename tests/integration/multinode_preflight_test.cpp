@@ -16,7 +16,7 @@
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/test_hosts.h"
 #include "tests/support/wait_until.h"
 
 namespace hvdrun::itest {
@@ -42,7 +42,7 @@ TEST(TestHostsPreflight, AHostBehindASlowLinkIsNamedAndTheStaticJobDoesNotStart)
   // Three hosts: the median link is a fast one. A generous slack: the 2 cores that every
   // host shares make the matrix products vary.
   const auto r = run_hvdrun({"-np", "3", "-H", "localhost:1,hvdt-h1:1,hvdt-h2:1", "--preflight",
-                             "--preflight-slack", "60", "sh", "-c", "echo ran"},
+                             "--preflight-slack", "95", "sh", "-c", "echo ran"},
                             home.env(), seconds(90));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 3 hosts in ")) << r.err;
@@ -69,7 +69,7 @@ TEST(TestHostsPreflight, AHostWithoutTheProgramIsLeftOutWithPreflightExclude) {
   std::filesystem::permissions(program, std::filesystem::perms::owner_all);
   // -np 1 goes on the first host, hvdt-h1: it fails, and localhost takes the rank.
   const auto r = run_hvdrun({"-np", "1", "-H", "hvdt-h1:1,localhost:1", "--preflight",
-                             "--preflight-exclude", "--preflight-slack", "60", program.string()},
+                             "--preflight-exclude", "--preflight-slack", "95", program.string()},
                             home.env(), seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(
@@ -88,7 +88,7 @@ TEST(TestHostsPreflight, WithPreflightExcludeEveryHostIsCheckedBeforeItIsUsed) {
   TestHome home;
   const auto r =
       run_hvdrun({"-np", "1", "-H", "hvdt-h1:1,hvdt-h2:1", "--preflight", "--preflight-exclude",
-                  "--preflight-slack", "60", "no-such-program-anywhere"},
+                  "--preflight-slack", "95", "no-such-program-anywhere"},
                  home.env(), seconds(90));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_TRUE(contains(r.err, "hvdrun: preflight of 2 hosts in ")) << r.err;
@@ -102,7 +102,7 @@ TEST(TestHostsPreflight, AHostWhoseAgentCannotStartIsUnreachableAndTheElasticJob
   EXPECT_EQ(hosts::run_script("stop 2"), 0);
   const auto r =
       run_hvdrun({"-np", "2", "--min-np", "1", "--max-np", "2", "-H", "hvdt-h1:1,hvdt-h2:1",
-                  "--preflight", "--preflight-slack", "60", "sh", "-c", "echo ran on $(hostname)"},
+                  "--preflight", "--preflight-slack", "95", "sh", "-c", "echo ran on $(hostname)"},
                  home.env(), seconds(90));
   EXPECT_EQ(hosts::run_script("start 2"), 0);
   EXPECT_EQ(r.status, 0) << r.err;
@@ -198,7 +198,7 @@ void slow_host_joins_after_its_cooldown(bool discovery) {
                                     "3",
                                     "--preflight",
                                     "--preflight-slack",
-                                    "60"};
+                                    "95"};
   if (discovery) {
     for (const std::string& f :
          {std::string("--host-discovery-script"), "cat " + (dir.path / "hosts").string(),

@@ -105,7 +105,9 @@ TEST(PerNode, APreflightChecksEveryNodeThenTheJobRunsOnThem) {
   const int port = free_port();
   auto command = [&](int rank) {
     std::vector<std::string> args = node_command(3, rank, port, secret.path());
-    args.insert(args.begin(), {"--preflight", "--preflight-slack", "60"});
+    // Three nodes on one loaded machine time their matrix products at once: only a node
+    // 95 % below the median fails, so that the test is about the run, not the machine's load.
+    args.insert(args.begin(), {"--preflight", "--preflight-slack", "95"});
     return args;
   };
   HvdrunProcess node1(command(1));
@@ -129,7 +131,7 @@ TEST(PerNode, APreflightChecksEveryNodeThenTheJobRunsOnThem) {
 TEST(PerNode, WithoutAJobAfterTheChecksEveryNodeExitsWithTheirVerdict) {
   const SecretFile secret("shared-secret-of-the-nodes");
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--preflight-only", "60"}, {"--preflight-only", "0"}, {"--preflight", "0"}};
+      {"--preflight-only", "95"}, {"--preflight-only", "0"}, {"--preflight", "0"}};
   for (const auto& test_case : cases) {
     const std::string& flag = test_case.first;  // not bindings: the lambda below captures them
     const std::string& slack = test_case.second;

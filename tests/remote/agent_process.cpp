@@ -1,5 +1,5 @@
 // The test agent as a child process with piped stdio (agent_process.h).
-#include "tests/ssh/agent_process.h"
+#include "tests/remote/agent_process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "launcher/agent/agent_auth.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::launcher::remote {
 namespace {
@@ -109,7 +110,7 @@ TEST(AuthenticatedAcceptor, OneAddressCannotDisplaceAnothers) {
   for (int i = 17; i < 20; ++i) EXPECT_FALSE(closed_within(strangers[i], 100ms)) << i;
   EXPECT_EQ(a.acceptor->unproven(), 4u);
   agent::agent_handshake(other.get(), kSecret, Clock::now() + 10s);
-  for (int i = 0; i < 500 && a.proven.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  hvdrun::test::wait_until([&] { return a.proven.load() != 0; }, std::chrono::seconds(5));
   EXPECT_EQ(a.proven.load(), 1);
   EXPECT_GE(a.displaced.load(), 1);  // logged (the owner limits its lines)
 }
@@ -125,7 +126,7 @@ TEST(AuthenticatedAcceptor, ANewcomerDisplacesTheOldestUnproven) {
   EXPECT_TRUE(closed_within(first, 10s));
   EXPECT_FALSE(closed_within(second, 200ms));
   agent::agent_handshake(third.get(), kSecret, Clock::now() + 10s);  // the newcomer proves
-  for (int i = 0; i < 500 && a.proven.load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  hvdrun::test::wait_until([&] { return a.proven.load() != 0; }, std::chrono::seconds(5));
   EXPECT_EQ(a.proven.load(), 1);
 }
 

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "launcher/agent/agent_protocol.h"
-#include "tests/ssh/agent_process.h"
+#include "tests/remote/agent_process.h"
 
 namespace hvdrun::launcher::agent {
 namespace {

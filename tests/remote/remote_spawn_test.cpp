@@ -22,8 +22,8 @@
 
 #include "common/unique_fd.h"
 #include "launcher/agent/agent_protocol.h"
-#include "tests/ssh/agent_process.h"
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/agent_process.h"
+#include "tests/remote/test_hosts.h"
 
 namespace hvdrun::launcher::remote {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "launcher/ssh/ssh_error.h"
 #include "launcher/ssh/ssh_session.h"
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/test_hosts.h"
 #include "tests/support/files.h"
 
 namespace hvdrun::launcher::ssh {

@@ -1,5 +1,5 @@
 // Test-host helpers (test_hosts.h).
-#include "tests/ssh/test_hosts.h"
+#include "tests/remote/test_hosts.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -12,6 +12,7 @@
 
 #include "hvdrun/error.h"
 #include "tests/rendezvous/test_util.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::rdzv {
 namespace {
@@ -47,7 +48,7 @@ TEST(Handover, SurvivorsAreToldAndRejoinOnTheirConnectionWithNewRanks) {
   EXPECT_EQ(end.end.next, 1u);
   EXPECT_EQ(end.end.kind, EndKind::kBroken);
   EXPECT_EQ(end.end.reason, "rank 0 was killed");
-  for (int i = 0; i < 500 && !clients[1]->generation_end(); ++i) std::this_thread::sleep_for(10ms);
+  hvdrun::test::wait_until([&] { return clients[1]->generation_end(); }, std::chrono::seconds(5));
   ASSERT_TRUE(clients[1]->generation_end());
 
   Assignment a1, a2;

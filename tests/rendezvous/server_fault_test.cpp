@@ -10,6 +10,7 @@
 #include "hvdrun/error.h"
 #include "rendezvous/auth.h"
 #include "tests/rendezvous/test_util.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::rdzv {
 namespace {
@@ -182,10 +183,10 @@ TEST(ServerFaults, SlotThatDropsBeforeCompletionCanJoinAgain) {
     RawConn raw(server.endpoint().port);
     raw.authenticate(kSecret);
     raw.send(Message{0, make_join(0)});
-    for (int i = 0; i < 200 && server.joined() == 0; ++i) std::this_thread::sleep_for(5ms);
+    hvdrun::test::wait_until([&] { return server.joined() != 0; }, std::chrono::seconds(1));
     ASSERT_EQ(server.joined(), 1u);
   }  // the connection drops
-  for (int i = 0; i < 200 && server.joined() == 1; ++i) std::this_thread::sleep_for(5ms);
+  hvdrun::test::wait_until([&] { return server.joined() != 1; }, std::chrono::seconds(1));
   EXPECT_EQ(server.joined(), 0u);
   std::thread second([&] {
     Client c(server.endpoint(), kSecret, kTimeout);
@@ -211,7 +212,7 @@ TEST(ServerFaults, CloseFailsPendingWaits) {
     Client c(server.endpoint(), kSecret, kTimeout);
     EXPECT_THROW(c.join(make_join(0), kTimeout), WorkerFailedError);
   });
-  for (int i = 0; i < 400 && server.joined() == 0; ++i) std::this_thread::sleep_for(5ms);
+  hvdrun::test::wait_until([&] { return server.joined() != 0; }, std::chrono::seconds(2));
   std::this_thread::sleep_for(100ms);  // let the get reach the server
   server.close();
   waiter.join();

@@ -10,6 +10,7 @@
 
 #include "hvdrun/error.h"
 #include "tests/rendezvous/test_util.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::rdzv {
 namespace {
@@ -24,7 +25,7 @@ using test::ServerThread;
 using test::slot_options;
 
 void wait_parked(ServerThread& server, std::size_t n) {
-  for (int i = 0; i < 500 && server.parked_spares() != n; ++i) std::this_thread::sleep_for(10ms);
+  hvdrun::test::wait_until([&] { return server.parked_spares() == n; }, std::chrono::seconds(5));
   ASSERT_EQ(server.parked_spares(), n);
 }
 
@@ -112,7 +113,7 @@ TEST(Spares, ASpareThatDisconnectsIsNoLongerHeld) {
     wait_parked(server, 1);
     joiner.join();
   }
-  for (int i = 0; i < 500 && server.parked_spares() != 0; ++i) std::this_thread::sleep_for(10ms);
+  hvdrun::test::wait_until([&] { return server.parked_spares() == 0; }, std::chrono::seconds(5));
   EXPECT_EQ(server.parked_spares(), 0u);
 }
 
@@ -133,7 +134,7 @@ TEST(Spares, APromotedSpareLeftOutLaterIsNoLongerHeldAsASpare) {
   // Generation 2 has worker 0 alone: the promoted spare re-joins and is told it is no member.
   server.start_generation({Member{0, make_slots(1)[0]}}, Handover::kBroken, "shrink");
   std::thread again([&] { clients[0]->rejoin(make_join(0), kTimeout, kTimeout); });
-  for (int i = 0; i < 500 && !spare.generation_end(); ++i) std::this_thread::sleep_for(10ms);
+  hvdrun::test::wait_until([&] { return spare.generation_end(); }, std::chrono::seconds(5));
   EXPECT_THROW(spare.rejoin(make_join(7), 5s, 5s), NotMemberError);
   again.join();
   EXPECT_EQ(server.parked_spares(), 0u);

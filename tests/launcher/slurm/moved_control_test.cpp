@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/wait_until.h"
+
 namespace hvdrun::launcher {
 namespace {
 
@@ -35,8 +37,7 @@ std::map<std::string, std::string> env_of(const ControlPort& port, const std::st
 }
 
 bool eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 300 && !condition(); ++i) std::this_thread::sleep_for(10ms);
-  return condition();
+  return hvdrun::test::wait_until(condition, std::chrono::seconds(3));
 }
 
 // A plain connection to the port (a stranger's).
