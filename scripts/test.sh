@@ -14,6 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 BUILD_DIR=$build "$root/scripts/build.sh" -DHVDRUN_WERROR=ON -DBUILD_TESTING=ON -DHVDRUN_UNITY_BUILD=ON \
+  -DHVDRUN_WITH_NCCL="${HVDRUN_WITH_NCCL:-AUTO}" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG"
 (cd "$build" && ctest --output-on-failure --timeout 300 -j "$(nproc)")
 "$root/scripts/sanitize.sh" address "$build-asan"
