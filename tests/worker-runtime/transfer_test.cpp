@@ -14,12 +14,12 @@
 
 #include "common/unique_fd.h"
 #include "hvdrun/error.h"
+#include "worker-runtime/tcp/socket.h"
 
 namespace hvdrun::tcp {
 namespace {
 
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 struct Pair {
   UniqueFd ours, theirs;
