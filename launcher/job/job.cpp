@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include <utility>
+
 #include "launcher/output/logging.h"
 #include "launcher/plan/placement.h"
 #include "launcher/workers/worker_env.h"
@@ -29,6 +31,18 @@ horovod::HostUpdate host_update(SlotsChange change) {
                                        : horovod::HostUpdate::kRemoved;
 }
 
+// An elastic job's membership, its first workers (keys are their ranks) in it.
+std::optional<ElasticMembership> first_membership(const JobSpec& spec,
+                                                  const std::vector<Slot>& slots) {
+  if (!spec.elastic_job()) return std::nullopt;
+  std::optional<ElasticMembership> membership(std::in_place, spec.hosts, *spec.elastic.max_np,
+                                              spec.elastic.cooldown_min, spec.elastic.cooldown_max);
+  for (const auto& slot : slots) {
+    membership->add(first_worker(slot), static_cast<std::uint32_t>(slot.rank), slot.rank);
+  }
+  return membership;
+}
+
 }  // namespace
 
 Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
@@ -39,31 +53,29 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       faces_(io, std::move(start.server), std::move(start.horovod), start.slots, *this),
       policy_(make_policy(spec_)),
       generations_(Clock::now(), start.slots.size()),
+      membership_(first_membership(spec_, start.slots)),
       remote_(std::move(start.remote)),
-      children_(io, SIGCHLD),
-      signals_(io, {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}),
-      grace_timer_(io),
-      drain_timer_(io),
       announce_timer_(io),
       elastic_timer_(io),
       cooldown_timer_(io),
       tick_timer_(io),
-      components_(std::move(start.components)),
       dumps_(io, stacks_dir(spec_, start.run_id),
              [this](const std::string& why, Clock::time_point began, std::size_t ranks) {
-               publish(&JobEvents::stacks_collected, why, began, ranks);
+               publisher_.publish(&JobEvents::stacks_collected, why, began, ranks);
              }),
+      publisher_(std::move(start.components), pools_, generations_),
+      spares_({spec_, sink_, environment_, faces_, pools_, workers_,
+               membership_ ? &*membership_ : nullptr, generations_, publisher_, *this, *this},
+              [this] { watch_cooldowns(); }),
+      teardown_(io, spec_, sink_, pools_, workers_, spares_.table(), generations_, dumps_, *this,
+                *this),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank, slot.host);
     workers_.add(first_worker(slot), WorkerKey{static_cast<std::uint32_t>(slot.rank)}, slot);
   }
   next_key_ = static_cast<std::uint32_t>(start.slots.size());
-  if (spec_.elastic_job()) {
-    membership_.emplace(spec_.hosts, *spec_.elastic.max_np, spec_.elastic.cooldown_min,
-                        spec_.elastic.cooldown_max);
-    workers_.for_each(
-        [&](const WorkerRecord& r) { membership_->add(r.id, r.key.value, r.slot().rank); });
+  if (membership_) {
     for (const auto& host : spec_.preflight.cooled) preflight_cooled_.insert(host.name);
     if (!spec_.elastic.discovery_script.empty()) {
       discovery_.emplace(
@@ -90,15 +102,14 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
     launcher_log()->warn("no Python stacks for this job: {}", dumps_.hook_error());
   }
   pools_.set_addresses(start.plan, rdzv);
-  for (const auto& component : components_) component->attached(*this);
+  publisher_.attach(*this);
 }
 
 void Job::launch() {
   warn_if_stdin_not_read();
   launched_ = Clock::now();
   generations_.current().started = launched_;
-  wait_child();
-  signals_.start([this](const SignalEvent& signal) { on_signal(signal); });
+  teardown_.watch_signals();
   watch_progress();
   if (remote_.empty()) {
     start_workers();
@@ -130,7 +141,7 @@ void Job::start_workers() {
   std::vector<WorkerId> ids;
   workers_.for_each([&](const WorkerRecord& r) { ids.push_back(r.id); });
   launch_workers(ids);
-  refill_spares();
+  spares_.refill();
   if (discovery_ && generations_.count() == 1) discovery_->poll();
   if (membership_ && !discovery_ && !preflight_cooled_.empty()) add_preflight_failed_hosts();
 }
@@ -148,19 +159,18 @@ void Job::launch_workers(const std::vector<WorkerId>& ids) {
                             pools_.rendezvous_for(id.host, rank0_host), record.key.value)});
   }
   pools_.start(std::move(launches));
-  publish_started(&JobEvents::workers_started, workers_, ids);
+  publisher_.started(&JobEvents::workers_started, workers_, ids);
 }
 
 void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
-  if (WorkerRecord* spare = spares_.find(id)) {
-    if (spare->end()) return;
-    spares_.set_end(*spare, std::move(end));
-    return spare_ended(*spare);
+  if (spares_.is_spare(id)) {
+    spares_.exited(id, std::move(end));
+    return;
   }
   WorkerRecord* record = workers_.find(id);
   if (!record || record->end()) return;
   workers_.set_end(*record, std::move(end));
-  publish(&JobEvents::worker_ended, worker_event(*record));
+  publisher_.worker(&JobEvents::worker_ended, *record);
   if (host_updates_) host_updates_->forget(record->key.value);
   const WorkerEnded ended{id, *record->end(), record->removed};
   if (record->removed) {  // its slot left the job: however it ended, the job goes on
@@ -223,6 +233,10 @@ void Job::fail_with(WorkerRecord& record) {
   announce_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (!ec && !state_.is(JobState::kFinished)) announce_failure();
   });
+}
+
+void Job::killed_after_grace(std::size_t ranks) {
+  if (outcome_) outcome_->killed_after_grace = ranks;
 }
 
 bool Job::fail(Outcome outcome, const std::string& why) {
@@ -307,8 +321,8 @@ void Job::enter(JobState next) {
     case JobState::kWaitingForSlots:
       break;
     case JobState::kRunning:
-      grace_timer_.cancel();    // a restart's: it must not reach the new generation
-      elastic_timer_.cancel();  // a wait for slots is over
+      teardown_.cancel_grace();  // a restart's: it must not reach the new generation
+      elastic_timer_.cancel();   // a wait for slots is over
       break;
     case JobState::kRestarting:
     case JobState::kTerminating:
@@ -316,15 +330,40 @@ void Job::enter(JobState next) {
       cooldown_timer_.cancel();
       if (discovery_) discovery_->cancel();
       // A restart's workers already have their SIGTERM: its grace period goes on unchanged.
-      if (previous != JobState::kRestarting) stop_workers();
+      if (previous != JobState::kRestarting) {
+        spares_.dismiss();
+        teardown_.stop_workers();
+      }
       break;
     case JobState::kDraining:
-      arm_drain_timer();
+      teardown_.drain();
       break;
     case JobState::kFinished:
       finish();
       break;
   }
+}
+
+// kFinished's entry.
+void Job::finish() {
+  announce_timer_.cancel();
+  elastic_timer_.cancel();
+  cooldown_timer_.cancel();
+  tick_timer_.cancel();
+  dumps_.cancel();
+  if (discovery_) discovery_->cancel();
+  take_samples();  // the last second's (of workers still connected)
+  teardown_.finish();
+  // A per-node start's agents connect again for the run that follows this one, if any (the job
+  // after its preflight) and if this one was not interrupted.
+  pools_.end_job(outcome_exit_status(outcome_),
+                 spec_.per_node.another_run && !teardown_.interrupted_at());
+  pools_.close();  // nothing a worker left behind survives
+  if (spec_.verbose) note("job finished in " + millis_since(launched_));
+  publisher_.generation_ended();
+  publisher_.publish(&JobEvents::collectives_timed, collective_groups_.flush());
+  publisher_.publish(&JobEvents::job_ended);
+  faces_.close();
 }
 
 int Job::exit_status() const {
@@ -334,9 +373,9 @@ int Job::exit_status() const {
 
 void Job::print_summary() const {
   print_outcome_summary(outcome_, sink_);
-  for (const auto& component : components_) component->summarize();
+  publisher_.summarize();
   if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
-  if (const std::string text = spare_ledger_.describe(); !text.empty()) note(text);
+  if (const std::string text = spares_.describe(); !text.empty()) note(text);
 }
 
 std::string Job::incomplete_output() const {

@@ -78,7 +78,7 @@ void Job::start_next_generation() {
   const std::size_t size = members.size();
   start_generation(
       {std::move(members), rdzv::Handover::kRestart, generations_.current().end_reason, {}});
-  publish_generation_end();
+  publisher_.generation_ended();
   generations_.begin(Clock::now(), size);
   start_workers();
 }
@@ -109,7 +109,7 @@ void Job::drop_and_reform(WorkerId id) {
     pools_.signal(other, SIGKILL);
     workers_.erase(other);  // its own report of the loss, when it comes, is ignored
   }
-  if (host_lost) drop_spares_of(id.host);  // lost with it: none of them is promoted
+  if (host_lost) spares_.drop_host(id.host);  // lost with it: none of them is promoted
   const std::string others =
       with_host.empty() ? std::string()
                         : " (and with it " + plural(with_host.size(), "other worker") + ")";
@@ -138,14 +138,13 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   for (const auto& w : membership_->fill(now, limit)) {
     added.push_back(w.id);
     if (w.promoted) {
-      promote_spare(w.id);
+      spares_.promote(w.id);
       promoted.insert(w.id);
       continue;
     }
     started.push_back(w.id);
     workers_.add(w.id, WorkerKey{w.key}, Slot{});
   }
-  next_key_ = membership_->next_key();
   auto members = membership_->next_generation();
   auto survivors = named_survivors(members);
   name_spares(members, promoted, survivors);
@@ -166,11 +165,11 @@ void Job::reform(rdzv::Handover how, const std::string& reason) {
   pools_.rendezvous().size = static_cast<int>(size);
   start_generation({std::move(members), how, reason, std::move(survivors)});
   if (host_updates_) host_updates_->reformed();  // this generation takes every change in
-  publish_generation_end();
+  publisher_.generation_ended();
   generations_.begin(now, size);
   note_generation(how, size, added.size(), promoted.size());
   launch_workers(started);
-  refill_spares();
+  spares_.refill();
   watch_cooldowns();
 }
 
@@ -242,7 +241,7 @@ void Job::watch_cooldowns() {
   cooldown_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || !state_.active()) return;
     membership_->end_cooldowns(Clock::now());  // the ones after this moment get a new wait
-    refill_spares();
+    spares_.refill();
     if (membership_->live() >= static_cast<std::size_t>(*spec_.elastic.max_np)) return;
     if (membership_->free_slots(Clock::now()) == 0) return watch_cooldowns();
     slots_changed(SlotsChange::kAdded, "slots free again after a cooldown");

@@ -34,11 +34,12 @@ void Job::host_ready(std::size_t host, remote::HostReady ready) {
     }
     if (!ready.host_key_note.empty()) note(ready.host_key_note);
   }
-  publish(&JobEvents::host_connected, host, pools_.host_name(host), launched_, ready.local_addr);
+  publisher_.publish(&JobEvents::host_connected, host, pools_.host_name(host), launched_,
+                     ready.local_addr);
   pools_.host_connected(host, std::move(ready));
   if (later) {  // usable from now on; a restart under way takes it in by itself
     membership_->set_reachable(host, true);
-    refill_spares();
+    spares_.refill();
     if (state_.active() && membership_->free_slots(Clock::now()) > 0) {
       slots_changed(SlotsChange::kAdded, "host " + pools_.host_name(host) + " joined");
     }
@@ -153,11 +154,8 @@ void Job::add_preflight_failed_hosts() {
 void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
   const auto change = membership_->update_hosts(hosts);
   take_in(change, hosts);
-  for (const auto& gone : change.removed_spares) {  // told to go; their ends are expected
-    if (WorkerRecord* spare = spares_.find(WorkerKey{gone.key})) spare->removed = true;
-    faces_.dismiss_spare(gone.key, "spare not needed: its slot left the job");
-  }
-  refill_spares();  // a host added may have room for the spares that did not fit
+  for (const auto& gone : change.removed_spares) spares_.slot_removed(gone.key);
+  spares_.refill();  // a host added may have room for the spares that did not fit
   std::string removed;
   for (const auto& gone : change.removed) {
     WorkerRecord* record = workers_.find(WorkerKey{gone.key});
@@ -181,7 +179,7 @@ void Job::on_discovered_hosts(const std::vector<HostSpec>& hosts) {
 // collected first (the lost one's among them: a rank stuck in its own code, or stopped).
 void Job::worker_lost(std::uint32_t key, const std::string& why) {
   if (!state_.active()) return;
-  if (WorkerRecord* spare = spares_.find(WorkerKey{key})) return spare_lost(*spare, why);
+  if (spares_.lost(key, why)) return;
   WorkerRecord* record = workers_.find(WorkerKey{key});
   if (!record || record->end()) return;
   if (!membership_ && state_.is(JobState::kRunning)) {

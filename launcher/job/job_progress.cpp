@@ -22,8 +22,8 @@ void Job::watch_progress() {
   tick_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || state_.is(JobState::kFinished)) return;
     take_samples();
-    if (spares_.running() > 0) check_horovod_spares();
-    publish(&JobEvents::tick);
+    spares_.check_horovod();
+    publisher_.publish(&JobEvents::tick);
     watch_progress();
   });
 }
@@ -33,7 +33,7 @@ void Job::take_samples() {
   if (samples.empty()) return;
   const auto groups =
       collective_groups_.add(std::move(samples), faces_.generation(), faces_.progress().size());
-  publish(&JobEvents::collectives_timed, groups);
+  publisher_.publish(&JobEvents::collectives_timed, groups);
 }
 
 // --exclude-stragglers: the host of a rank persistently the last to arrive cools down and the

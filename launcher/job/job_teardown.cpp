@@ -1,11 +1,12 @@
-// The job's end (job.h): signals to hvdrun, stopping the workers (SIGTERM, grace period,
-// SIGKILL), the drain of their last output, and what is left when the job is finished.
+// The job's end (job_teardown.h): signals to hvdrun, stopping the workers (SIGTERM, grace
+// period, SIGKILL), and the drain of their last output.
+#include "launcher/job/job_teardown.h"
+
 #include <signal.h>
 
 #include <algorithm>
 
 #include "common/duration_text.h"
-#include "launcher/job/job.h"
 #include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {
@@ -19,23 +20,37 @@ constexpr auto kRepeatWindow = std::chrono::milliseconds(100);
 
 }  // namespace
 
-void Job::wait_child() {
-  children_.async_wait([this](const boost::system::error_code& ec, int) {
-    if (ec || state_.is(JobState::kFinished)) return;
-    pools_.reap();
-    if (!state_.is(JobState::kFinished)) wait_child();
-  });
+JobTeardown::JobTeardown(boost::asio::io_context& io, const JobSpec& spec, OutputSink& sink,
+                         WorkerPools& pools, const WorkerTable& workers, const WorkerTable& spares,
+                         GenerationLog& generations, const StackDumps& dumps, JobCore& core,
+                         JobControl& control)
+    : spec_(spec),
+      sink_(sink),
+      pools_(pools),
+      workers_(workers),
+      spares_(spares),
+      generations_(generations),
+      dumps_(dumps),
+      core_(core),
+      control_(control),
+      signals_(io, {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}),
+      grace_timer_(io),
+      drain_timer_(io) {}
+
+void JobTeardown::watch_signals() {
+  signals_.start([this](const SignalEvent& signal) { on_signal(signal); });
 }
 
 // A second signal that ends the job means "now" (SIGKILL to every rank) only when it comes
 // from the terminal or kRepeatWindow after the first: `timeout` and schedulers that signal
 // both hvdrun and its process group deliver one SIGTERM twice at once.
-bool Job::repeated(const SignalEvent& signal) const {
+bool JobTeardown::repeated(const SignalEvent& signal) const {
   return stop_signal_ && !signal.from_kernel() && signal.at - stop_signal_->at < kRepeatWindow;
 }
 
-void Job::on_signal(const SignalEvent& signal) {
-  if (state_.is(JobState::kFinished)) return;
+void JobTeardown::on_signal(const SignalEvent& signal) {
+  const JobStateMachine& state = core_.lifecycle();
+  if (state.is(JobState::kFinished)) return;
   const int signo = signal.signo;
   const auto& forwarded = spec_.forward_signals;
   if (std::find(forwarded.begin(), forwarded.end(), signo) != forwarded.end()) {
@@ -47,63 +62,73 @@ void Job::on_signal(const SignalEvent& signal) {
     return;
   }
   if (signo == SIGQUIT) {  // Ctrl-\: every rank's stack, and the job goes on
-    if (!state_.is(JobState::kRunning)) {
+    if (!state.is(JobState::kRunning)) {
       note(signal.describe() + ": no stacks now, no generation runs");
       return;
     }
-    collect_stacks(signal.describe(), dumps_.suspects().value_or(std::vector<int>{}), nullptr);
+    control_.collect_stacks(signal.describe(), dumps_.suspects().value_or(std::vector<int>{}),
+                            nullptr);
     return;
   }
   if (repeated(signal)) {
     if (spec_.verbose) note(signal.describe() + " again at once: counted once");
     return;
   }
-  interrupted_ = true;
+  interrupt(signal);
+}
+
+// SIGINT, SIGTERM or SIGHUP: the job ends (at once if it was ending already).
+void JobTeardown::interrupt(const SignalEvent& signal) {
+  const JobStateMachine& state = core_.lifecycle();
+  const int signo = signal.signo;
   if (!interrupted_at_) interrupted_at_ = Clock::now();
-  happened(signal_name(signo), {{"from", signal.sender_text()}});
+  control_.happened(signal_name(signo), {{"from", signal.sender_text()}});
   if (!stop_signal_) stop_signal_ = signal;
-  if (state_.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
-    fail(Outcome::interrupted(signo, signal.describe()), {});  // the generation has ended
+  if (state.is(JobState::kDraining)) {  // every worker ended: only leftovers in their groups
+    core_.fail(Outcome::interrupted(signo, signal.describe()), {});  // the generation has ended
     kill_all(SIGKILL);
     pools_.close_streams();  // take what they hold now, whatever the console does
     return;
   }
-  if (state_.is(JobState::kTerminating)) {
+  if (state.is(JobState::kTerminating)) {
     if (!sigkill_sent_) note("second " + signal.describe() + ": killing every rank now");
     kill_all(SIGKILL);
     return;
   }
-  fail(Outcome::interrupted(signo, signal.describe()), "interrupted (" + signal_name(signo) + ")");
-  if (state_.is(JobState::kConnecting)) {
+  core_.fail(Outcome::interrupted(signo, signal.describe()),
+             "interrupted (" + signal_name(signo) + ")");
+  if (state.is(JobState::kConnecting)) {
     note("interrupted (" + signal_name(signo) + ") while connecting to the hosts" +
          (signal.sender_text().empty() ? "" : "; sent by " + signal.sender_text()));
-    enter(JobState::kFinished);
+    core_.enter(JobState::kFinished);
     return;
   }
-  if (state_.is(JobState::kRestarting)) {
+  if (state.is(JobState::kRestarting)) {
     generations_.current().end_reason += "; then " + signal_name(signo);
   }
+  const std::size_t running = core_.running();
   std::string details;
-  if (running() > 0) details = ", grace period " + describe_duration(spec_.grace_period);
+  if (running > 0) details = ", grace period " + describe_duration(spec_.grace_period);
   if (const auto from = signal.sender_text(); !from.empty()) details += "; sent by " + from;
-  note("interrupted (" + signal_name(signo) + "), terminating " + plural(running(), "rank") +
+  note("interrupted (" + signal_name(signo) + "), terminating " + plural(running, "rank") +
        details);
-  if (dumps_.suspects() && state_.is(JobState::kRunning)) {  // the stall, before it goes
-    collect_stacks("interrupted during a stall", *dumps_.suspects(), [this] {
-      if (!state_.is(JobState::kRunning)) return;  // a second signal meanwhile
-      terminate();
-      maybe_finish();
+  if (dumps_.suspects() && state.is(JobState::kRunning)) {  // the stall, before it goes
+    control_.collect_stacks("interrupted during a stall", *dumps_.suspects(), [this] {
+      if (!core_.lifecycle().is(JobState::kRunning)) return;  // a second signal meanwhile
+      core_.terminate();
+      core_.maybe_finish();
     });
     return;
   }
-  terminate();
-  maybe_finish();
+  core_.terminate();
+  core_.maybe_finish();
 }
 
 // A signal in --forward-signals goes to every running worker, on every host; the job goes on.
-void Job::forward_signal(const SignalEvent& signal) {
-  const std::size_t ranks = running();
-  if (ranks == 0 || state_.is(JobState::kTerminating) || state_.is(JobState::kDraining)) {
+void JobTeardown::forward_signal(const SignalEvent& signal) {
+  const std::size_t ranks = core_.running();
+  const JobStateMachine& state = core_.lifecycle();
+  if (ranks == 0 || state.is(JobState::kTerminating) || state.is(JobState::kDraining)) {
     signal_notes_.note(signal_name(signal.signo) + " not forwarded",
                        signal.describe() + " not forwarded: no rank runs");
     return;
@@ -115,7 +140,7 @@ void Job::forward_signal(const SignalEvent& signal) {
       if (!r.end()) pools_.signal(r.id, signal.signo);
     });
   }
-  happened("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
+  control_.happened("forwarded " + signal_name(signal.signo), {{"from", signal.sender_text()}});
   signal_notes_.note("forwarded " + signal_name(signal.signo),
                      "forwarded " + signal.describe() + " to " + plural(ranks, "rank"));
 }
@@ -125,8 +150,7 @@ void Job::forward_signal(const SignalEvent& signal) {
 // hvdrun's step, this machine's workers too, and of the steps of srun's agents: they have it
 // once, and the grace period is theirs to save. Workers on SSH hosts are in no step: they get
 // it from hvdrun.
-void Job::stop_workers() {
-  dismiss_spares();
+void JobTeardown::stop_workers() {
   if (stop_signal_ && stop_signal_->signo == SIGTERM && stop_signal_->from_step_daemon()) {
     const bool agents_have_it = spec_.launcher == JobSpec::Launcher::kSlurm;
     note(std::string("the scheduler signalled this machine's ranks") +
@@ -147,17 +171,19 @@ void Job::stop_workers() {
   const std::size_t generation = generations_.count();
   grace_timer_.expires_after(spec_.grace_period);
   grace_timer_.async_wait([this, generation](const boost::system::error_code& ec) {
-    if (ec || state_.is(JobState::kFinished) || generation != generations_.count()) return;
-    if (const std::size_t left = running()) {
+    if (ec || core_.lifecycle().is(JobState::kFinished) || generation != generations_.count()) {
+      return;
+    }
+    if (const std::size_t left = core_.running()) {
       note("grace period of " + describe_duration(spec_.grace_period) + " over: killing " +
            plural(left, "rank") + " with SIGKILL");
-      if (outcome_) outcome_->killed_after_grace = left;
+      core_.killed_after_grace(left);
     }
     kill_all(SIGKILL);
   });
 }
 
-void Job::kill_all(int signo) {
+void JobTeardown::kill_all(int signo) {
   if (signo == SIGKILL) sigkill_sent_ = true;
   pools_.signal_all(signo);
 }
@@ -168,11 +194,11 @@ void Job::kill_all(int signo) {
 // output is through (its agent bounds the wait for leftovers), or with its SSH session; it
 // gets kRemoteDrainTimeout while the console takes output (a host that stopped answering may
 // take many minutes to be noticed), and after a signal it is not waited for either.
-void Job::arm_drain_timer() {
+void JobTeardown::arm_drain_timer() {
   drain_timer_.expires_after(kDrainTimeout);
   drain_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || state_.is(JobState::kFinished)) return;
-    if (interrupted_) return pools_.close_streams();
+    if (ec || core_.lifecycle().is(JobState::kFinished)) return;
+    if (interrupted_at_) return pools_.close_streams();
     if (sink_.console().any_paused()) return arm_drain_timer();
     pools_.close_local_streams();
     if (pools_.open_remote_streams() == 0) return;
@@ -182,32 +208,11 @@ void Job::arm_drain_timer() {
   });
 }
 
-// kFinished's entry: stop every timer and signal watch, leave nothing behind, close the
-// rendezvous.
-void Job::finish() {
+void JobTeardown::finish() {
   grace_timer_.cancel();
   drain_timer_.cancel();
-  announce_timer_.cancel();
-  elastic_timer_.cancel();
-  cooldown_timer_.cancel();
-  tick_timer_.cancel();
-  dumps_.cancel();
-  if (discovery_) discovery_->cancel();
-  take_samples();  // the last second's (of workers still connected)
   signal_notes_.flush();
-  boost::system::error_code ignored;
-  children_.clear(ignored);  // restores the default dispositions
-  children_.cancel(ignored);
   signals_.close();
-  // A per-node start's agents connect again for the run that follows this one, if any (the job
-  // after its preflight) and if this one was not interrupted.
-  pools_.end_job(outcome_exit_status(outcome_), spec_.per_node.another_run && !interrupted_at_);
-  pools_.close();  // nothing a worker left behind survives
-  if (spec_.verbose) note("job finished in " + millis_since(launched_));
-  publish_generation_end();
-  publish(&JobEvents::collectives_timed, collective_groups_.flush());
-  publish(&JobEvents::job_ended);
-  faces_.close();
 }
 
 }  // namespace hvdrun::launcher

@@ -1,6 +1,8 @@
 // The job's worker pools and hosts (worker_pools.h).
 #include "launcher/workers/worker_pools.h"
 
+#include <signal.h>
+
 #include "launcher/output/logging.h"
 #include "launcher/spec/local_host.h"
 
@@ -22,7 +24,18 @@ WorkerPools::WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watch
                 events_.worker_exited(id, std::move(end));
               },
               [this](const WorkerId& id) { events_.stream_closed(id); }},
-             spec.command, spec.verbose, &rank_zero_stdin_) {}
+             spec.command, spec.verbose, &rank_zero_stdin_),
+      children_(io, SIGCHLD) {
+  watch_children();
+}
+
+void WorkerPools::watch_children() {
+  children_.async_wait([this](const boost::system::error_code& ec, int) {
+    if (ec || closed_) return;
+    local_.reap();
+    if (!closed_) watch_children();  // a worker's end may have ended the job
+  });
+}
 
 void WorkerPools::set_addresses(const AddressPlan& plan, const RendezvousInfo& rendezvous) {
   plan_ = plan;
@@ -148,6 +161,10 @@ void WorkerPools::close_remote_streams() {
 }
 
 void WorkerPools::close() {
+  closed_ = true;
+  boost::system::error_code ignored;
+  children_.clear(ignored);  // restores the default disposition
+  children_.cancel(ignored);
   rank_zero_stdin_.close();
   for (WorkerPool* pool : pools()) pool->close();
 }

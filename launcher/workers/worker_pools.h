@@ -7,6 +7,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -93,10 +94,9 @@ class WorkerPools {
   void close_streams();
   void close_local_streams();
   void close_remote_streams();
-  // The job is over: nothing a worker left behind survives.
+  // The job is over: nothing a worker left behind survives, no exit is collected any more
+  // and SIGCHLD has its default disposition again.
   void close();
-  // Local SIGCHLD: collect the exits.
-  void reap() { local_.reap(); }
   // This machine's workers that have not ended, with their pids.
   std::vector<std::pair<WorkerId, pid_t>> local_pids() const { return local_.running_pids(); }
   // Has every remote host's agent collect its running workers' stacks; the workers whose
@@ -118,6 +118,8 @@ class WorkerPools {
   std::vector<WorkerPool*> pools();
   std::vector<const WorkerPool*> pools() const;
   RemoteWorkers::Callbacks remote_callbacks();
+  // This machine's workers' exits, collected at each SIGCHLD until close().
+  void watch_children();
 
   boost::asio::io_context& io_;
   const JobSpec& spec_;
@@ -134,6 +136,8 @@ class WorkerPools {
   std::optional<std::size_t> local_host_;           // the host that is this machine, once known
   RankZeroStdin rank_zero_stdin_;
   LocalWorkers local_;
+  boost::asio::signal_set children_;  // SIGCHLD
+  bool closed_ = false;
   std::unique_ptr<RemoteWorkers> remote_;  // last: its events use the members above
 };
 

@@ -1,0 +1,38 @@
+// JobCore: the job's lifecycle as the job's own parts see it (its teardown, its spare pool):
+// the state and the outcome, and the only moves that change them. Parts never keep a copy of
+// either. io thread only.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "launcher/job/job_outcome.h"
+#include "launcher/job/job_state.h"
+
+namespace hvdrun::launcher {
+
+class JobCore {
+ public:
+  virtual const JobStateMachine& lifecycle() const = 0;
+  virtual const std::optional<Outcome>& outcome() const = 0;
+  // Workers of the generation not ended yet (none before the first starts).
+  virtual std::size_t running() const = 0;
+  // The one way the job's outcome is set: the first failure (or interruption) is the job's,
+  // and the current generation ends for `why` unless something else ended it; false (nothing
+  // changed) once the job has an outcome.
+  virtual bool fail(Outcome outcome, const std::string& why) = 0;
+  // An interrupted job's ranks that were still running when the grace period ended.
+  virtual void killed_after_grace(std::size_t ranks) = 0;
+  // The one place the job's state changes, with each state's entry actions.
+  virtual void enter(JobState next) = 0;
+  // Every rank is told to stop (a running or restarting job ends); then whatever the job's
+  // state now allows next (the drain, the end).
+  virtual void terminate() = 0;
+  virtual void maybe_finish() = 0;
+
+ protected:
+  ~JobCore() = default;
+};
+
+}  // namespace hvdrun::launcher
