@@ -224,7 +224,7 @@ TEST(Slurm, APreflightChecksEveryNodeAndCtrlCThenReachesTheMovedJob) {
   TempDir dir;
   HvdrunProcess job(
       "/usr/bin/salloc",
-      {"-N", "3", "-n", "3", HVDRUN_BINARY, "--preflight", "--preflight-slack", "60", "/bin/sh",
+      {"-N", "3", "-n", "3", HVDRUN_BINARY, "--preflight", "--preflight-slack", "95", "/bin/sh",
        "-c", "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec sleep 60"},
       slurm_env(), "/dev/null");
   ASSERT_EQ(wait_for_pids(dir.path, 3, seconds(40)).size(), 3u);
