@@ -6,6 +6,8 @@
 
 #include <utility>
 
+#include "launcher/job/elastic_members.h"
+#include "launcher/job/static_membership.h"
 #include "launcher/output/logging.h"
 #include "launcher/plan/placement.h"
 #include "launcher/workers/worker_env.h"
@@ -13,34 +15,12 @@
 namespace hvdrun::launcher {
 namespace {
 
-// How long an elastic Horovod rank 0's notification service has for each of its addresses,
-// and how often a host change is sent again until the workers take it in.
-constexpr auto kNotificationTimeout = std::chrono::seconds(5);
-constexpr auto kNotificationResend = std::chrono::seconds(1);
-
 // Where the ranks' stack files go: beside their output (--output-filename), else a directory
 // of the job's own under $TMPDIR (kept after the job: the files are what is left of a hang).
 std::filesystem::path stacks_dir(const JobSpec& spec, const std::string& run_id) {
   if (spec.output_dir) return std::filesystem::path(*spec.output_dir) / "stacks";
   std::error_code ec;
   return std::filesystem::temp_directory_path(ec) / (run_id + "-stacks");
-}
-
-horovod::HostUpdate host_update(SlotsChange change) {
-  return change == SlotsChange::kAdded ? horovod::HostUpdate::kAdded
-                                       : horovod::HostUpdate::kRemoved;
-}
-
-// An elastic job's membership, its first workers (keys are their ranks) in it.
-std::optional<ElasticMembership> first_membership(const JobSpec& spec,
-                                                  const std::vector<Slot>& slots) {
-  if (!spec.elastic_job()) return std::nullopt;
-  std::optional<ElasticMembership> membership(std::in_place, spec.hosts, *spec.elastic.max_np,
-                                              spec.elastic.cooldown_min, spec.elastic.cooldown_max);
-  for (const auto& slot : slots) {
-    membership->add(first_worker(slot), static_cast<std::uint32_t>(slot.rank), slot.rank);
-  }
-  return membership;
 }
 
 }  // namespace
@@ -53,40 +33,27 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       faces_(io, std::move(start.server), std::move(start.horovod), start.slots, *this),
       policy_(make_policy(spec_)),
       generations_(Clock::now(), start.slots.size()),
-      membership_(first_membership(spec_, start.slots)),
       remote_(std::move(start.remote)),
       announce_timer_(io),
-      elastic_timer_(io),
-      cooldown_timer_(io),
       tick_timer_(io),
       dumps_(io, stacks_dir(spec_, start.run_id),
              [this](const std::string& why, Clock::time_point began, std::size_t ranks) {
                publisher_.publish(&JobEvents::stacks_collected, why, began, ranks);
              }),
       publisher_(std::move(start.components), pools_, generations_),
-      spares_({spec_, sink_, environment_, faces_, pools_, workers_,
-               membership_ ? &*membership_ : nullptr, generations_, publisher_, *this, *this},
-              [this] { watch_cooldowns(); }),
+      membership_(spec_.elastic_job()
+                      ? std::unique_ptr<Membership>(std::make_unique<ElasticMembers>(
+                            io, parts(), spares_, start.slots, watchdog, start.local_hosts,
+                            start.alias_note))
+                      : std::make_unique<StaticMembership>(
+                            parts(), static_cast<std::uint32_t>(start.slots.size()))),
+      spares_(parts(), membership_->elastic(), [this] { membership_->spares_short(); }),
       teardown_(io, spec_, sink_, pools_, workers_, spares_.table(), generations_, dumps_, *this,
                 *this),
       pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank, slot.host);
     workers_.add(first_worker(slot), WorkerKey{static_cast<std::uint32_t>(slot.rank)}, slot);
-  }
-  next_key_ = static_cast<std::uint32_t>(start.slots.size());
-  if (membership_) {
-    for (const auto& host : spec_.preflight.cooled) preflight_cooled_.insert(host.name);
-    if (!spec_.elastic.discovery_script.empty()) {
-      discovery_.emplace(
-          io, watchdog, spec_.elastic, environment, start.local_hosts, start.alias_note,
-          [this] { return state_.active(); },
-          [this](std::vector<HostSpec> hosts) { on_discovered_hosts(hosts); });
-    }
-    if (spec_.survivors_reform()) {
-      host_updates_.emplace(io, kNotificationTimeout, kNotificationResend,
-                            [](const std::string& line) { note(line); });
-    }
   }
   RendezvousInfo rdzv;
   rdzv.addr = start.plan.fixed;
@@ -105,6 +72,11 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   publisher_.attach(*this);
 }
 
+JobParts Job::parts() {
+  return {spec_,        sink_,      environment_, faces_, pools_, workers_,
+          generations_, publisher_, *policy_,     *this,  *this};
+}
+
 void Job::launch() {
   warn_if_stdin_not_read();
   launched_ = Clock::now();
@@ -120,15 +92,11 @@ void Job::launch() {
 
 JobFacts Job::facts() const {
   JobFacts facts;
-  facts.live = membership_ ? membership_->live() : workers_.running();
+  membership_->describe(facts);
   facts.newcomers_running = workers_.running_newcomers();
   facts.members_running = workers_.running() - facts.newcomers_running;
   facts.waiting_for_slots = state_.is(JobState::kWaitingForSlots);
   facts.winding_down = workers_.any_finished();
-  if (host_updates_) {
-    facts.host_update_pending = host_updates_->pending();
-    facts.host_update_reason = host_updates_->pending_reason();
-  }
   return facts;
 }
 
@@ -142,8 +110,7 @@ void Job::start_workers() {
   workers_.for_each([&](const WorkerRecord& r) { ids.push_back(r.id); });
   launch_workers(ids);
   spares_.refill();
-  if (discovery_ && generations_.count() == 1) discovery_->poll();
-  if (membership_ && !discovery_ && !preflight_cooled_.empty()) add_preflight_failed_hosts();
+  if (generations_.count() == 1) membership_->started();
 }
 
 void Job::launch_workers(const std::vector<WorkerId>& ids) {
@@ -171,11 +138,11 @@ void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
   if (!record || record->end()) return;
   workers_.set_end(*record, std::move(end));
   publisher_.worker(&JobEvents::worker_ended, *record);
-  if (host_updates_) host_updates_->forget(record->key.value);
   const WorkerEnded ended{id, *record->end(), record->removed};
   if (record->removed) {  // its slot left the job: however it ended, the job goes on
     note("rank " + std::to_string(record->slot().rank) + " (host " + record->slot().host +
          ") left the job with its slot: " + record->end()->what_happened());
+    membership_->worker_ended(*record);
     workers_.erase(id);
     if (state_.active() && !outcome_) carry_out(policy_->worker_ended(ended, facts()), nullptr);
     maybe_finish();
@@ -183,7 +150,7 @@ void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
   }
   // Ends after the generation was told to stop are expected, not failures.
   const Action action = state_.active() ? policy_->worker_ended(ended, facts()) : Action{};
-  if (membership_ && ended.end.success()) membership_->remove(record->key.value);  // finished
+  membership_->worker_ended(*record);
   carry_out(action, record);
   maybe_finish();
 }
@@ -202,17 +169,12 @@ void Job::carry_out(const Action& action, WorkerRecord* ended) {
       if (ended) return restart(*ended);
       return restart_for(action.reason);
     case Action::Kind::kReform:
-      if (ended) return drop_and_reform(ended->id);
-      return reform(action.how, action.reason);
+      return membership_->reform(ended ? &ended->id : nullptr, action.how, action.reason);
     case Action::Kind::kFinishJob:
       generations_.end_reason_if_none("every rank that took part exited 0");
       return terminate();
     case Action::Kind::kNotifyRankZero:
-      // No rank 0 runs: the next generation, whatever ends this one, takes the change in.
-      if (const WorkerRecord* rank0 = workers_.rank_zero(true); rank0 && host_updates_) {
-        host_updates_->changed(host_update(action.change), action.reason, rank0->key.value);
-      }
-      return;
+      return membership_->notify_rank_zero(action.change, action.reason);
   }
 }
 
@@ -322,13 +284,11 @@ void Job::enter(JobState next) {
       break;
     case JobState::kRunning:
       teardown_.cancel_grace();  // a restart's: it must not reach the new generation
-      elastic_timer_.cancel();   // a wait for slots is over
+      membership_->running();    // a wait for slots is over
       break;
     case JobState::kRestarting:
     case JobState::kTerminating:
-      elastic_timer_.cancel();
-      cooldown_timer_.cancel();
-      if (discovery_) discovery_->cancel();
+      membership_->stop();
       // A restart's workers already have their SIGTERM: its grace period goes on unchanged.
       if (previous != JobState::kRestarting) {
         spares_.dismiss();
@@ -347,11 +307,9 @@ void Job::enter(JobState next) {
 // kFinished's entry.
 void Job::finish() {
   announce_timer_.cancel();
-  elastic_timer_.cancel();
-  cooldown_timer_.cancel();
   tick_timer_.cancel();
   dumps_.cancel();
-  if (discovery_) discovery_->cancel();
+  membership_->stop();
   take_samples();  // the last second's (of workers still connected)
   teardown_.finish();
   // A per-node start's agents connect again for the run that follows this one, if any (the job

@@ -2,10 +2,10 @@
 // lifecycle (JobStateMachine, changed through JobCore); the workers in one WorkerTable and the
 // generations in one GenerationLog. It reports each event (a worker's end, a host lost, slots
 // changed, Horovod workers asking to re-form) to the job's Policy and carries out the Action it
-// gets back; elastic jobs keep their members in an ElasticMembership. Its parts own the rest:
-// JobTeardown (signals, stopping the workers, the drain), SparePool (warm spares),
-// JobPublisher (the components). The rendezvous faces are built first, in its constructor, and
-// report to it through RendezvousEvents; the worker pools report through PoolEvents. Lives on
+// gets back. Its parts own the rest: the Membership (who the next generation's workers are:
+// static or elastic), JobTeardown (signals, stopping the workers, the drain), SparePool (warm
+// spares), JobPublisher (the components). The rendezvous faces are built first, in its constructor,
+// and report to it through RendezvousEvents; the worker pools report through PoolEvents. Lives on
 // run_job's stack around io_context::run(); io thread only.
 #pragma once
 
@@ -16,23 +16,21 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "launcher/discovery/discovery_poller.h"
-#include "launcher/horovod/updates/host_updates.h"
 #include "launcher/job/collective_groups.h"
 #include "launcher/job/generation_log.h"
 #include "launcher/job/job_core.h"
 #include "launcher/job/job_events.h"
 #include "launcher/job/job_outcome.h"
+#include "launcher/job/job_parts.h"
 #include "launcher/job/job_publisher.h"
 #include "launcher/job/job_state.h"
 #include "launcher/job/job_teardown.h"
+#include "launcher/job/membership.h"
 #include "launcher/job/spare_pool.h"
 #include "launcher/job/worker_table.h"
-#include "launcher/plan/elastic_membership.h"
 #include "launcher/policy/policy.h"
 #include "launcher/servers/rendezvous_faces.h"
 #include "launcher/spec/local_host.h"
@@ -95,15 +93,25 @@ class Job final : private RendezvousEvents,
   void horovod_in_use(const std::string& peer) override;
   bool horovod_reform_asked(std::size_t waiting) override;
   void horovod_registered(const std::string& name,
-                          horovod::WorkerRegistration registration) override;
+                          horovod::WorkerRegistration registration) override {
+    membership_->horovod_registered(name, std::move(registration));
+  }
   bool is_job_host(const std::string& address) const override {
     return pools_.is_host_address(address);
   }
-  // JobControl (its components' requests)
+  // PoolEvents
+  void host_ready(std::size_t host, remote::HostReady ready) override;
+  void host_failed(std::size_t host, const remote::HostFailed& failed) override;
+  void worker_exited(const WorkerId& id, ProcessEnd end) override;
+  void stream_closed(const WorkerId& id) override;
+  void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
+  // JobControl (its components' requests; job_progress.cpp)
   bool generation_running() const override { return state_.is(JobState::kRunning); }
   std::uint32_t generation() const override { return faces_.generation(); }
   std::vector<rdzv::MemberProgress> progress() const override { return faces_.progress(); }
-  bool straggler_found(std::uint32_t key, const std::string& verdict) override;
+  bool straggler_found(std::uint32_t key, const std::string& verdict) override {
+    return membership_->straggler_found(key, verdict);
+  }
   void limit_reached(Limit limit, const std::string& reason) override;
   bool end_job(const std::string& why) override;
   void collect_stacks(const std::string& why, const std::vector<int>& culprits,
@@ -112,12 +120,6 @@ class Job final : private RendezvousEvents,
   void happened(const std::string& what, const Args& args) override {
     publisher_.publish(&JobEvents::happened, what, args);
   }
-  // PoolEvents
-  void host_ready(std::size_t host, remote::HostReady ready) override;
-  void host_failed(std::size_t host, const remote::HostFailed& failed) override;
-  void worker_exited(const WorkerId& id, ProcessEnd end) override;
-  void stream_closed(const WorkerId& id) override;
-
   // JobCore (its parts' view of the lifecycle)
   const JobStateMachine& lifecycle() const override { return state_; }
   const std::optional<Outcome>& outcome() const override { return outcome_; }
@@ -127,46 +129,29 @@ class Job final : private RendezvousEvents,
   void enter(JobState next) override;
   void terminate() override;
   void maybe_finish() override;
+  JobFacts facts() const override;
+  void carry_out(const Action& action) override { carry_out(action, nullptr); }
+  void start_workers() override;
+  void launch_workers(const std::vector<WorkerId>& ids) override;
 
-  // job.cpp: the lifecycle.
-  JobFacts facts() const;
-  void start_workers();
-  void launch_workers(const std::vector<WorkerId>& ids);
+  // What the job's parts work with.
+  JobParts parts();
+  // job.cpp: the lifecycle. `ended`: the worker whose end the action answers (null: none).
   void carry_out(const Action& action, WorkerRecord* ended);
   void fail_with(WorkerRecord& record);
   void fail_for(const std::string& reason);
   void announce_failure();
-  // kFinished's entry: every timer stopped, nothing left behind, the rendezvous closed.
   void finish();
-  // job_generations.cpp: restarts and re-formations.
+  // job_generations.cpp: restarts (the membership makes the next generation).
   void restart(const WorkerRecord& failed);
   void restart_for(const std::string& reason);
   void start_next_generation();
-  void drop_and_reform(WorkerId id);  // by value: its record goes
-  void reform(rdzv::Handover how, const std::string& reason);
-  void wait_for_slots(const std::string& reason);
-  void watch_cooldowns();
-  void slots_changed(SlotsChange change, const std::string& reason);
-  void take_ranks(const std::vector<rdzv::Member>& members);
-  std::map<std::string, Slot> named_survivors(const std::vector<rdzv::Member>& members);
-  void name_spares(const std::vector<rdzv::Member>& members, const std::set<WorkerId>& promoted,
-                   std::map<std::string, Slot>& survivors);
-  // "generation 3: 4 workers, 1 of them new (1 a warm spare)"
-  void note_generation(rdzv::Handover how, std::size_t size, std::size_t added,
-                       std::size_t promoted);
-  std::uint16_t start_generation(GenerationStart start);
   // job_progress.cpp: every second, the members' timed collectives told to the components,
-  // then their tick; a straggler's host leaving the job; the ranks' stacks (stack_dumps.h).
+  // then their tick.
   void watch_progress();
   void take_samples();
-  void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
-  // job_hosts.cpp: hosts that connect, fail or are discovered.
-  bool start_without_host(std::size_t host, const std::string& why);
+  // job_hosts.cpp: hosts that connect or fail, a worker whose host stopped answering.
   void kill_lost(std::uint32_t key, const std::string& why);
-  void on_discovered_hosts(const std::vector<HostSpec>& hosts);
-  void take_in(const ElasticMembership::HostsChange& change, const std::vector<HostSpec>& hosts);
-  void add_preflight_failed_hosts();
-  void cool_after_preflight(std::size_t host);
   void warn_if_stdin_not_read() const;
 
   const JobSpec& spec_;
@@ -177,27 +162,21 @@ class Job final : private RendezvousEvents,
   WorkerTable workers_;  // the current generation's
   GenerationLog generations_;
   JobStateMachine state_;
-  std::optional<ElasticMembership> membership_;       // elastic jobs only
-  std::optional<horovod::HostUpdates> host_updates_;  // elastic jobs whose survivors re-form
-  std::uint32_t next_key_ = 0;       // HVDRUN_SLOT of the next worker started (static jobs)
-  std::vector<std::size_t> remote_;  // remote hosts at the start
-  std::size_t failed_hosts_ = 0;     // of the remote hosts at the start (elastic jobs)
-  std::vector<std::pair<std::string, std::string>> unusable_hosts_;  // host, why
-  std::set<std::string> preflight_cooled_;  // failed preflight, not discovered yet: cool down
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
+  std::vector<std::size_t> remote_;  // remote hosts at the start
+  std::size_t failed_hosts_ = 0;     // of them, those the job started without
+  std::vector<std::pair<std::string, std::string>> unusable_hosts_;  // host, why
   bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
-  boost::asio::steady_timer elastic_timer_;   // --elastic-timeout while below --min-np
-  boost::asio::steady_timer cooldown_timer_;  // the next end of a host's cooldown
   boost::asio::steady_timer tick_timer_;      // every second: the members' collectives, the tick
   CollectiveGroups collective_groups_;        // the members' timed collectives, by collective
   StackDumps dumps_;                          // the ranks' stacks, on demand
-  std::optional<DiscoveryPoller> discovery_;  // --host-discovery-script only
   JobPublisher publisher_;                    // the components: told of every event
-  SparePool spares_;
-  JobTeardown teardown_;
-  WorkerPools pools_;  // last: its events use the members above
+  std::unique_ptr<Membership> membership_;    // who the next generation's workers are
+  SparePool spares_;                          // warm spares (elastic jobs)
+  JobTeardown teardown_;                      // signals, stopping the workers, the drain
+  WorkerPools pools_;                         // last: its events use the members above
 };
 
 }  // namespace hvdrun::launcher

@@ -1,14 +1,17 @@
-// JobCore: the job's lifecycle as the job's own parts see it (its teardown, its spare pool):
-// the state and the outcome, and the only moves that change them. Parts never keep a copy of
-// either. io thread only.
+// JobCore: the job's lifecycle as the job's own parts see it (its teardown, spare pool and
+// membership): the state and the outcome, the only moves that change them, and the policy's
+// actions carried out. Parts never keep a copy of either. io thread only.
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_state.h"
+#include "launcher/plan/worker_id.h"
+#include "launcher/policy/policy.h"
 
 namespace hvdrun::launcher {
 
@@ -30,6 +33,14 @@ class JobCore {
   // state now allows next (the drain, the end).
   virtual void terminate() = 0;
   virtual void maybe_finish() = 0;
+  // What the policy is told with each event.
+  virtual JobFacts facts() const = 0;
+  // The one place a policy's action is carried out (for no worker's end).
+  virtual void carry_out(const Action& action) = 0;
+  // The first generation (or a restart's) starts: every worker of the table, then the spares.
+  virtual void start_workers() = 0;
+  // Workers of the table (new to it) start, told to the components.
+  virtual void launch_workers(const std::vector<WorkerId>& ids) = 0;
 
  protected:
   ~JobCore() = default;

@@ -47,26 +47,9 @@ void Job::horovod_in_use(const std::string& peer) {
   if (const std::string text = policy_->horovod_in_use(peer); !text.empty()) note(text);
 }
 
-// A worker registers once, under the name its environment gave it at its start (it asks for a
-// new place only after registering).
-void Job::horovod_registered(const std::string& name, horovod::WorkerRegistration registration) {
-  if (!host_updates_) return;
-  if (WorkerRecord* record = workers_.unregistered(name)) {
-    record->horovod_registered = true;
-    host_updates_->registered(record->key.value, std::move(registration));
-    return;
-  }
-  launcher_log()->info(
-      "Horovod worker {} registered its notification service, but no running worker started "
-      "under that name has not registered yet: it is not told of host changes",
-      name);
-}
-
 bool Job::horovod_reform_asked(std::size_t waiting) {
-  if (!membership_ || !state_.is(JobState::kRunning) || outcome_) return false;
-  const Action action = policy_->reform_asked(waiting, facts());
-  carry_out(action, nullptr);
-  return action.kind == Action::Kind::kReform;
+  if (!state_.is(JobState::kRunning) || outcome_) return false;
+  return membership_->reform_asked(waiting);
 }
 
 }  // namespace hvdrun::launcher

@@ -11,39 +11,21 @@
 #include <map>
 #include <string>
 
-#include "launcher/job/generation_log.h"
-#include "launcher/job/job_control.h"
-#include "launcher/job/job_core.h"
-#include "launcher/job/job_publisher.h"
+#include "launcher/job/job_parts.h"
 #include "launcher/job/spare_ledger.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/plan/elastic_membership.h"
-#include "launcher/servers/rendezvous_faces.h"
-#include "launcher/spec/job_spec.h"
-#include "launcher/workers/worker_pools.h"
 
 namespace hvdrun::launcher {
 
 class SparePool {
  public:
-  // What the pool works with: the job's, outliving it. `membership`: null in a job that does
-  // not re-form (it has no spares).
-  struct Parts {
-    const JobSpec& spec;
-    OutputSink& sink;
-    const std::map<std::string, std::string>& environment;
-    RendezvousFaces& faces;
-    WorkerPools& pools;
-    WorkerTable& workers;  // the generation's: a promoted spare joins it
-    ElasticMembership* membership;
-    const GenerationLog& generations;
-    JobPublisher& publisher;
-    JobCore& core;
-    JobControl& control;
-  };
-  // `short_of_slots`: fewer spares wait than --spares (a host's cooldown may end that).
-  SparePool(Parts parts, std::function<void()> short_of_slots)
-      : parts_(parts), short_of_slots_(std::move(short_of_slots)) {}
+  // `parts` are the job's (they outlive this); `membership`: the elastic job's members (null
+  // in a job that does not re-form: it has no spares). `short_of_slots`: fewer spares wait
+  // than --spares (a host's cooldown may end that).
+  SparePool(const JobParts& parts, ElasticMembership* membership,
+            std::function<void()> short_of_slots)
+      : parts_(parts), membership_(membership), short_of_slots_(std::move(short_of_slots)) {}
 
   const WorkerTable& table() const noexcept { return table_; }
   std::size_t running() const noexcept { return table_.running(); }
@@ -71,7 +53,8 @@ class SparePool {
  private:
   void ended(WorkerRecord& spare);
 
-  Parts parts_;
+  JobParts parts_;
+  ElasticMembership* membership_;
   std::function<void()> short_of_slots_;
   WorkerTable table_;   // running, in no generation (rank -1)
   SpareLedger ledger_;  // their starts, promotions and ends, for the summary

@@ -1,0 +1,38 @@
+// JobParts: what the job's parts (its spare pool, its membership) work with: the job's own
+// tables, faces, pools and policy, and JobCore, its lifecycle. All of them are the job's and
+// outlive its parts. io thread only.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "launcher/job/generation_log.h"
+#include "launcher/job/job_control.h"
+#include "launcher/job/job_core.h"
+#include "launcher/job/job_publisher.h"
+#include "launcher/job/worker_table.h"
+#include "launcher/policy/policy.h"
+#include "launcher/servers/rendezvous_faces.h"
+#include "launcher/spec/job_spec.h"
+#include "launcher/workers/worker_pools.h"
+
+namespace hvdrun::launcher {
+
+struct JobParts {
+  const JobSpec& spec;
+  OutputSink& sink;
+  const std::map<std::string, std::string>& environment;
+  RendezvousFaces& faces;
+  WorkerPools& pools;
+  WorkerTable& workers;  // the current generation's
+  GenerationLog& generations;
+  JobPublisher& publisher;
+  Policy& policy;
+  JobCore& core;
+  JobControl& control;
+
+  // The rendezvous' next generation, and the MASTER_PORT its workers are given; returns it.
+  std::uint16_t start_generation(GenerationStart start) const;
+};
+
+}  // namespace hvdrun::launcher
