@@ -76,14 +76,14 @@ void ElasticMembers::take_in(const ElasticMembership::HostsChange& change,
     const std::size_t index = change.added[i];
     const HostSpec& spec = hosts[change.added_from[i]];
     const auto discovered = parts_.pools.add_discovered(index, spec);
-    const bool usable = discovered == WorkerPools::Discovered::kUsable ||
-                        discovered == WorkerPools::Discovered::kConnecting;
+    const bool usable =
+        discovered == Pools::Discovered::kUsable || discovered == Pools::Discovered::kConnecting;
     // Before anything fills its slots: its connection, if any, is only under way.
     if (usable && preflight_cooled_.erase(spec.name) > 0) cool_after_preflight(index);
-    if (discovered == WorkerPools::Discovered::kUsable) continue;
+    if (discovered == Pools::Discovered::kUsable) continue;
     members_.set_reachable(index, false);  // a remote one: until its SSH connection is up
-    if (discovered == WorkerPools::Discovered::kThisMachineAgain) again.push_back(spec.name);
-    if (discovered == WorkerPools::Discovered::kLoopbackOnly) loopback.push_back(spec.name);
+    if (discovered == Pools::Discovered::kThisMachineAgain) again.push_back(spec.name);
+    if (discovered == Pools::Discovered::kLoopbackOnly) loopback.push_back(spec.name);
   }
   if (!again.empty()) {
     note("warning: discovered " + plural(again.size(), "host") + " " + some_of(again) +

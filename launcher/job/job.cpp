@@ -11,6 +11,7 @@
 #include "launcher/output/logging.h"
 #include "launcher/plan/placement.h"
 #include "launcher/workers/worker_env.h"
+#include "launcher/workers/worker_pools.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -27,7 +28,11 @@ std::filesystem::path stacks_dir(const JobSpec& spec, const std::string& run_id)
 
 Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
          const std::map<std::string, std::string>& environment)
-    : spec_(start.spec),
+    : pools_(start.pools ? start.pools(*this)
+                         : std::make_unique<WorkerPools>(io, start.spec, watchdog, sink,
+                                                         environment, start.local_hosts,
+                                                         static_cast<PoolEvents&>(*this))),
+      spec_(start.spec),
       sink_(sink),
       environment_(environment),
       faces_(io, std::move(start.server), std::move(start.horovod), start.slots, *this),
@@ -40,7 +45,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
              [this](const std::string& why, Clock::time_point began, std::size_t ranks) {
                publisher_.publish(&JobEvents::stacks_collected, why, began, ranks);
              }),
-      publisher_(std::move(start.components), pools_, generations_),
+      publisher_(std::move(start.components), *pools_, generations_),
       membership_(spec_.elastic_job()
                       ? std::unique_ptr<Membership>(std::make_unique<ElasticMembers>(
                             io, parts(), spares_, start.slots, watchdog, start.local_hosts,
@@ -48,9 +53,8 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
                       : std::make_unique<StaticMembership>(
                             parts(), static_cast<std::uint32_t>(start.slots.size()))),
       spares_(parts(), membership_->elastic(), [this] { membership_->spares_short(); }),
-      teardown_(io, spec_, sink_, pools_, workers_, spares_.table(), generations_, dumps_, *this,
-                *this),
-      pools_(io, spec_, watchdog, sink, environment, start.local_hosts, *this) {
+      teardown_(io, spec_, sink_, *pools_, workers_, spares_.table(), generations_, dumps_, *this,
+                *this) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank, slot.host);
     workers_.add(first_worker(slot), WorkerKey{static_cast<std::uint32_t>(slot.rank)}, slot);
@@ -68,12 +72,16 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   if (!dumps_.hook_error().empty()) {
     launcher_log()->warn("no Python stacks for this job: {}", dumps_.hook_error());
   }
-  pools_.set_addresses(start.plan, rdzv);
+  pools_->set_addresses(start.plan, rdzv);
   publisher_.attach(*this);
 }
 
+Job::~Job() {
+  pools_.reset();
+}
+
 JobParts Job::parts() {
-  return {spec_,        sink_,      environment_, faces_, pools_, workers_,
+  return {spec_,        sink_,      environment_, faces_, *pools_, workers_,
           generations_, publisher_, *policy_,     *this,  *this};
 }
 
@@ -87,7 +95,7 @@ void Job::launch() {
     start_workers();
     return;
   }
-  pools_.connect(remote_);
+  pools_->connect(remote_);
 }
 
 JobFacts Job::facts() const {
@@ -123,9 +131,9 @@ void Job::launch_workers(const std::vector<WorkerId>& ids) {
     launches.push_back(
         {id, record.slot(),
          worker_environment(environment_, spec_, record.slot(),
-                            pools_.rendezvous_for(id.host, rank0_host), record.key.value)});
+                            pools_->rendezvous_for(id.host, rank0_host), record.key.value)});
   }
-  pools_.start(std::move(launches));
+  pools_->start(std::move(launches));
   publisher_.started(&JobEvents::workers_started, workers_, ids);
 }
 
@@ -189,7 +197,7 @@ void Job::fail_with(WorkerRecord& record) {
   outcome.exhausted = policy_->exhausted();
   outcome.after_others = policy_->survived() > 0;
   if (!fail(std::move(outcome), generations_.current().end_reason)) return;
-  if (!pools_.streams_open(record.id)) return announce_failure();
+  if (!pools_->streams_open(record.id)) return announce_failure();
   announce_pending_ = true;  // its last lines come first, bounded like the final drain
   announce_timer_.expires_after(kDrainTimeout);
   announce_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -218,7 +226,7 @@ void Job::fail_for(const std::string& reason) {
 }
 
 void Job::stream_closed(const WorkerId& id) {
-  if (announce_pending_ && outcome_ && id == outcome_->worker && !pools_.streams_open(id)) {
+  if (announce_pending_ && outcome_ && id == outcome_->worker && !pools_->streams_open(id)) {
     announce_failure();
   }
   maybe_finish();
@@ -253,12 +261,12 @@ void Job::maybe_finish() {
   }
   if (state_.is(JobState::kRestarting)) return start_next_generation();
   if (state_.is(JobState::kDraining)) {
-    if (pools_.open_streams() == 0) enter(JobState::kFinished);
+    if (pools_->open_streams() == 0) enter(JobState::kFinished);
     return;
   }
   generations_.current().ended = Clock::now();
   generations_.end_reason_if_none(outcome_ ? "the job failed" : "every rank exited 0");
-  enter(pools_.open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
+  enter(pools_->open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
 }
 
 bool Job::end_job(const std::string& why) {
@@ -314,9 +322,9 @@ void Job::finish() {
   teardown_.finish();
   // A per-node start's agents connect again for the run that follows this one, if any (the job
   // after its preflight) and if this one was not interrupted.
-  pools_.end_job(outcome_exit_status(outcome_),
-                 spec_.per_node.another_run && !teardown_.interrupted_at());
-  pools_.close();  // nothing a worker left behind survives
+  pools_->end_job(outcome_exit_status(outcome_),
+                  spec_.per_node.another_run && !teardown_.interrupted_at());
+  pools_->close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   publisher_.generation_ended();
   publisher_.publish(&JobEvents::collectives_timed, collective_groups_.flush());

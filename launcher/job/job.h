@@ -32,10 +32,11 @@
 #include "launcher/job/spare_pool.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/policy/policy.h"
+#include "launcher/process/watchdog.h"
 #include "launcher/servers/rendezvous_faces.h"
 #include "launcher/spec/local_host.h"
 #include "launcher/stacks/stack_dumps.h"
-#include "launcher/workers/worker_pools.h"
+#include "launcher/workers/pools.h"
 
 namespace hvdrun::launcher {
 
@@ -51,6 +52,9 @@ struct JobStart {
   std::string alias_note;            // said at the start: aliases of this machine merged
   LocalHosts& local_hosts;           // which names are this machine, for discovered hosts
   JobComponents components;          // told of the job's events, in this order
+  // The pools that run the workers, reporting to the job (none: WorkerPools, this machine's
+  // processes and the SSH hosts'; a test's fake ones).
+  std::function<std::unique_ptr<Pools>(PoolEvents&)> pools;
 };
 
 class Job final : private RendezvousEvents,
@@ -60,6 +64,7 @@ class Job final : private RendezvousEvents,
  public:
   Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
       const std::map<std::string, std::string>& environment);
+  ~Job();
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
@@ -97,7 +102,7 @@ class Job final : private RendezvousEvents,
     membership_->horovod_registered(name, std::move(registration));
   }
   bool is_job_host(const std::string& address) const override {
-    return pools_.is_host_address(address);
+    return pools_->is_host_address(address);
   }
   // PoolEvents
   void host_ready(std::size_t host, remote::HostReady ready) override;
@@ -154,6 +159,8 @@ class Job final : private RendezvousEvents,
   void kill_lost(std::uint32_t key, const std::string& why);
   void warn_if_stdin_not_read() const;
 
+  // First, for its parts' references; destroyed first (~Job): its events use the members below.
+  std::unique_ptr<Pools> pools_;
   const JobSpec& spec_;
   OutputSink& sink_;
   const std::map<std::string, std::string>& environment_;
@@ -176,7 +183,6 @@ class Job final : private RendezvousEvents,
   std::unique_ptr<Membership> membership_;    // who the next generation's workers are
   SparePool spares_;                          // warm spares (elastic jobs)
   JobTeardown teardown_;                      // signals, stopping the workers, the drain
-  WorkerPools pools_;                         // last: its events use the members above
 };
 
 }  // namespace hvdrun::launcher

@@ -34,7 +34,7 @@ void Job::restart_for(const std::string& reason) {
 // generation and MASTER_PORT.
 void Job::start_next_generation() {
   generations_.current().ended = Clock::now();
-  pools_.rendezvous().restart_count = policy_->restart_count(generations_.count());
+  pools_->rendezvous().restart_count = policy_->restart_count(generations_.count());
   const std::string reason = generations_.current().end_reason;  // a copy: a generation begins
   membership_->start_next_generation(reason);
 }

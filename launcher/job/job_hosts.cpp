@@ -12,7 +12,7 @@ namespace hvdrun::launcher {
 // hvdrun's stdin reaches only a rank 0 of this machine: a file given to a job whose rank 0 is
 // remote would be lost without a word. (Not a pipe: `ssh head hvdrun ...` has one, unused.)
 void Job::warn_if_stdin_not_read() const {
-  if (!pools_.rank_zero_stdin().is_file()) return;
+  if (!pools_->stdin_is_file()) return;
   const WorkerRecord* rank0 = workers_.rank_zero();
   if (!rank0 || std::find(remote_.begin(), remote_.end(), rank0->id.host) == remote_.end()) return;
   note(
@@ -36,28 +36,28 @@ void Job::host_ready(std::size_t host, remote::HostReady ready) {
     }
     if (!ready.host_key_note.empty()) note(ready.host_key_note);
   }
-  publisher_.publish(&JobEvents::host_connected, host, pools_.host_name(host), launched_,
+  publisher_.publish(&JobEvents::host_connected, host, pools_->host_name(host), launched_,
                      ready.local_addr);
-  pools_.host_connected(host, std::move(ready));
+  pools_->host_connected(host, std::move(ready));
   if (later) return membership_->host_joined(host);
-  if (pools_.connected_count() + failed_hosts_ == remote_.size()) start_workers();
+  if (pools_->connected_count() + failed_hosts_ == remote_.size()) start_workers();
 }
 
 void Job::host_failed(std::size_t host, const remote::HostFailed& failed) {
   if (state_.is(JobState::kFinished)) return;
   if (state_.is(JobState::kConnecting)) {
-    unusable_hosts_.emplace_back(pools_.host_name(host), failed.message);
+    unusable_hosts_.emplace_back(pools_->host_name(host), failed.message);
   }
   if (!state_.is(JobState::kConnecting) && membership_->host_failed_later(host, failed.message)) {
     return;
   }
   if (state_.is(JobState::kConnecting) && !outcome_ &&
       membership_->start_without_host(host, failed.message)) {
-    if (pools_.connected_count() + ++failed_hosts_ == remote_.size()) start_workers();
+    if (pools_->connected_count() + ++failed_hosts_ == remote_.size()) start_workers();
     return;
   }
   const std::string why =
-      "cannot start the ranks of host " + pools_.host_name(host) + ": " + failed.message;
+      "cannot start the ranks of host " + pools_->host_name(host) + ": " + failed.message;
   fail(Outcome::failed(Outcome::Kind::kHostFailed, why), why);
   if (state_.is(JobState::kConnecting)) enter(JobState::kFinished);  // nothing runs anywhere yet
 }
@@ -83,12 +83,12 @@ void Job::kill_lost(std::uint32_t key, const std::string& why) {
   WorkerRecord* record = workers_.find(WorkerKey{key});
   if (!state_.active() || !record || record->end()) return;
   record->lost = "missed its heartbeats (" + why + "): killed";
-  pools_.signal(record->id, SIGKILL);
-  if (pools_.connected(record->id.host)) {
+  pools_->signal(record->id, SIGKILL);
+  if (pools_->connected(record->id.host)) {
     // Over a cut-off network neither the kill nor the end may get through: the worker ends
     // here (a later report of its end is ignored).
     const WorkerId lost = record->id;
-    worker_exited(lost, ProcessEnd::lost_connection("host " + pools_.host_name(lost.host) +
+    worker_exited(lost, ProcessEnd::lost_connection("host " + pools_->host_name(lost.host) +
                                                     " stopped answering"));
   }
 }

@@ -14,7 +14,7 @@
 #include "launcher/policy/policy.h"
 #include "launcher/servers/rendezvous_faces.h"
 #include "launcher/spec/job_spec.h"
-#include "launcher/workers/worker_pools.h"
+#include "launcher/workers/pools.h"
 
 namespace hvdrun::launcher {
 
@@ -23,7 +23,7 @@ struct JobParts {
   OutputSink& sink;
   const std::map<std::string, std::string>& environment;
   RendezvousFaces& faces;
-  WorkerPools& pools;
+  Pools& pools;
   WorkerTable& workers;  // the current generation's
   GenerationLog& generations;
   JobPublisher& publisher;

@@ -43,16 +43,16 @@ void Job::collect_stacks(const std::string& why, const std::vector<int>& culprit
                          std::function<void()> then) {
   StackDumps::Request request{why, culprits, {}, {}};
   if (!dumps_.busy()) {
-    for (const auto& [id, pid] : pools_.local_pids()) {
+    for (const auto& [id, pid] : pools_->local_pids()) {
       const WorkerRecord* record = workers_.find(id);
       if (!record || record->end()) continue;
       request.local.push_back({record->slot().rank, record->slot().host, pid});
     }
-    for (const auto& id : pools_.request_remote_stacks()) {
+    for (const auto& id : pools_->request_remote_stacks()) {
       const WorkerRecord* record = workers_.find(id);
       request.remote.emplace(
           id, (record ? "rank " + std::to_string(record->slot().rank) : std::string("a rank")) +
-                  " (host " + pools_.host_name(id.host) + ")");
+                  " (host " + pools_->host_name(id.host) + ")");
     }
   }
   dumps_.collect(std::move(request), std::move(then));
@@ -62,7 +62,7 @@ void Job::collect_stacks(const std::string& why, const std::vector<int>& culprit
 void Job::remote_stacks(const WorkerId& id, agent::StacksFrame frame) {
   const WorkerRecord* record = workers_.find(id);
   RankStacks r;
-  r.target = {record ? record->slot().rank : -1, pools_.host_name(id.host), frame.pid};
+  r.target = {record ? record->slot().rank : -1, pools_->host_name(id.host), frame.pid};
   r.python = std::move(frame.python);
   r.native = std::move(frame.native);
   r.note = std::move(frame.note);

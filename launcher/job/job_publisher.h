@@ -8,14 +8,14 @@
 #include "launcher/job/generation_log.h"
 #include "launcher/job/job_events.h"
 #include "launcher/job/worker_table.h"
-#include "launcher/workers/worker_pools.h"
+#include "launcher/workers/pools.h"
 
 namespace hvdrun::launcher {
 
 class JobPublisher {
  public:
   // `pools` and `generations` outlive this.
-  JobPublisher(JobComponents components, const WorkerPools& pools, const GenerationLog& generations)
+  JobPublisher(JobComponents components, const Pools& pools, const GenerationLog& generations)
       : components_(std::move(components)), pools_(pools), generations_(generations) {}
 
   // What each component may ask of the job, for the job's life.
@@ -39,7 +39,7 @@ class JobPublisher {
   WorkerEvent worker_event(const WorkerRecord& record) const;
 
   JobComponents components_;
-  const WorkerPools& pools_;
+  const Pools& pools_;
   const GenerationLog& generations_;
 };
 

@@ -21,7 +21,7 @@ constexpr auto kRepeatWindow = std::chrono::milliseconds(100);
 }  // namespace
 
 JobTeardown::JobTeardown(boost::asio::io_context& io, const JobSpec& spec, OutputSink& sink,
-                         WorkerPools& pools, const WorkerTable& workers, const WorkerTable& spares,
+                         Pools& pools, const WorkerTable& workers, const WorkerTable& spares,
                          GenerationLog& generations, const StackDumps& dumps, JobCore& core,
                          JobControl& control)
     : spec_(spec),

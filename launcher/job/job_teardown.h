@@ -19,7 +19,7 @@
 #include "launcher/process/signal_watch.h"
 #include "launcher/spec/job_spec.h"
 #include "launcher/stacks/stack_dumps.h"
-#include "launcher/workers/worker_pools.h"
+#include "launcher/workers/pools.h"
 
 namespace hvdrun::launcher {
 
@@ -32,10 +32,9 @@ class JobTeardown {
   using Clock = std::chrono::steady_clock;
 
   // Every reference outlives this: they are the job's. `spares`: the warm spares running.
-  JobTeardown(boost::asio::io_context& io, const JobSpec& spec, OutputSink& sink,
-              WorkerPools& pools, const WorkerTable& workers, const WorkerTable& spares,
-              GenerationLog& generations, const StackDumps& dumps, JobCore& core,
-              JobControl& control);
+  JobTeardown(boost::asio::io_context& io, const JobSpec& spec, OutputSink& sink, Pools& pools,
+              const WorkerTable& workers, const WorkerTable& spares, GenerationLog& generations,
+              const StackDumps& dumps, JobCore& core, JobControl& control);
   JobTeardown(const JobTeardown&) = delete;
   JobTeardown& operator=(const JobTeardown&) = delete;
 
@@ -64,7 +63,7 @@ class JobTeardown {
 
   const JobSpec& spec_;
   OutputSink& sink_;
-  WorkerPools& pools_;
+  Pools& pools_;
   const WorkerTable& workers_;
   const WorkerTable& spares_;
   GenerationLog& generations_;

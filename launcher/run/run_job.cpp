@@ -134,6 +134,7 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
                   make_run_id(),
                   {},
                   local_hosts,
+                  {},
                   {}};
 }
 

@@ -23,26 +23,14 @@
 #include "launcher/process/watchdog.h"
 #include "launcher/spec/local_host.h"
 #include "launcher/workers/local_workers.h"
+#include "launcher/workers/pools.h"
 #include "launcher/workers/rank_zero_stdin.h"
 #include "launcher/workers/remote_workers.h"
 #include "launcher/workers/worker_env.h"
 
 namespace hvdrun::launcher {
 
-class PoolEvents {
- public:
-  virtual void host_ready(std::size_t host, remote::HostReady ready) = 0;
-  virtual void host_failed(std::size_t host, const remote::HostFailed& failed) = 0;
-  virtual void worker_exited(const WorkerId& id, ProcessEnd end) = 0;
-  virtual void stream_closed(const WorkerId& id) = 0;
-  // A remote worker's stacks (request_remote_stacks()).
-  virtual void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) = 0;
-
- protected:
-  ~PoolEvents() = default;
-};
-
-class WorkerPools {
+class WorkerPools final : public Pools {
  public:
   // `events`, `watchdog`, `sink`, `spec` and `environment` outlive this.
   WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watchdog& watchdog,
@@ -52,63 +40,58 @@ class WorkerPools {
   WorkerPools& operator=(const WorkerPools&) = delete;
 
   // The addresses of the job and what every worker is given; reads this machine's interfaces.
-  void set_addresses(const AddressPlan& plan, const RendezvousInfo& rendezvous);
-  RendezvousInfo& rendezvous() noexcept { return rdzv_; }
+  void set_addresses(const AddressPlan& plan, const RendezvousInfo& rendezvous) override;
+  RendezvousInfo& rendezvous() noexcept override { return rdzv_; }
   const AddressPlan& plan() const noexcept { return plan_; }
   // Connects to `remote` (indices into `hosts`, the job's hosts), all at once.
-  void connect(const std::vector<std::size_t>& remote);
-  // What became of a host found by the discovery script.
-  enum class Discovered {
-    kUsable,            // this machine, listed once: its slots can be used now
-    kConnecting,        // remote: usable once host_ready() came
-    kThisMachineAgain,  // this machine under another name, already a host of the job: not used
-    kLoopbackOnly,      // remote, but the job's rendezvous listens on loopback: not used
-  };
+  void connect(const std::vector<std::size_t>& remote) override;
   // A host found by the discovery script (index: the job's next host): connects to it if it
   // is remote and the job's rendezvous can be reached from other hosts.
-  Discovered add_discovered(std::size_t index, const HostSpec& host);
+  Discovered add_discovered(std::size_t index, const HostSpec& host) override;
   // The remote host connected: its workers can start.
-  void host_connected(std::size_t host, remote::HostReady ready);
-  bool connected(std::size_t host) const { return ready_.contains(host); }
-  std::size_t connected_count() const noexcept { return ready_.size(); }
+  void host_connected(std::size_t host, remote::HostReady ready) override;
+  bool connected(std::size_t host) const override { return ready_.contains(host); }
+  std::size_t connected_count() const override { return ready_.size(); }
   // Whether `address` is a connected remote host's, as hvdrun connected to it.
-  bool is_host_address(const std::string& address) const {
+  bool is_host_address(const std::string& address) const override {
     return host_addresses_.contains(address);
   }
   const std::vector<HostSpec>& hosts() const noexcept { return hosts_; }
-  const std::string& host_name(std::size_t host) const { return hosts_.at(host).name; }
+  const std::string& host_name(std::size_t host) const override { return hosts_.at(host).name; }
 
   // Addresses for the workers of `host`, rank 0 running on `rank0_host`.
-  RendezvousInfo rendezvous_for(std::size_t host, std::size_t rank0_host) const;
+  RendezvousInfo rendezvous_for(std::size_t host, std::size_t rank0_host) const override;
   // Starts the workers in their hosts' pools: the remote ones first (their SSH round trips
   // overlap the local fork/exec).
-  void start(std::vector<WorkerLaunch> launches);
-  void signal_all(int signo);
-  void signal(const WorkerId& id, int signo);
+  void start(std::vector<WorkerLaunch> launches) override;
+  void signal_all(int signo) override;
+  void signal(const WorkerId& id, int signo) override;
   // Whether output of `id` may still come, whichever pool ran it; the streams still open.
-  bool streams_open(const WorkerId& id) const;
-  std::size_t open_streams() const;
+  bool streams_open(const WorkerId& id) const override;
+  std::size_t open_streams() const override;
   std::size_t open_local_streams() const { return local_.open_streams(); }
-  std::size_t open_remote_streams() const { return remote_ ? remote_->open_streams() : 0; }
+  std::size_t open_remote_streams() const override { return remote_ ? remote_->open_streams() : 0; }
   // Stops waiting for streams: every pool's, or the local or remote ones only.
-  void close_streams();
-  void close_local_streams();
-  void close_remote_streams();
+  void close_streams() override;
+  void close_local_streams() override;
+  void close_remote_streams() override;
   // The job is over: nothing a worker left behind survives, no exit is collected any more
   // and SIGCHLD has its default disposition again.
-  void close();
+  void close() override;
   // This machine's workers that have not ended, with their pids.
-  std::vector<std::pair<WorkerId, pid_t>> local_pids() const { return local_.running_pids(); }
+  std::vector<std::pair<WorkerId, pid_t>> local_pids() const override {
+    return local_.running_pids();
+  }
   // Has every remote host's agent collect its running workers' stacks; the workers whose
   // stacks may come (PoolEvents::remote_stacks).
-  std::vector<WorkerId> request_remote_stacks() {
+  std::vector<WorkerId> request_remote_stacks() override {
     return remote_ ? remote_->request_stacks() : std::vector<WorkerId>{};
   }
   // The job is over with `status` (RemoteWorkers::end_job).
-  void end_job(int status, bool again) {
+  void end_job(int status, bool again) override {
     if (remote_) remote_->end_job(status, again);
   }
-  const RankZeroStdin& rank_zero_stdin() const noexcept { return rank_zero_stdin_; }
+  bool stdin_is_file() const override { return rank_zero_stdin_.is_file(); }
 
  private:
   WorkerPool& pool_of(std::size_t host) {
