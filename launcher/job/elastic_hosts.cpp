@@ -59,7 +59,7 @@ void ElasticMembers::cool_after_preflight(std::size_t host) {
   const auto cooldown = members_.cool_down(host, Clock::now());
   const std::string& name = members_.host_name(host);
   std::string check;
-  for (const auto& [h, verdict] : parts_.spec.preflight.results) {
+  for (const auto& [h, verdict] : parts_.run.preflight_results) {
     if (h == name) check = " (" + verdict + ")";
   }
   note("host " + name + " failed its preflight check" + check + ": unused for " +
@@ -103,9 +103,8 @@ void ElasticMembers::take_in(const ElasticMembership::HostsChange& change,
 // An elastic job of -H hosts: the hosts that failed their preflight check are added now, in
 // cooldown (a remote one's connection starts), as a discovery script would add them.
 void ElasticMembers::add_preflight_failed_hosts() {
-  std::vector<HostSpec> hosts = parts_.spec.hosts;
-  hosts.insert(hosts.end(), parts_.spec.preflight.cooled.begin(),
-               parts_.spec.preflight.cooled.end());
+  std::vector<HostSpec> hosts = parts_.run.hosts;
+  hosts.insert(hosts.end(), parts_.run.preflight_cooled.begin(), parts_.run.preflight_cooled.end());
   take_in(members_.update_hosts(hosts), hosts);
 }
 

@@ -26,11 +26,10 @@ horovod::HostUpdate host_update(SlotsChange change) {
 
 ElasticMembers::ElasticMembers(boost::asio::io_context& io, const JobParts& parts,
                                SparePool& spares, const std::vector<Slot>& slots,
-                               Watchdog& watchdog, LocalHosts& local_hosts,
-                               const std::string& alias_note)
+                               Watchdog& watchdog, LocalHosts& local_hosts)
     : parts_(parts),
       spares_(spares),
-      members_(parts.spec.hosts, *parts.spec.elastic.max_np, parts.spec.elastic.cooldown_min,
+      members_(parts.run.hosts, *parts.spec.elastic.max_np, parts.spec.elastic.cooldown_min,
                parts.spec.elastic.cooldown_max),
       elastic_timer_(io),
       cooldown_timer_(io) {
@@ -38,10 +37,10 @@ ElasticMembers::ElasticMembers(boost::asio::io_context& io, const JobParts& part
   for (const auto& slot : slots) {
     members_.add(first_worker(slot), static_cast<std::uint32_t>(slot.rank), slot.rank);
   }
-  for (const auto& host : spec.preflight.cooled) preflight_cooled_.insert(host.name);
+  for (const auto& host : parts_.run.preflight_cooled) preflight_cooled_.insert(host.name);
   if (!spec.elastic.discovery_script.empty()) {
     discovery_.emplace(
-        io, watchdog, spec.elastic, parts_.environment, local_hosts, alias_note,
+        io, watchdog, spec.elastic, parts_.environment, local_hosts, parts_.run.alias_note,
         [this] { return parts_.core.lifecycle().active(); },
         [this](std::vector<HostSpec> hosts) { on_discovered_hosts(hosts); });
   }

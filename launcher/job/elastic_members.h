@@ -34,8 +34,7 @@ class ElasticMembers final : public Membership {
   // `slots`: the first generation's (their keys are their ranks). `spares` is the job's and
   // outlives this; it is not used before the job launches.
   ElasticMembers(boost::asio::io_context& io, const JobParts& parts, SparePool& spares,
-                 const std::vector<Slot>& slots, Watchdog& watchdog, LocalHosts& local_hosts,
-                 const std::string& alias_note);
+                 const std::vector<Slot>& slots, Watchdog& watchdog, LocalHosts& local_hosts);
 
   ElasticMembership* elastic() noexcept override { return &members_; }
   void describe(JobFacts& facts) const override;

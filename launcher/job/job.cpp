@@ -29,10 +29,11 @@ std::filesystem::path stacks_dir(const JobSpec& spec, const std::string& run_id)
 Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
          const std::map<std::string, std::string>& environment)
     : pools_(start.pools ? start.pools(*this)
-                         : std::make_unique<WorkerPools>(io, start.spec, watchdog, sink,
-                                                         environment, start.local_hosts,
+                         : std::make_unique<WorkerPools>(io, start.spec, start.run.hosts, watchdog,
+                                                         sink, environment, start.local_hosts,
                                                          static_cast<PoolEvents&>(*this))),
       spec_(start.spec),
+      run_(start.run),
       sink_(sink),
       environment_(environment),
       faces_(io, std::move(start.server), std::move(start.horovod), start.slots, *this),
@@ -48,8 +49,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       publisher_(std::move(start.components), *pools_, generations_),
       membership_(spec_.elastic_job()
                       ? std::unique_ptr<Membership>(std::make_unique<ElasticMembers>(
-                            io, parts(), spares_, start.slots, watchdog, start.local_hosts,
-                            start.alias_note))
+                            io, parts(), spares_, start.slots, watchdog, start.local_hosts))
                       : std::make_unique<StaticMembership>(
                             parts(), static_cast<std::uint32_t>(start.slots.size()))),
       spares_(parts(), membership_->elastic(), [this] { membership_->spares_short(); }),
@@ -81,8 +81,8 @@ Job::~Job() {
 }
 
 JobParts Job::parts() {
-  return {spec_,        sink_,      environment_, faces_, *pools_, workers_,
-          generations_, publisher_, *policy_,     *this,  *this};
+  return {spec_,    run_,         sink_,      environment_, faces_, *pools_,
+          workers_, generations_, publisher_, *policy_,     *this,  *this};
 }
 
 void Job::launch() {
@@ -322,8 +322,7 @@ void Job::finish() {
   teardown_.finish();
   // A per-node start's agents connect again for the run that follows this one, if any (the job
   // after its preflight) and if this one was not interrupted.
-  pools_->end_job(outcome_exit_status(outcome_),
-                  spec_.per_node.another_run && !teardown_.interrupted_at());
+  pools_->end_job(outcome_exit_status(outcome_), run_.another_run && !teardown_.interrupted_at());
   pools_->close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   publisher_.generation_ended();

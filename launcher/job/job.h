@@ -31,6 +31,7 @@
 #include "launcher/job/membership.h"
 #include "launcher/job/spare_pool.h"
 #include "launcher/job/worker_table.h"
+#include "launcher/plan/run_plan.h"
 #include "launcher/policy/policy.h"
 #include "launcher/process/watchdog.h"
 #include "launcher/servers/rendezvous_faces.h"
@@ -43,13 +44,13 @@ namespace hvdrun::launcher {
 // What the job starts from (run_job computes it).
 struct JobStart {
   const JobSpec& spec;
+  const RunPlan& run;                // its hosts and size, the preflight's findings
   std::vector<Slot> slots;           // the first generation's
-  std::vector<std::size_t> remote;   // remote hosts among spec.hosts
+  std::vector<std::size_t> remote;   // remote hosts among run.hosts
   AddressPlan plan;                  // addresses
   rdzv::ServerOptions server;        // hvdrun's rendezvous
   horovod::KvServerOptions horovod;  // Horovod's rendezvous
   std::string run_id;                // TORCHELASTIC_RUN_ID
-  std::string alias_note;            // said at the start: aliases of this machine merged
   LocalHosts& local_hosts;           // which names are this machine, for discovered hosts
   JobComponents components;          // told of the job's events, in this order
   // The pools that run the workers, reporting to the job (none: WorkerPools, this machine's
@@ -162,6 +163,7 @@ class Job final : private RendezvousEvents,
   // First, for its parts' references; destroyed first (~Job): its events use the members below.
   std::unique_ptr<Pools> pools_;
   const JobSpec& spec_;
+  const RunPlan& run_;
   OutputSink& sink_;
   const std::map<std::string, std::string>& environment_;
   RendezvousFaces faces_;  // first: the workers' environment needs its ports

@@ -11,6 +11,7 @@
 #include "launcher/job/job_core.h"
 #include "launcher/job/job_publisher.h"
 #include "launcher/job/worker_table.h"
+#include "launcher/plan/run_plan.h"
 #include "launcher/policy/policy.h"
 #include "launcher/servers/rendezvous_faces.h"
 #include "launcher/spec/job_spec.h"
@@ -20,6 +21,7 @@ namespace hvdrun::launcher {
 
 struct JobParts {
   const JobSpec& spec;
+  const RunPlan& run;  // its hosts at the start, the preflight's findings
   OutputSink& sink;
   const std::map<std::string, std::string>& environment;
   RendezvousFaces& faces;

@@ -76,7 +76,8 @@ std::vector<Slot> place(const std::vector<HostSpec>& hosts, int num_proc) {
   return slots;
 }
 
-std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slot>& slots,
+std::vector<std::size_t> remote_hosts(const std::vector<HostSpec>& hosts,
+                                      const std::vector<Slot>& slots,
                                       const std::function<bool(const std::string&)>& is_local) {
   std::vector<std::size_t> out;
   std::optional<std::size_t> local;  // the entry that names this machine
@@ -84,11 +85,11 @@ std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slo
   for (const auto& slot : slots) {
     if (last == slot.host_index) continue;  // slots come host by host
     last = slot.host_index;
-    const HostSpec& host = spec.hosts[slot.host_index];
+    const HostSpec& host = hosts[slot.host_index];
     if (!is_local(host.name)) {
       out.push_back(slot.host_index);
     } else if (local) {
-      const HostSpec& first = spec.hosts[*local];
+      const HostSpec& first = hosts[*local];
       throw UsageError(host.origin + ": " + quoted(first.name) + " (" + first.origin + ") and " +
                        quoted(host.name) + " are both this machine; list it once with its " +
                        "total slots (local ranks and GPU pinning count one machine's slots)");

@@ -32,7 +32,8 @@ std::vector<Slot> place(const std::vector<HostSpec>& hosts, int num_proc);
 // when two entries that received ranks name this machine ("localhost", "127.0.0.1", its
 // hostname): each would number its local ranks from 0, and two ranks would share GPU 0.
 // `is_local`: whether a host name is this machine (LocalHosts::contains, looked up once a name).
-std::vector<std::size_t> remote_hosts(const JobSpec& spec, const std::vector<Slot>& slots,
+std::vector<std::size_t> remote_hosts(const std::vector<HostSpec>& hosts,
+                                      const std::vector<Slot>& slots,
                                       const std::function<bool(const std::string&)>& is_local);
 
 }  // namespace hvdrun::launcher

@@ -6,11 +6,13 @@
 #include <chrono>
 
 #include "launcher/job/job_events.h"
+#include "launcher/plan/run_plan.h"
 #include "launcher/spec/job_spec.h"
 
 namespace hvdrun::launcher {
 
 // The components `spec` asks for; times from `origin` (the job's start).
-JobComponents job_components(const JobSpec& spec, std::chrono::steady_clock::time_point origin);
+JobComponents job_components(const JobSpec& spec, const RunPlan& plan,
+                             std::chrono::steady_clock::time_point origin);
 
 }  // namespace hvdrun::launcher

@@ -48,13 +48,15 @@ PreflightDecision without_job(const JobSpec& spec, int status) {
 
 }  // namespace
 
-JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
-  JobSpec probe = spec;
+ProbeRun probe_run(const JobSpec& spec, const RunPlan& plan, const std::string& probe_program) {
+  ProbeRun run{spec, {}};
+  JobSpec& probe = run.spec;
   // Every host the job may use: a static job's first -np slots' hosts; with
   // --preflight-exclude, or in an elastic job, every host (the job may take any of them in
   // place of one that failed, so none is used unchecked).
+  probe.hosts = plan.hosts;
   if (!spec.preflight.exclude && !spec.elastic_job()) {
-    probe.hosts.resize(hosts_used(spec.hosts, spec.num_proc));
+    probe.hosts.resize(hosts_used(plan.hosts, plan.num_proc));
   }
   const int total = total_slots(probe.hosts);
   probe.num_proc = total;
@@ -77,15 +79,17 @@ JobSpec probe_job(const JobSpec& spec, const std::string& probe_program) {
   probe.ranks_filter.clear();
   probe.dry_run = false;
   probe.preflight = PreflightSpec{};
+  run.plan = plan_as_asked(probe);
+  run.plan.alias_note = plan.alias_note;
   // A per-node start's agents serve the job after the probes: they connect again.
-  probe.per_node.another_run = spec.launcher == JobSpec::Launcher::kNodes;
-  return probe;
+  run.plan.another_run = spec.launcher == JobSpec::Launcher::kNodes;
+  return run;
 }
 
-std::optional<JobSpec> job_after_preflight(const JobSpec& spec, const PreflightVerdict& verdict,
-                                           std::string& error) {
+std::optional<RunPlan> plan_after_preflight(const JobSpec& spec, const RunPlan& plan,
+                                            const PreflightVerdict& verdict, std::string& error) {
   const auto failed = verdict.failed();
-  if (failed.empty()) return spec;
+  if (failed.empty()) return plan;
   const PreflightRow* first = nullptr;
   for (const auto& row : verdict.rows) {
     if (!row.passed()) {
@@ -100,12 +104,12 @@ std::optional<JobSpec> job_after_preflight(const JobSpec& spec, const PreflightV
     error = culprit + "; no worker was started (--preflight-exclude runs on the hosts that passed)";
     return std::nullopt;
   }
-  JobSpec job = spec;
+  RunPlan job = plan;
   std::erase_if(job.hosts, [&](const HostSpec& h) {
     return std::find(failed.begin(), failed.end(), h.name) != failed.end();
   });
   const int slots = total_slots(job.hosts);
-  const int needed = spec.elastic_job() ? *spec.elastic.min_np : spec.num_proc;
+  const int needed = spec.elastic_job() ? *spec.elastic.min_np : plan.num_proc;
   if (slots < needed) {
     error = culprit + "; the hosts that passed give " + std::to_string(slots) + " slots, " +
             (spec.elastic_job() ? "below --min-np " : "fewer than -np ") + std::to_string(needed);
@@ -115,7 +119,7 @@ std::optional<JobSpec> job_after_preflight(const JobSpec& spec, const PreflightV
   return job;
 }
 
-PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_note,
+PreflightDecision preflight_then(const JobSpec& spec, const RunPlan& plan,
                                  const std::map<std::string, std::string>& environment,
                                  Watchdog& watchdog, LocalHosts& local_hosts) {
   const auto start = Clock::now();
@@ -136,15 +140,15 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
          " is not there: hvdrun-preflight is installed beside hvdrun (reinstall hvdrun)");
     return without_job(spec, 1);
   }
-  const JobSpec probes = probe_job(spec, probe);
+  const ProbeRun probes = probe_run(spec, plan, probe);
   const int probes_status =
-      run_once(probes, alias_note, environment, watchdog, local_hosts, &hooks);
+      run_once(probes.spec, probes.plan, environment, watchdog, local_hosts, &hooks);
   if (hooks.interrupted) {  // Ctrl-C, SIGTERM: no verdict, no job
     note("preflight interrupted: no job was started");
     return PreflightDecision{std::nullopt, probes_status};
   }
   std::vector<PreflightHost> hosts;
-  for (const auto& h : probes.hosts) {
+  for (const auto& h : probes.plan.hosts) {
     PreflightHost host{h.name, h.slots, {}};
     for (const auto& [name, why] : hooks.unusable_hosts) {
       if (name == h.name) host.unreachable = why;
@@ -167,18 +171,17 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
   if (spec.preflight.only) return without_job(spec, verdict.failed().empty() ? 0 : 1);
   std::string error;
   PreflightDecision decision;
-  decision.job = job_after_preflight(spec, verdict, error);
-  if (!decision.job) {
+  decision.plan = plan_after_preflight(spec, plan, verdict, error);
+  if (!decision.plan) {
     note("error: preflight: " + error);
     return without_job(spec, 1);
   }
-  decision.job->preflight = PreflightSpec{};
   if (const auto failed = verdict.failed(); !failed.empty()) {
     // An elastic job takes them in after a cooldown (Job::cool_after_preflight).
     if (spec.elastic_job()) {
-      for (const auto& host : probes.hosts) {
+      for (const auto& host : probes.plan.hosts) {
         if (std::find(failed.begin(), failed.end(), host.name) != failed.end()) {
-          decision.job->preflight.cooled.push_back(host);
+          decision.plan->preflight_cooled.push_back(host);
         }
       }
       note("preflight: " + plural(failed.size(), "host") + " start" +
@@ -191,9 +194,9 @@ PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_n
     }
   }
   for (const auto& row : verdict.rows) {
-    decision.job->preflight.results.emplace_back(row.host, row.passed() ? "ok" : row.failure);
+    decision.plan->preflight_results.emplace_back(row.host, row.passed() ? "ok" : row.failure);
   }
-  decision.job->preflight.took =
+  decision.plan->preflight_took =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return decision;
 }

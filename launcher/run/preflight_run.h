@@ -18,19 +18,25 @@
 namespace hvdrun::launcher {
 
 struct PreflightDecision {
-  std::optional<JobSpec> job;  // the job to run now; none: stop with `status`
+  std::optional<RunPlan> plan;  // the job's run now; none: stop with `status`
   int status = 0;
 };
 
-PreflightDecision preflight_then(const JobSpec& spec, const std::string& alias_note,
+PreflightDecision preflight_then(const JobSpec& spec, const RunPlan& plan,
                                  const std::map<std::string, std::string>& environment,
                                  Watchdog& watchdog, LocalHosts& local_hosts);
 
-// The probes' job for `spec` (one probe per slot of every host), exposed for the unit tests.
-JobSpec probe_job(const JobSpec& spec, const std::string& probe_program);
+// The probes' job for a run of `spec` on `plan` (one probe per slot of every host it may use):
+// a request of its own, and its run's plan. Exposed for the unit tests.
+struct ProbeRun {
+  JobSpec spec;
+  RunPlan plan;
+};
+ProbeRun probe_run(const JobSpec& spec, const RunPlan& plan, const std::string& probe_program);
 
-// The job's spec once `verdict` is known, or why it cannot run (`error` set).
-std::optional<JobSpec> job_after_preflight(const JobSpec& spec, const PreflightVerdict& verdict,
-                                           std::string& error);
+// The job's plan once `verdict` is known (without the hosts that failed, unless they join an
+// elastic job later), or why it cannot run (`error` set).
+std::optional<RunPlan> plan_after_preflight(const JobSpec& spec, const RunPlan& plan,
+                                            const PreflightVerdict& verdict, std::string& error);
 
 }  // namespace hvdrun::launcher

@@ -15,6 +15,7 @@
 #include "launcher/output/logging.h"
 #include "launcher/plan/open_files.h"
 #include "launcher/plan/placement.h"
+#include "launcher/plan/run_plan.h"
 #include "launcher/run/dry_run.h"
 #include "launcher/run/job_components.h"
 #include "launcher/run/loop_probe.h"
@@ -71,37 +72,44 @@ void finish_output(asio::io_context& io, Console& console,
 
 // An elastic job starts every slot its hosts give, up to --max-np (as horovodrun does); -np is
 // the least it starts with.
-int elastic_start_size(const JobSpec& spec) {
-  return std::max(spec.num_proc, std::min(total_slots(spec.hosts), *spec.elastic.max_np));
+int elastic_start_size(const JobSpec& spec, const std::vector<HostSpec>& hosts) {
+  return std::max(spec.num_proc, std::min(total_slots(hosts), *spec.elastic.max_np));
 }
 
-// An elastic job with a discovery script starts on the hosts it gives.
-JobSpec with_discovered_hosts(const JobSpec& given, std::vector<HostSpec> hosts, LocalHosts& local,
-                              std::string& alias_note) {
-  alias_note = merge_local_aliases(hosts, hosts.size(),
-                                   [&](const std::string& name) { return local.contains(name); });
-  if (!alias_note.empty()) note(alias_note);
-  JobSpec spec = given;
-  spec.hosts = std::move(hosts);
-  spec.num_proc = elastic_start_size(spec);
-  return spec;
+// The run's plan before its preflight: the hosts the discovery script gives (an elastic job
+// starts on them), else the request's; this machine's aliases merged.
+RunPlan first_plan(const JobSpec& spec, Watchdog& watchdog,
+                   const std::map<std::string, std::string>& environment, LocalHosts& local) {
+  RunPlan plan = plan_as_asked(spec);
+  const auto is_local = [&](const std::string& name) { return local.contains(name); };
+  if (!spec.elastic.discovery_script.empty()) {
+    plan.hosts = initial_hosts(spec, watchdog, environment);
+    plan.alias_note = merge_local_aliases(plan.hosts, plan.hosts.size(), is_local);
+  } else {
+    // The hosts that may get ranks: -np of them, or --max-np in an elastic job.
+    const int most = std::max(spec.num_proc, spec.elastic.max_np.value_or(0));
+    plan.alias_note = merge_local_aliases(plan.hosts, hosts_used(plan.hosts, most), is_local);
+  }
+  if (!plan.alias_note.empty()) note(plan.alias_note);
+  if (spec.elastic_job()) plan.num_proc = elastic_start_size(spec, plan.hosts);
+  return plan;
 }
 
 // What the job starts from: the placement, the remote hosts, the addresses, both servers'
 // settings.
-JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
+JobStart job_start(const JobSpec& spec, const RunPlan& run, LocalHosts& local_hosts) {
   const auto start = Clock::now();
-  std::vector<Slot> slots = place(spec.hosts, spec.num_proc);
-  auto remote = remote_hosts(spec, slots,
+  std::vector<Slot> slots = place(run.hosts, run.num_proc);
+  auto remote = remote_hosts(run.hosts, slots,
                              [&](const std::string& name) { return local_hosts.contains(name); });
   // Hosts that start in cooldown after their preflight join later: remote ones need the
   // rendezvous reachable from other hosts, as the hosts placed now do.
   const bool remote_later =
-      std::any_of(spec.preflight.cooled.begin(), spec.preflight.cooled.end(),
+      std::any_of(run.preflight_cooled.begin(), run.preflight_cooled.end(),
                   [&](const HostSpec& host) { return !local_hosts.contains(host.name); });
   const auto plan = plan_addresses(spec, !remote.empty() || remote_later);
   if (spec.verbose) {
-    note("placement: " + plural(slots.size(), "rank") + " on " + plural(spec.hosts.size(), "host") +
+    note("placement: " + plural(slots.size(), "rank") + " on " + plural(run.hosts.size(), "host") +
          " (" + std::to_string(remote.size()) + " remote) in " + millis_since(start));
   }
   rdzv::ServerOptions options;
@@ -126,13 +134,13 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
     kv_options.spare_query_hold = rdzv::kDefaultHeartbeat;  // the spares' heartbeat interval
   }
   return JobStart{spec,
+                  run,
                   std::move(slots),
                   std::move(remote),
                   plan,
                   std::move(options),
                   std::move(kv_options),
                   make_run_id(),
-                  {},
                   local_hosts,
                   {},
                   {}};
@@ -140,52 +148,38 @@ JobStart job_start(const JobSpec& spec, LocalHosts& local_hosts) {
 
 }  // namespace
 
-int run_job(const JobSpec& given, const std::map<std::string, std::string>& environment) {
-  setup_logging(given.log_level);
-  if (given.command.empty()) throw UsageError("no program to run was given");
+int run_job(const JobSpec& spec, const std::map<std::string, std::string>& environment) {
+  setup_logging(spec.log_level);
+  if (spec.command.empty()) throw UsageError("no program to run was spec");
   Watchdog watchdog = Watchdog::start();  // before anything could start a thread
   LocalHosts local_hosts;                 // names of this machine, looked up once for the job
-  if (given.launcher == JobSpec::Launcher::kNodes) {  // node-1 ...: names for agents, not hosts
-    for (std::size_t i = 1; i < given.hosts.size(); ++i) {
-      local_hosts.add_remote(given.hosts[i].name);
+  if (spec.launcher == JobSpec::Launcher::kNodes) {  // node-1 ...: names for agents, not hosts
+    for (std::size_t i = 1; i < spec.hosts.size(); ++i) {
+      local_hosts.add_remote(spec.hosts[i].name);
     }
   }
-  if (must_move_to_allocation(given, environment, local_hosts)) {
+  if (must_move_to_allocation(spec, environment, local_hosts)) {
     watchdog.disarm();
-    return run_moved_to_allocation(given, environment);
+    return run_moved_to_allocation(spec, environment);
   }
-  std::string alias_note;
-  JobSpec spec = given.elastic.discovery_script.empty()
-                     ? given
-                     : with_discovered_hosts(given, initial_hosts(given, watchdog, environment),
-                                             local_hosts, alias_note);
-  if (given.elastic.discovery_script.empty()) {
-    // The hosts that may get ranks: -np of them, or --max-np in an elastic job.
-    const int most = std::max(spec.num_proc, spec.elastic.max_np.value_or(0));
-    alias_note =
-        merge_local_aliases(spec.hosts, hosts_used(spec.hosts, most),
-                            [&](const std::string& name) { return local_hosts.contains(name); });
-    if (!alias_note.empty()) note(alias_note);
-    if (spec.elastic_job()) spec.num_proc = elastic_start_size(spec);
-  }
+  RunPlan plan = first_plan(spec, watchdog, environment, local_hosts);
   if (spec.preflight.run && !spec.dry_run) {  // --dry-run starts nothing, probes included
-    auto checked = preflight_then(spec, alias_note, environment, watchdog, local_hosts);
-    if (!checked.job) {
+    auto checked = preflight_then(spec, plan, environment, watchdog, local_hosts);
+    if (!checked.plan) {
       watchdog.disarm();
       return checked.status;
     }
-    spec = std::move(*checked.job);
+    plan = std::move(*checked.plan);
   }
-  const int status = run_once(spec, alias_note, environment, watchdog, local_hosts);
+  const int status = run_once(spec, plan, environment, watchdog, local_hosts);
   watchdog.disarm();
   return status;
 }
 
-int run_once(const JobSpec& spec, const std::string& alias_note,
+int run_once(const JobSpec& spec, const RunPlan& plan,
              const std::map<std::string, std::string>& environment, Watchdog& watchdog,
              LocalHosts& local_hosts, RunHooks* hooks) {
-  JobStart start = job_start(spec, local_hosts);
-  start.alias_note = alias_note;
+  JobStart start = job_start(spec, plan, local_hosts);
   if (spec.dry_run) {
     watchdog.disarm();
     return print_dry_run(spec, start, environment, std::cout);
@@ -195,7 +189,7 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   LogRoute log_route(console, spec.log_level);
   std::optional<NoteHold> quiet;  // after the route, gone before it
   if (hooks && hooks->quiet && !spec.verbose) quiet.emplace();
-  OutputOptions output{spec.elastic.max_np.value_or(spec.num_proc),
+  OutputOptions output{spec.elastic.max_np.value_or(plan.num_proc),
                        spec.prefix_timestamp,
                        spec.output_dir,
                        10,
@@ -209,7 +203,7 @@ int run_once(const JobSpec& spec, const std::string& alias_note,
   const auto servers_start = Clock::now();
   const std::string bind = start.plan.bind;
   const std::vector<Slot> slots = start.slots;
-  start.components = job_components(spec, Clock::now());
+  start.components = job_components(spec, plan, Clock::now());
   const TimeLimit* time_limit = nullptr;  // the job owns it
   if (hooks && hooks->limit) {
     auto limit = std::make_unique<TimeLimit>(io, *hooks->limit, hooks->limit_why);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "launcher/plan/run_plan.h"
 #include "launcher/process/watchdog.h"
 #include "launcher/spec/job_spec.h"
 #include "launcher/spec/local_host.h"
@@ -34,9 +35,9 @@ struct RunHooks {
   bool quiet = false;
 };
 
-// One run of the job core on `spec`'s hosts (already discovered and merged), to its summary;
-// returns its exit status. The watchdog stays armed.
-int run_once(const JobSpec& spec, const std::string& alias_note,
+// One run of the job core of `spec` on `plan`'s hosts, to its summary; returns its exit
+// status. The watchdog stays armed.
+int run_once(const JobSpec& spec, const RunPlan& plan,
              const std::map<std::string, std::string>& environment, Watchdog& watchdog,
              LocalHosts& local_hosts, RunHooks* hooks = nullptr);
 

@@ -70,13 +70,6 @@ struct PreflightSpec {
   bool exclude = false;  // --preflight-exclude
   std::chrono::seconds timeout{60};
   double slack = 0.2;
-  // After the checks, for the job's --timeline: each host's verdict ("ok" or the check it
-  // failed) and the checks' own time.
-  std::vector<std::pair<std::string, std::string>> results{};
-  std::chrono::milliseconds took{0};
-  // Hosts that failed, in an elastic job: it starts without them; they start in cooldown
-  // (--blacklist-cooldown-range), as if a worker had failed there, and join when it ends.
-  std::vector<HostSpec> cooled{};
 };
 
 struct JobSpec {
@@ -135,9 +128,6 @@ struct JobSpec {
     std::string host;        // the endpoint's host: node 0's
     std::uint16_t port = 0;  // the endpoint's port: node 0's agent port
     std::string secret;      // from --rdzv-secret-file or HVDRUN_RDZV_SECRET
-    // Node 0 runs again on the port after this run (the job after --preflight's probes): the
-    // nodes' agents connect again.
-    bool another_run = false;
   };
   PerNode per_node;
 

@@ -3,12 +3,12 @@
 
 namespace hvdrun::launcher {
 
-JobTimeline::JobTimeline(const JobSpec& spec, Clock::time_point origin)
+JobTimeline::JobTimeline(const JobSpec& spec, const RunPlan& plan, Clock::time_point origin)
     : timeline_(*spec.timeline, spec.timeline_max_events, origin) {
   if (spec.timeline_collectives) collectives_.emplace(timeline_, spec.timeline_rank_events);
-  if (!spec.preflight.results.empty()) {
-    Args args{{"took_ms", std::to_string(spec.preflight.took.count())}};
-    for (const auto& [host, verdict] : spec.preflight.results) args.emplace_back(host, verdict);
+  if (!plan.preflight_results.empty()) {
+    Args args{{"took_ms", std::to_string(plan.preflight_took.count())}};
+    for (const auto& [host, verdict] : plan.preflight_results) args.emplace_back(host, verdict);
     happened("preflight", args);
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "launcher/job/job_events.h"
+#include "launcher/plan/run_plan.h"
 #include "launcher/spec/job_spec.h"
 #include "launcher/timeline/collective_trace.h"
 #include "launcher/timeline/timeline.h"
@@ -22,7 +23,7 @@ class JobTimeline final : public JobEvents {
  public:
   // Creates spec.timeline (UsageError naming it when that fails); times from `origin`. The
   // preflight's verdicts, checked before the job's time begins, come first.
-  JobTimeline(const JobSpec& spec, Clock::time_point origin);
+  JobTimeline(const JobSpec& spec, const RunPlan& plan, Clock::time_point origin);
 
   void workers_started(const std::vector<WorkerEvent>& started) override;
   void spares_started(const std::vector<WorkerEvent>& started) override;

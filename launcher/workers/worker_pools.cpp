@@ -8,8 +8,9 @@
 
 namespace hvdrun::launcher {
 
-WorkerPools::WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watchdog& watchdog,
-                         OutputSink& sink, const std::map<std::string, std::string>& environment,
+WorkerPools::WorkerPools(boost::asio::io_context& io, const JobSpec& spec,
+                         std::vector<HostSpec> hosts, Watchdog& watchdog, OutputSink& sink,
+                         const std::map<std::string, std::string>& environment,
                          LocalHosts& local_hosts, PoolEvents& events)
     : io_(io),
       spec_(spec),
@@ -17,7 +18,7 @@ WorkerPools::WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watch
       environment_(environment),
       local_hosts_(local_hosts),
       events_(events),
-      hosts_(spec.hosts),
+      hosts_(std::move(hosts)),
       rank_zero_stdin_(io, [this] { sink_.terminal_line_typed(); }),
       local_(io, watchdog, sink,
              {[this](const WorkerId& id, ProcessEnd end) {

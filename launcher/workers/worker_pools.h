@@ -33,9 +33,11 @@ namespace hvdrun::launcher {
 class WorkerPools final : public Pools {
  public:
   // `events`, `watchdog`, `sink`, `spec` and `environment` outlive this.
-  WorkerPools(boost::asio::io_context& io, const JobSpec& spec, Watchdog& watchdog,
-              OutputSink& sink, const std::map<std::string, std::string>& environment,
-              LocalHosts& local_hosts, PoolEvents& events);
+  // `hosts`: the job's at the start (discovered ones are added).
+  WorkerPools(boost::asio::io_context& io, const JobSpec& spec, std::vector<HostSpec> hosts,
+              Watchdog& watchdog, OutputSink& sink,
+              const std::map<std::string, std::string>& environment, LocalHosts& local_hosts,
+              PoolEvents& events);
   WorkerPools(const WorkerPools&) = delete;
   WorkerPools& operator=(const WorkerPools&) = delete;
 

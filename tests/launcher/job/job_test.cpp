@@ -59,7 +59,7 @@ JobSpec spec_of(std::vector<HostSpec> hosts, int np) {
 // One job on fake pools, its events recorded.
 class JobHarness {
  public:
-  explicit JobHarness(JobSpec spec) : spec_(std::move(spec)) {
+  explicit JobHarness(JobSpec spec) : spec_(std::move(spec)), plan_(plan_as_asked(spec_)) {
     std::vector<Slot> slots = place(spec_.hosts, spec_.num_proc);
     rdzv::ServerOptions server;
     server.secret = rdzv::make_secret();
@@ -67,13 +67,13 @@ class JobHarness {
     JobComponents components;
     components.push_back(std::make_unique<Recorder>(events, generation_ended));
     JobStart start{spec_,
+                   plan_,
                    std::move(slots),
                    {},
                    {"127.0.0.1", "127.0.0.1"},
                    std::move(server),
                    {},
                    "job-test",
-                   {},
                    local_hosts_,
                    std::move(components),
                    {}};
@@ -109,6 +109,7 @@ class JobHarness {
 
  private:
   JobSpec spec_;
+  RunPlan plan_;
   boost::asio::io_context io_{1};
   Console console_{io_};
   OutputSink sink_{OutputOptions{}, console_};

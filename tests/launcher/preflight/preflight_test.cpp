@@ -278,13 +278,19 @@ JobSpec two_hosts(int np) {
   return spec;
 }
 
+// The plan of a run of `spec` as asked, after `verdict`.
+std::optional<RunPlan> after_preflight(const JobSpec& spec, const PreflightVerdict& verdict,
+                                       std::string& error) {
+  return plan_after_preflight(spec, plan_as_asked(spec), verdict, error);
+}
+
 PreflightVerdict b_fails() {
   return decide_preflight({{"a", 2, {}}, {"b", 2, "unreachable"}}, {}, 0.2);
 }
 
 TEST(Preflight, AStaticJobFailsNamingTheHostUnlessTheOthersAreEnoughWithExclude) {
   std::string error;
-  EXPECT_FALSE(job_after_preflight(two_hosts(4), b_fails(), error));
+  EXPECT_FALSE(after_preflight(two_hosts(4), b_fails(), error));
   EXPECT_THAT(error, HasSubstr("host a failed its preflight check (no report from 2 of its 2"));
   EXPECT_THAT(error, HasSubstr("so did b; no worker was started (--preflight-exclude"));
   JobSpec spec = two_hosts(2);
@@ -292,12 +298,12 @@ TEST(Preflight, AStaticJobFailsNamingTheHostUnlessTheOthersAreEnoughWithExclude)
   const PreflightVerdict only_b = decide_preflight(
       {{"a", 2, {}}, {"b", 2, "refused"}},
       {probe("a", 0, 0, kGood), probe("a", 1, 1, "program=ok gemm_gflops=10")}, 0.2);
-  const auto job = job_after_preflight(spec, only_b, error);
+  const auto job = after_preflight(spec, only_b, error);
   ASSERT_TRUE(job);
   ASSERT_EQ(job->hosts.size(), 1u);
   EXPECT_EQ(job->hosts[0].name, "a");
   spec.num_proc = 3;  // more than a's 2 slots
-  EXPECT_FALSE(job_after_preflight(spec, only_b, error));
+  EXPECT_FALSE(after_preflight(spec, only_b, error));
   EXPECT_THAT(error, HasSubstr("the hosts that passed give 2 slots, fewer than -np 3"));
 }
 
@@ -309,12 +315,12 @@ TEST(Preflight, AnElasticJobLeavesTheFailedHostsOutDownToMinNp) {
       {{"a", 2, {}}, {"b", 2, "refused"}},
       {probe("a", 0, 0, kGood), probe("a", 1, 1, "program=ok gemm_gflops=10")}, 0.2);
   std::string error;
-  const auto job = job_after_preflight(spec, only_b, error);
+  const auto job = after_preflight(spec, only_b, error);
   ASSERT_TRUE(job) << error;
   EXPECT_EQ(job->hosts.size(), 1u);
   EXPECT_EQ(job->num_proc, 2);
   spec.elastic.min_np = 3;
-  EXPECT_FALSE(job_after_preflight(spec, only_b, error));
+  EXPECT_FALSE(after_preflight(spec, only_b, error));
   EXPECT_THAT(error, HasSubstr("below --min-np 3"));
 }
 
@@ -324,7 +330,8 @@ TEST(Preflight, TheProbesJobHasAProbeOnEverySlotAndOutlivesAnUnusableHost) {
   spec.preflight.timeout = std::chrono::seconds(20);
   spec.timeline = "t.json";
   spec.elastic.spares = 2;
-  const JobSpec probes = probe_job(spec, "/opt/hvdrun/bin/hvdrun-preflight");
+  const JobSpec probes =
+      probe_run(spec, plan_as_asked(spec), "/opt/hvdrun/bin/hvdrun-preflight").spec;
   EXPECT_EQ(probes.num_proc, 4);
   EXPECT_EQ(*probes.elastic.min_np, 1);
   EXPECT_EQ(*probes.elastic.max_np, 4);
@@ -351,15 +358,15 @@ TEST(Preflight, ALinkTransferThatFailedFailsItsHost) {
 
 TEST(Preflight, EveryHostTheJobMayUseIsProbed) {
   JobSpec spec = two_hosts(2);  // a:2 holds both ranks
-  EXPECT_EQ(probe_job(spec, "p").hosts.size(), 1u);
-  EXPECT_EQ(probe_job(spec, "p").num_proc, 2);
+  EXPECT_EQ(probe_run(spec, plan_as_asked(spec), "p").plan.hosts.size(), 1u);
+  EXPECT_EQ(probe_run(spec, plan_as_asked(spec), "p").plan.num_proc, 2);
   JobSpec exclude = spec;  // b takes a's ranks if a fails: b is checked too
   exclude.preflight.exclude = true;
-  EXPECT_EQ(probe_job(exclude, "p").hosts.size(), 2u);
-  EXPECT_EQ(probe_job(exclude, "p").num_proc, 4);
+  EXPECT_EQ(probe_run(exclude, plan_as_asked(exclude), "p").plan.hosts.size(), 2u);
+  EXPECT_EQ(probe_run(exclude, plan_as_asked(exclude), "p").plan.num_proc, 4);
   spec.elastic.min_np = 2;
   spec.elastic.max_np = 2;  // b takes a's place in a cooldown
-  EXPECT_EQ(probe_job(spec, "p").hosts.size(), 2u);
+  EXPECT_EQ(probe_run(spec, plan_as_asked(spec), "p").plan.hosts.size(), 2u);
 }
 
 // A probe that dies breaks the others' collectives: only its host fails; the others' errors
