@@ -34,10 +34,7 @@ bool ElasticMembers::start_without_host(std::size_t host, const std::string& why
   });
   const Action action = parts_.policy.host_unusable_at_start(workers.size() - lost.size());
   if (action.kind != Action::Kind::kContinue) return false;
-  for (const auto& id : lost) {
-    members_.remove(workers.find(id)->key.value);
-    workers.erase(id);
-  }
+  for (const auto& id : lost) drop(id);
   members_.set_reachable(host, false);
   const std::string& name = parts_.pools.host_name(host);
   note("warning: cannot use host " + name + ": " + why + "; the job starts without its " +

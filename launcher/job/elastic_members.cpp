@@ -113,9 +113,8 @@ void ElasticMembers::drop_and_reform(WorkerId id) {
   const auto now = Clock::now();
   parts_.generations.current().ended = now;
   parts_.generations.current().end_reason = name + " " + what;
-  members_.remove(record.key.value);
+  drop(id);
   const auto cooldown = members_.cool_down(id.host, now);
-  workers.erase(id);
   std::vector<WorkerId> with_host;
   if (host_lost) {
     workers.for_each([&](const WorkerRecord& r) {
@@ -123,9 +122,8 @@ void ElasticMembers::drop_and_reform(WorkerId id) {
     });
   }
   for (const WorkerId& other : with_host) {
-    members_.remove(workers.find(other)->key.value);
     parts_.pools.signal(other, SIGKILL);
-    workers.erase(other);  // its own report of the loss, when it comes, is ignored
+    drop(other);  // its own report of the loss, when it comes, is ignored
   }
   if (host_lost) spares_.drop_host(id.host);  // lost with it: none of them is promoted
   const std::string others =
@@ -331,9 +329,8 @@ bool ElasticMembers::straggler_found(std::uint32_t key, const std::string& verdi
   parts_.generations.current().end_reason = reason;
   const auto cooldown = members_.cool_down(host, now);
   for (const WorkerId& id : on_host) {
-    members_.remove(workers.find(id)->key.value);
     parts_.pools.signal(id, SIGKILL);
-    workers.erase(id);  // its end, when it comes, is ignored
+    drop(id);  // its end, when it comes, is ignored
   }
   parts_.control.happened("straggler excluded",
                           {{"host", parts_.pools.host_name(host)}, {"why", verdict}});
@@ -343,6 +340,11 @@ bool ElasticMembers::straggler_found(std::uint32_t key, const std::string& verdi
        " stopped there)");
   core.carry_out(action);
   return true;
+}
+
+void ElasticMembers::drop(const WorkerId& id) {
+  members_.remove(parts_.workers.find(id)->key.value);
+  parts_.workers.erase(id);
 }
 
 void ElasticMembers::stop() {

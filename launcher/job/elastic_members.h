@@ -61,6 +61,8 @@ class ElasticMembers final : public Membership {
   // At the next cooldown end: grow back towards --max-np (or end a wait for slots), start the
   // spares that are short.
   void watch_cooldowns();
+  // The worker leaves the members and the job's table (a report of its end is ignored then).
+  void drop(const WorkerId& id);
   void drop_and_reform(WorkerId id);  // by value: its record goes
   void reform(rdzv::Handover how, const std::string& reason);
   void wait_for_slots(const std::string& reason);

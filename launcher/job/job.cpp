@@ -39,9 +39,8 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       faces_(io, std::move(start.server), std::move(start.horovod), start.slots, *this),
       policy_(make_policy(spec_)),
       generations_(Clock::now(), start.slots.size()),
-      remote_(std::move(start.remote)),
+      host_start_(std::move(start.remote)),
       announce_timer_(io),
-      tick_timer_(io),
       dumps_(io, stacks_dir(spec_, start.run_id),
              [this](const std::string& why, Clock::time_point began, std::size_t ranks) {
                publisher_.publish(&JobEvents::stacks_collected, why, began, ranks);
@@ -53,6 +52,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
                       : std::make_unique<StaticMembership>(
                             parts(), static_cast<std::uint32_t>(start.slots.size()))),
       spares_(parts(), membership_->elastic(), [this] { membership_->spares_short(); }),
+      progress_(io, faces_, publisher_, spares_),
       teardown_(io, spec_, sink_, *pools_, workers_, spares_.table(), generations_, dumps_, *this,
                 *this) {
   for (const auto& slot : start.slots) {
@@ -90,12 +90,12 @@ void Job::launch() {
   launched_ = Clock::now();
   generations_.current().started = launched_;
   teardown_.watch_signals();
-  watch_progress();
-  if (remote_.empty()) {
+  progress_.start();
+  if (host_start_.remote().empty()) {
     start_workers();
     return;
   }
-  pools_->connect(remote_);
+  pools_->connect(host_start_.remote());
 }
 
 JobFacts Job::facts() const {
@@ -315,10 +315,9 @@ void Job::enter(JobState next) {
 // kFinished's entry.
 void Job::finish() {
   announce_timer_.cancel();
-  tick_timer_.cancel();
   dumps_.cancel();
   membership_->stop();
-  take_samples();  // the last second's (of workers still connected)
+  progress_.stop();  // the last second's samples (of workers still connected)
   teardown_.finish();
   // A per-node start's agents connect again for the run that follows this one, if any (the job
   // after its preflight) and if this one was not interrupted.
@@ -326,7 +325,7 @@ void Job::finish() {
   pools_->close();  // nothing a worker left behind survives
   if (spec_.verbose) note("job finished in " + millis_since(launched_));
   publisher_.generation_ended();
-  publisher_.publish(&JobEvents::collectives_timed, collective_groups_.flush());
+  progress_.flush();
   publisher_.publish(&JobEvents::job_ended);
   faces_.close();
 }

@@ -21,6 +21,7 @@
 
 #include "launcher/job/collective_groups.h"
 #include "launcher/job/generation_log.h"
+#include "launcher/job/host_start.h"
 #include "launcher/job/job_core.h"
 #include "launcher/job/job_events.h"
 #include "launcher/job/job_outcome.h"
@@ -29,6 +30,7 @@
 #include "launcher/job/job_state.h"
 #include "launcher/job/job_teardown.h"
 #include "launcher/job/membership.h"
+#include "launcher/job/progress_sampler.h"
 #include "launcher/job/spare_pool.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/plan/run_plan.h"
@@ -85,7 +87,7 @@ class Job final : private RendezvousEvents,
   std::uint16_t rendezvous_port() const noexcept { return faces_.port(); }
   // The hosts that could not be used (their agent did not start), with why, in order.
   const std::vector<std::pair<std::string, std::string>>& unusable_hosts() const noexcept {
-    return unusable_hosts_;
+    return host_start_.unusable_hosts();
   }
   std::uint16_t horovod_port() const noexcept { return faces_.horovod_port(); }
 
@@ -111,7 +113,7 @@ class Job final : private RendezvousEvents,
   void worker_exited(const WorkerId& id, ProcessEnd end) override;
   void stream_closed(const WorkerId& id) override;
   void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
-  // JobControl (its components' requests; job_progress.cpp)
+  // JobControl (its components' requests; job_requests.cpp)
   bool generation_running() const override { return state_.is(JobState::kRunning); }
   std::uint32_t generation() const override { return faces_.generation(); }
   std::vector<rdzv::MemberProgress> progress() const override { return faces_.progress(); }
@@ -152,10 +154,6 @@ class Job final : private RendezvousEvents,
   void restart(const WorkerRecord& failed);
   void restart_for(const std::string& reason);
   void start_next_generation();
-  // job_progress.cpp: every second, the members' timed collectives told to the components,
-  // then their tick.
-  void watch_progress();
-  void take_samples();
   // job_hosts.cpp: hosts that connect or fail, a worker whose host stopped answering.
   void kill_lost(std::uint32_t key, const std::string& why);
   void warn_if_stdin_not_read() const;
@@ -173,17 +171,14 @@ class Job final : private RendezvousEvents,
   JobStateMachine state_;
   std::optional<Outcome> outcome_;
   Clock::time_point launched_ = Clock::now();
-  std::vector<std::size_t> remote_;  // remote hosts at the start
-  std::size_t failed_hosts_ = 0;     // of them, those the job started without
-  std::vector<std::pair<std::string, std::string>> unusable_hosts_;  // host, why
+  HostStart host_start_;           // the remote hosts at the start: connected or left out
   bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
-  boost::asio::steady_timer tick_timer_;      // every second: the members' collectives, the tick
-  CollectiveGroups collective_groups_;        // the members' timed collectives, by collective
   StackDumps dumps_;                          // the ranks' stacks, on demand
   JobPublisher publisher_;                    // the components: told of every event
   std::unique_ptr<Membership> membership_;    // who the next generation's workers are
   SparePool spares_;                          // warm spares (elastic jobs)
+  ProgressSampler progress_;                  // every second: the collectives, the tick
   JobTeardown teardown_;                      // signals, stopping the workers, the drain
 };
 

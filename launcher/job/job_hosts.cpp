@@ -14,7 +14,7 @@ namespace hvdrun::launcher {
 void Job::warn_if_stdin_not_read() const {
   if (!pools_->stdin_is_file()) return;
   const WorkerRecord* rank0 = workers_.rank_zero();
-  if (!rank0 || std::find(remote_.begin(), remote_.end(), rank0->id.host) == remote_.end()) return;
+  if (!rank0 || !host_start_.is_remote(rank0->id.host)) return;
   note(
       "warning: hvdrun's stdin is not read: it reaches only a rank 0 on this machine, and "
       "rank 0 runs on host " +
@@ -40,20 +40,21 @@ void Job::host_ready(std::size_t host, remote::HostReady ready) {
                      ready.local_addr);
   pools_->host_connected(host, std::move(ready));
   if (later) return membership_->host_joined(host);
-  if (pools_->connected_count() + failed_hosts_ == remote_.size()) start_workers();
+  if (host_start_.complete(pools_->connected_count())) start_workers();
 }
 
 void Job::host_failed(std::size_t host, const remote::HostFailed& failed) {
   if (state_.is(JobState::kFinished)) return;
   if (state_.is(JobState::kConnecting)) {
-    unusable_hosts_.emplace_back(pools_->host_name(host), failed.message);
+    host_start_.unusable(pools_->host_name(host), failed.message);
   }
   if (!state_.is(JobState::kConnecting) && membership_->host_failed_later(host, failed.message)) {
     return;
   }
   if (state_.is(JobState::kConnecting) && !outcome_ &&
       membership_->start_without_host(host, failed.message)) {
-    if (pools_->connected_count() + ++failed_hosts_ == remote_.size()) start_workers();
+    host_start_.left_out();
+    if (host_start_.complete(pools_->connected_count())) start_workers();
     return;
   }
   const std::string why =

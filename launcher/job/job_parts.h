@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 
 #include "launcher/job/generation_log.h"
 #include "launcher/job/job_control.h"
@@ -34,7 +35,11 @@ struct JobParts {
   JobControl& control;
 
   // The rendezvous' next generation, and the MASTER_PORT its workers are given; returns it.
-  std::uint16_t start_generation(GenerationStart start) const;
+  std::uint16_t start_generation(GenerationStart start) const {
+    const std::uint16_t port = faces.start_generation(std::move(start));
+    pools.rendezvous().master_port = port;
+    return port;
+  }
 };
 
 }  // namespace hvdrun::launcher

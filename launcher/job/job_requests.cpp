@@ -1,37 +1,10 @@
-// The job's progress (job.h), as its components watch it: every second the members' timed
-// collectives, taken from the rendezvous and grouped by collective (collective_groups.h), then
-// the components' tick (the hang watch, the straggler monitor); what they ask of the job: the
-// ranks' stacks, the end past a limit (a straggler's host leaving is the membership's).
+// What the job's components ask of it (job.h, job_control.h): the end past a limit, the ranks'
+// stacks (a straggler's host leaving is the membership's; the samples and ticks they watch are
+// the ProgressSampler's).
 #include "launcher/job/job.h"
 #include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {
-namespace {
-
-constexpr auto kTickInterval = std::chrono::seconds(1);
-
-}  // namespace
-
-// Every second: the members' timed collectives (told to the components), the Horovod spares'
-// queries, then the components' tick.
-void Job::watch_progress() {
-  tick_timer_.expires_after(kTickInterval);
-  tick_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || state_.is(JobState::kFinished)) return;
-    take_samples();
-    spares_.check_horovod();
-    publisher_.publish(&JobEvents::tick);
-    watch_progress();
-  });
-}
-
-void Job::take_samples() {
-  auto samples = faces_.take_samples();
-  if (samples.empty()) return;
-  const auto groups =
-      collective_groups_.add(std::move(samples), faces_.generation(), faces_.progress().size());
-  publisher_.publish(&JobEvents::collectives_timed, groups);
-}
 
 void Job::limit_reached(Limit limit, const std::string& reason) {
   carry_out(policy_->limit_reached(limit, reason, facts()), nullptr);
