@@ -21,14 +21,18 @@
 namespace hvdrun::launcher {
 namespace {
 
-// Records the job's events as lines; `generation_ended` lets a test act at that moment.
+// Records the job's events as lines; the hooks let a test act at those moments.
 class Recorder final : public JobEvents {
  public:
-  Recorder(std::vector<std::string>& lines, std::function<void(std::size_t)>& generation_ended)
-      : lines_(lines), on_generation_ended_(generation_ended) {}
+  Recorder(std::vector<std::string>& lines, std::function<void()>& workers_started,
+           std::function<void(std::size_t)>& generation_ended)
+      : lines_(lines),
+        on_workers_started_(workers_started),
+        on_generation_ended_(generation_ended) {}
 
   void workers_started(const std::vector<WorkerEvent>& started) override {
     for (const auto& w : started) lines_.push_back("started " + describe(w));
+    if (on_workers_started_) on_workers_started_();
   }
   void worker_ended(const WorkerEvent& ended) override {
     lines_.push_back("ended " + describe(ended) + ": " + ended.record.end()->what_happened());
@@ -45,6 +49,7 @@ class Recorder final : public JobEvents {
            std::to_string(w.record.id.incarnation) + ")";
   }
   std::vector<std::string>& lines_;
+  std::function<void()>& on_workers_started_;
   std::function<void(std::size_t)>& on_generation_ended_;
 };
 
@@ -65,7 +70,7 @@ class JobHarness {
     server.secret = rdzv::make_secret();
     server.slots = slots;
     JobComponents components;
-    components.push_back(std::make_unique<Recorder>(events, generation_ended));
+    components.push_back(std::make_unique<Recorder>(events, workers_started, generation_ended));
     JobStart start{spec_,
                    plan_,
                    std::move(slots),
@@ -104,6 +109,7 @@ class JobHarness {
   }
 
   std::vector<std::string> events;
+  std::function<void()> workers_started;
   std::function<void(std::size_t)> generation_ended;
   test::FakePools* pools = nullptr;
 
@@ -208,6 +214,21 @@ TEST(Job, AWarmSpareTakesTheFailedWorkersPlaceWithoutANewStart) {
   EXPECT_EQ(spare.id.host, 1u);
   EXPECT_NE(std::find(spare.env.begin(), spare.env.end(), "HVDRUN_SPARE=1"), spare.env.end());
   EXPECT_EQ(h.count("generation 1 ended"), 1u) << h.all_events();
+}
+
+TEST(Job, ASigtermToHvdrunStopsEveryRankAndTheJobEndsWith143) {
+  JobHarness h(spec_of({{"", "localhost", 2, "-H"}}, 2));
+  h.workers_started = [] { ::raise(SIGTERM); };  // to hvdrun, once the workers run
+  ASSERT_TRUE(h.run()) << h.all_events();
+  EXPECT_EQ(h.job().exit_status(), 128 + SIGTERM);
+  ASSERT_TRUE(h.job().interrupted_at());
+  ASSERT_EQ(h.pools->started.size(), 2u);
+  for (const auto& w : h.pools->started) {
+    EXPECT_NE(std::find(h.pools->signals.begin(), h.pools->signals.end(),
+                        std::pair<WorkerId, int>{w.id, SIGTERM}),
+              h.pools->signals.end());
+  }
+  EXPECT_EQ(h.count("generation 0 ended: interrupted (SIGTERM)"), 1u) << h.all_events();
 }
 
 }  // namespace
