@@ -177,7 +177,7 @@ PreflightDecision preflight_then(const JobSpec& spec, const RunPlan& plan,
     return without_job(spec, 1);
   }
   if (const auto failed = verdict.failed(); !failed.empty()) {
-    // An elastic job takes them in after a cooldown (Job::cool_after_preflight).
+    // An elastic job takes them in after a cooldown (ElasticMembers::cool_after_preflight).
     if (spec.elastic_job()) {
       for (const auto& host : probes.plan.hosts) {
         if (std::find(failed.begin(), failed.end(), host.name) != failed.end()) {

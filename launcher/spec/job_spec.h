@@ -1,5 +1,7 @@
 // JobSpec: the launcher's immutable description of a job, parsed once from the command
-// line and environment (cli.h) and passed down to placement, spawning and supervision.
+// line and environment (cli.h) and passed down to placement, spawning and supervision: what
+// the user asked for. What a run starts from beyond it (the hosts after discovery, aliases and
+// preflight) is the run's RunPlan (plan/run_plan.h).
 #pragma once
 
 #include <chrono>
@@ -74,7 +76,7 @@ struct PreflightSpec {
 
 struct JobSpec {
   // -np: the workers of the first generation (a static job keeps exactly this many; an
-  // elastic one starts with them, or with every discovered slot up to --max-np).
+  // elastic one starts with them, or with every slot up to --max-np: RunPlan::num_proc).
   int num_proc = 0;
   std::vector<HostSpec> hosts;                   // in the order given; default localhost:num_proc
   std::vector<std::string> command;              // program and its arguments
