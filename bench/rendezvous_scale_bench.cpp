@@ -156,7 +156,7 @@ int run_server(int n, const std::string& secret, int report_fd) {
                                                     std::to_string(resident_bytes() - before) +
                                                     " " + std::to_string(cpu_ns() - cpu_before));
                             },
-                            nullptr});
+                            nullptr, nullptr});
   asio::signal_set stop(io, SIGTERM);
   stop.async_wait([&](auto, int) { io.stop(); });
   report(report_fd, "port " + std::to_string(server.port()));

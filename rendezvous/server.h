@@ -101,6 +101,8 @@ struct ServerCallbacks {
   std::function<void()> on_complete;
   // A joined worker missed its heartbeats: `why` says for how long.
   std::function<void(std::uint32_t worker, const std::string& why)> on_worker_lost;
+  // A warm spare's Join is held now: it waits, in no generation, for a place (add_spare).
+  std::function<void(std::uint32_t spare)> on_spare_parked;
 };
 
 inline constexpr std::size_t kMaxHeldSamples = 4096;

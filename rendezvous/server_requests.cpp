@@ -101,6 +101,7 @@ void ServerCore::park(const std::shared_ptr<Session>& session, const Join& join)
   parked_[join.slot] = Parked{session, join};
   log_->debug("spare {} parked from {} (pid {}, host {})", join.slot, session->peer(), join.pid,
               join.host);
+  if (auto on_parked = callbacks_.on_spare_parked) on_parked(join.slot);
 }
 
 void ServerCore::promote_spares() {

@@ -130,7 +130,11 @@ std::optional<KvReply> KvServerCore::on_rank_and_size(std::string_view key, KvSe
   if (is_spare(name) && dismissed_spares_.contains(name)) {
     return KvReply{http::status::ok, not_in_job_};
   }
-  if (is_spare(name)) spares_seen_[name] = std::chrono::steady_clock::now();
+  if (is_spare(name)) {
+    const bool first = !spares_seen_.contains(name);
+    spares_seen_[name] = std::chrono::steady_clock::now();
+    if (first && options_.on_spare_waiting) options_.on_spare_waiting(name);
+  }
   // A worker asks again on a new connection when its first one broke (a broken connection
   // that waits is not noticed): the newest query of a name is the one answered.
   for (auto it = held_queries_.begin(); it != held_queries_.end();) {

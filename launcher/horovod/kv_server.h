@@ -50,6 +50,9 @@ struct KvServerOptions {
   // PUT /worker_addresses/<name>, `name` "<HOROVOD_HOSTNAME>:<HOROVOD_LOCAL_RANK>") with a body
   // that decodes; one that does not is logged and only stored.
   std::function<void(const std::string& name, WorkerRegistration registration)> on_registered;
+  // Called at a warm spare's first query (GET /rank_and_size/spare.<key>, `name`
+  // "spare.<key>"): it waits for a place.
+  std::function<void(const std::string& name)> on_spare_waiting;
   // Called once, at the first PUT stored, with the client's address: a Horovod worker (or
   // someone posing as one: the port takes no credentials) is in the job.
   std::function<void(const std::string& peer)> on_first_put;

@@ -100,6 +100,7 @@ class Job final : private RendezvousEvents,
   void worker_lost(std::uint32_t key, const std::string& why) override;
   void horovod_in_use(const std::string& peer) override;
   bool horovod_reform_asked(std::size_t waiting) override;
+  void spare_parked(std::uint32_t key) override { spares_.parked(key); }
   void horovod_registered(const std::string& name,
                           horovod::WorkerRegistration registration) override {
     membership_->horovod_registered(name, std::move(registration));

@@ -111,6 +111,14 @@ void SparePool::ended(WorkerRecord& spare) {
        (refilled ? "another started" : "another starts when a slot is free"));
 }
 
+void SparePool::parked(std::uint32_t key) {
+  const WorkerRecord* spare = table_.find(WorkerKey{key});
+  if (!spare || spare->end() || !parked_.insert(key).second) return;
+  const std::string& host = parts_.pools.host_name(spare->id.host);
+  parts_.control.happened("spare waiting", {{"spare", std::to_string(key)}, {"host", host}});
+  if (parts_.spec.verbose) note("spare " + std::to_string(key) + " (host " + host + ") waits");
+}
+
 bool SparePool::lost(std::uint32_t key, const std::string& why) {
   WorkerRecord* spare = table_.find(WorkerKey{key});
   if (!spare) return false;

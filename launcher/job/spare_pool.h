@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "launcher/job/job_parts.h"
@@ -39,6 +40,9 @@ class SparePool {
   bool exited(const WorkerId& id, ProcessEnd end);
   // A spare missed its heartbeats (false: `key` is no spare): killed; its end replaces it.
   bool lost(std::uint32_t key, const std::string& why);
+  // The spare of `key` waits for a place (its join is held): told to the components, and
+  // said with --verbose, once.
+  void parked(std::uint32_t key);
   // The spares of a host that was lost go with it: dismissed, killed, never promoted.
   void drop_host(std::size_t host);
   // The discovery script no longer lists its slot: told to go; its end is expected.
@@ -56,8 +60,9 @@ class SparePool {
   JobParts parts_;
   ElasticMembership* membership_;
   std::function<void()> short_of_slots_;
-  WorkerTable table_;   // running, in no generation (rank -1)
-  SpareLedger ledger_;  // their starts, promotions and ends, for the summary
+  WorkerTable table_;               // running, in no generation (rank -1)
+  SpareLedger ledger_;              // their starts, promotions and ends, for the summary
+  std::set<std::uint32_t> parked_;  // said to wait
 };
 
 }  // namespace hvdrun::launcher

@@ -30,6 +30,9 @@ horovod::KvServerOptions RendezvousFaces::forwarding(horovod::KvServerOptions op
                                     horovod::WorkerRegistration registration) {
     events.horovod_registered(name, std::move(registration));
   };
+  options.on_spare_waiting = [&events](const std::string& name) {
+    if (const auto key = horovod_spare_key(name)) events.spare_parked(*key);
+  };
   return options;
 }
 
@@ -44,7 +47,8 @@ RendezvousFaces::RendezvousFaces(boost::asio::io_context& io, rdzv::ServerOption
                   [&events] { events.all_joined(); },
                   [&events](std::uint32_t worker, const std::string& why) {
                     events.worker_lost(worker, why);
-                  }}),
+                  },
+                  [&events](std::uint32_t spare) { events.spare_parked(spare); }}),
       horovod_(io, forwarding(std::move(kv_options), events), horovod_plan(slots)),
       master_port_(PortReservation::reserve()) {}
 
@@ -70,12 +74,21 @@ std::vector<std::uint32_t> RendezvousFaces::silent_horovod_spares(
     std::chrono::milliseconds limit) const {
   std::vector<std::uint32_t> keys;
   for (const std::string& name : horovod_.silent_spares(limit)) {
-    const std::string_view digits = std::string_view(name).substr(name.find('.') + 1);
-    std::uint32_t key = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), key);
-    if (ec == std::errc() && end == digits.data() + digits.size()) keys.push_back(key);
+    if (const auto key = horovod_spare_key(name)) keys.push_back(*key);
   }
   return keys;
+}
+
+std::optional<std::uint32_t> horovod_spare_key(std::string_view name) {
+  constexpr std::string_view kPrefix = "spare.";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  const std::string_view digits = name.substr(kPrefix.size());
+  std::uint32_t key = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), key);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+    return std::nullopt;
+  }
+  return key;
 }
 
 }  // namespace hvdrun::launcher

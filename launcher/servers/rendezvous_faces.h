@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/slot.h"
@@ -40,6 +41,9 @@ class RendezvousEvents {
   // Whether `address` is one of the job's hosts (as hvdrun connected to it): who may use
   // Horovod's rendezvous from another machine.
   virtual bool is_job_host(const std::string& address) const = 0;
+  // The warm spare of `key` waits for a place (parked in its join, or asking Horovod's
+  // rendezvous for its rank).
+  virtual void spare_parked(std::uint32_t key) = 0;
   // The Horovod worker called `name` registered its notification service.
   virtual void horovod_registered(const std::string& name,
                                   horovod::WorkerRegistration registration) = 0;
@@ -55,6 +59,8 @@ class RendezvousEvents {
 inline std::string horovod_spare_name(std::uint32_t key) {
   return "spare." + std::to_string(key);
 }
+// The key in a spare's Horovod name (none: not "spare.<key>").
+std::optional<std::uint32_t> horovod_spare_key(std::string_view name);
 
 struct GenerationStart {
   std::vector<rdzv::Member> members;

@@ -243,16 +243,22 @@ TEST(KvElastic, ASparesQueryWaitsAcrossGenerationsUntilItIsPromotedOrDismissed) 
 }
 
 // A spare's query is held for spare_query_hold only, then answered 503: the spare asks again at
-// once, and those queries are its heartbeats. One that stops asking is silent after the limit;
-// a dismissed one is no longer watched.
+// once, and those queries are its heartbeats; its first one says that it waits. One that stops
+// asking is silent after the limit; a dismissed one is no longer watched.
 TEST(KvElastic, ASpareThatStopsAskingIsSilentAfterTheLimit) {
   KvServerOptions options = elastic(10s);
   options.spare_query_hold = 100ms;
+  std::atomic<int> waiting{0};
+  options.on_spare_waiting = [&](const std::string& name) {
+    if (name == "spare.5") ++waiting;
+  };
   KvServerThread server(options, plan_of(make_slots(1, 2)));
   const auto first = Clock::now();
   const auto answer = http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 5s);
   EXPECT_EQ(answer.status, 503);
-  EXPECT_LT(Clock::now() - first, 5s);            // the spare's hold, not the rank queries' 10 s
+  EXPECT_LT(Clock::now() - first, 5s);  // the spare's hold, not the rank queries' 10 s
+  EXPECT_EQ(http_request(server.port(), "GET", "/rank_and_size/spare.5", {}, 5s).status, 503);
+  EXPECT_EQ(waiting.load(), 1) << "said once, at its first query";
   EXPECT_TRUE(server.silent_spares(2s).empty());  // it was seen just now
   std::this_thread::sleep_for(300ms);             // it does not ask again
   EXPECT_EQ(server.silent_spares(200ms), std::vector<std::string>{"spare.5"});

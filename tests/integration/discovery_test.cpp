@@ -15,6 +15,8 @@
 
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
+#include "tests/support/files.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -75,7 +77,7 @@ TEST(Discovery, TheJobWaitsForNpSlotsAndFailsAfterTheElasticTimeout) {
                                 {"-np", "2", "--host-discovery-script", script,
                                  "--discovery-interval", "0.1", "--elastic-timeout", "30"},
                                 1));
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(job.wait_for_output("slots -np needs; waiting up to 30 s", 1));
   write_file(dir.path / "hosts", "localhost:2\n");
   r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -163,15 +165,19 @@ TEST(Discovery, LaterFailuresWarnOnceAndTheJobKeepsItsHosts) {
   TempDir dir;
   write_file(dir.path / "hosts", "localhost:2\n");
   const auto broken = (dir.path / "broken").string();
+  const auto failures = dir.path / "failures";  // a line per failed run
   const auto script =
-      hosts_script(dir, "if [ -e '" + broken + "' ]; then echo 'api down' >&2; exit 1; fi\n");
+      hosts_script(dir, "if [ -e '" + broken + "' ]; then echo x >> '" + failures.string() +
+                            "'; echo 'api down' >&2; exit 1; fi\n");
   HvdrunProcess job(elastic_job(dir,
                                 {"-np", "2", "--max-np", "3", "--host-discovery-script", script,
                                  "--discovery-interval", "0.1"},
                                 6));
   wait_for_pids(dir.path, 2, seconds(20));
   write_file(broken, "");
-  std::this_thread::sleep_for(milliseconds(800));  // several failed runs
+  ASSERT_TRUE(hvdrun::test::wait_until(
+      [&] { return count_of(hvdrun::test::read_file(failures), "x") >= 4; }, seconds(30)))
+      << "the discovery script did not fail four times";
   write_file(dir.path / "hosts", "localhost:3\n");
   std::filesystem::remove(broken);
   const auto r = job.finish(seconds(90));

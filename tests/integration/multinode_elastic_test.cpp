@@ -14,6 +14,7 @@
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
 #include "tests/remote/test_hosts.h"
+#include "tests/support/proc_file.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -75,9 +76,8 @@ TEST(TestHostsElastic, DiscoveryAddsAHostOverSshAndAHostCutOffIsDropped) {
 // The pid of host `host`'s node agent (`hvdrun --node-agent`), or -1.
 pid_t node_agent_pid(int host) {
   for (const int pid : host_processes(host)) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
+    const std::string cmdline =
+        hvdrun::test::read_proc_file("/proc/" + std::to_string(pid) + "/cmdline");
     if (cmdline.find(std::string("--node-agent\0", 13)) != std::string::npos) return pid;
   }
   return -1;
@@ -258,7 +258,7 @@ TEST(TestHostsElastic, ARemoteSpareTakesAKilledWorkersPlace) {
   HvdrunProcess job(
       elastic_job(dir,
                   {"-np", "3", "--min-np", "3", "--max-np", "3", "--spares", "1", "-H",
-                   "hvdt-h1:2,hvdt-h2:2", "--blacklist-cooldown-range", "60", "60"},
+                   "hvdt-h1:2,hvdt-h2:2", "--blacklist-cooldown-range", "60", "60", "--verbose"},
                   8),
       home.env());
   const auto pids = wait_for_pids(dir.path, 4, seconds(30));
@@ -266,7 +266,7 @@ TEST(TestHostsElastic, ARemoteSpareTakesAKilledWorkersPlace) {
   pid_t spare = -1, victim = -1;
   std::ifstream(dir.path / "3.pid") >> spare;   // key 3: the spare, on hvdt-h2's free slot
   std::ifstream(dir.path / "0.pid") >> victim;  // rank 0, on hvdt-h1
-  std::this_thread::sleep_for(milliseconds(1000));
+  ASSERT_TRUE(job.wait_for_output("hvdrun: spare 3 (host hvdt-h2) waits", 1));
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(110));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -289,14 +289,14 @@ TEST(TestHostsElastic, ALostHostsSpareIsNotPromoted) {
   HvdrunProcess job(
       elastic_job(dir,
                   {"-np", "3", "--min-np", "2", "--max-np", "3", "--spares", "1", "-H",
-                   "hvdt-h1:2,hvdt-h2:2", "--blacklist-cooldown-range", "60", "60"},
+                   "hvdt-h1:2,hvdt-h2:2", "--blacklist-cooldown-range", "60", "60", "--verbose"},
                   8),
       home.env());
   const auto pids = wait_for_pids(dir.path, 4, seconds(30));
   ASSERT_EQ(pids.size(), 4u);
   pid_t spare = -1;
   std::ifstream(dir.path / "3.pid") >> spare;  // key 3: the spare, on hvdt-h2's free slot
-  std::this_thread::sleep_for(milliseconds(1000));
+  ASSERT_TRUE(job.wait_for_output("hvdrun: spare 3 (host hvdt-h2) waits", 1));
   const pid_t agent = node_agent_pid(2);
   ASSERT_GT(agent, 0);
   ASSERT_EQ(::kill(agent, SIGKILL), 0);

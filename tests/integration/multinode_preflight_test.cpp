@@ -17,6 +17,7 @@
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/multinode_hosts.h"
 #include "tests/remote/test_hosts.h"
+#include "tests/support/proc_file.h"
 #include "tests/support/wait_until.h"
 
 namespace hvdrun::itest {
@@ -150,9 +151,8 @@ TEST(TestHostsPreflight, AHangAndACrashFailTheirOwnHostsOnly) {
 // True once a preflight probe runs on test host `host`.
 bool probe_runs_on(int host) {
   for (const int pid : host_processes(host)) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-    const std::string cmdline((std::istreambuf_iterator<char>(in)),
-                              std::istreambuf_iterator<char>());
+    const std::string cmdline =
+        hvdrun::test::read_proc_file("/proc/" + std::to_string(pid) + "/cmdline");
     if (cmdline.find("hvdrun-preflight") != std::string::npos) return true;
   }
   return false;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/proc_file.h"
+
 namespace hvdrun::itest {
 
 bool cluster_up() {
@@ -25,9 +27,8 @@ std::vector<std::string> node_leftovers(int node) {
   char line[64];
   while (std::fgets(line, sizeof line, pipe)) {
     const std::string pid = std::string(line).substr(0, std::string(line).find('\n'));
-    std::ifstream comm("/proc/" + pid + "/comm");
-    std::string name;
-    std::getline(comm, name);
+    std::string name = hvdrun::test::read_proc_file("/proc/" + pid + "/comm");
+    name = name.substr(0, name.find('\n'));
     if (!name.empty() && name != "slurmd") out.push_back(pid + " (" + name + ")");
   }
   ::pclose(pipe);

@@ -17,6 +17,7 @@
 #include "tests/integration/elastic_jobs.h"
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/integration/slurm_cluster.h"
+#include "tests/support/proc_file.h"
 #include "tests/support/wait_until.h"
 
 namespace hvdrun::itest {
@@ -131,9 +132,7 @@ TEST(Slurm, Usr1ToTheBatchScriptReachesEveryRankOnEveryNode) {
 pid_t agent_on(int node) {
   for (const auto& entry : node_leftovers(node)) {
     const std::string pid = entry.substr(0, entry.find(' '));
-    std::ifstream cmdline("/proc/" + pid + "/cmdline");
-    const std::string text((std::istreambuf_iterator<char>(cmdline)),
-                           std::istreambuf_iterator<char>());
+    const std::string text = hvdrun::test::read_proc_file("/proc/" + pid + "/cmdline");
     if (text.find(std::string("--node-agent\0", 13)) != std::string::npos) return std::stoi(pid);
   }
   return -1;

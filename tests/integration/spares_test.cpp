@@ -24,14 +24,14 @@ using std::chrono::seconds;
 TEST(Spares, AKilledWorkersPlaceGoesToTheSpareAndTheJobKeepsItsSize) {
   TempDir dir;
   const auto timeline = (dir.path / "t.json").string();
-  HvdrunProcess job(
-      elastic_job(dir,
-                  {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4", "--spares",
-                   "1", "--blacklist-cooldown-range", "60", "60", "--timeline", timeline},
-                  3));
+  HvdrunProcess job(elastic_job(
+      dir,
+      {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4", "--spares", "1",
+       "--blacklist-cooldown-range", "60", "60", "--timeline", timeline, "--verbose"},
+      3));
   const pid_t spare = pid_of_slot(dir, 4, 5);  // started with the job, before any failure
   const pid_t victim = pid_of_slot(dir, 2, 5);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("hvdrun: spare 4 (host localhost) waits", 1));
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -57,17 +57,19 @@ TEST(Spares, AKilledWorkersPlaceGoesToTheSpareAndTheJobKeepsItsSize) {
   std::ifstream in(timeline);
   const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(contains(trace, R"("name":"spare 4","cat":"worker")")) << trace;
+  EXPECT_TRUE(contains(trace, R"("name":"spare waiting","cat":"event")")) << trace;
   EXPECT_TRUE(contains(trace, R"("name":"rank 3","cat":"worker")")) << trace;
 }
 
 TEST(Spares, ASpareKilledWhileItWaitsIsReplacedAndTheLastIsToldItIsNotNeeded) {
   TempDir dir;
-  HvdrunProcess job(elastic_job(dir,
-                                {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4",
-                                 "--spares", "1", "--blacklist-cooldown-range", "60", "60"},
-                                16));
+  HvdrunProcess job(
+      elastic_job(dir,
+                  {"-H", "localhost:5", "-np", "4", "--min-np", "4", "--max-np", "4", "--spares",
+                   "1", "--blacklist-cooldown-range", "60", "60", "--verbose"},
+                  16));
   const pid_t first = pid_of_slot(dir, 4, 5);
-  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_TRUE(job.wait_for_output("hvdrun: spare 4 (host localhost) waits", 1));
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   const pid_t second = pid_of_slot(dir, 5, 6);  // at once: a spare's end cools no host
   const auto r = job.finish(seconds(90));

@@ -141,10 +141,11 @@ TEST(Handover, AWorkerThatStopsSendingHeartbeatsIsReported) {
   options.heartbeat_timeout = 400ms;
   std::promise<std::pair<std::uint32_t, std::string>> lost;
   std::atomic<int> reports{0};
-  ServerThread server(
-      options, ServerCallbacks{nullptr, nullptr, [&](std::uint32_t worker, const std::string& why) {
-                                 if (reports++ == 0) lost.set_value({worker, why});
-                               }});
+  ServerThread server(options, ServerCallbacks{nullptr, nullptr,
+                                               [&](std::uint32_t worker, const std::string& why) {
+                                                 if (reports++ == 0) lost.set_value({worker, why});
+                                               },
+                                               nullptr});
   // Worker 0 is a real client (heartbeats every 50 ms); worker 1 joins by hand and goes silent.
   Client live(server.endpoint(), kSecret, kTimeout, 50ms);
   std::thread joiner([&] { live.join(make_join(0), kTimeout); });

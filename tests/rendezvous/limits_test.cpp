@@ -155,7 +155,7 @@ TEST(Limits, AJoinThatGoesAwayStopsTheStartTimeout) {
   ServerOptions options = slot_options(2);
   options.start_timeout = 300ms;
   std::atomic<int> errors{0};
-  ServerThread server(options, {[&](const JobError&) { ++errors; }, {}, {}});
+  ServerThread server(options, {[&](const JobError&) { ++errors; }, {}, {}, {}});
   {
     RawConn raw(server.endpoint().port);
     raw.authenticate(kSecret);

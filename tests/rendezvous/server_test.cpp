@@ -47,7 +47,7 @@ TEST_P(Joins, EveryRankGetsItsAssignmentAndItsRingNeighbours) {
   std::atomic<int> completed{0};
   ServerOptions options;
   options.slots = make_slots(n, 4);
-  ServerThread server(options, ServerCallbacks{nullptr, [&] { ++completed; }, nullptr});
+  ServerThread server(options, ServerCallbacks{nullptr, [&] { ++completed; }, nullptr, nullptr});
   const auto joined = join_all(server.endpoint(), static_cast<std::size_t>(n));
   for (int slot = 0; slot < n; ++slot) {
     const auto& a = joined[static_cast<std::size_t>(slot)];
@@ -221,7 +221,7 @@ TEST(Server, StartTimeoutNamesTheMissingRankAndCallsOnError) {
   options.start_timeout = std::chrono::milliseconds(100);
   std::promise<JobError> reported;
   ServerThread server(options, ServerCallbacks{[&](const JobError& e) { reported.set_value(e); },
-                                               nullptr, nullptr});
+                                               nullptr, nullptr, nullptr});
   const std::string expected =
       "start timeout after 100 ms: 2/3 ranks joined; missing: rank 1 (host host0)";
   std::vector<std::thread> threads;
@@ -252,7 +252,7 @@ TEST(Server, StartTimeoutListsTenMissingRanksThenACount) {
   options.start_timeout = std::chrono::milliseconds(100);
   std::promise<JobError> reported;
   ServerThread server(options, ServerCallbacks{[&](const JobError& e) { reported.set_value(e); },
-                                               nullptr, nullptr});
+                                               nullptr, nullptr, nullptr});
   Client c(server.endpoint(), kSecret, kTimeout);
   EXPECT_THROW(c.join(make_join(3), kTimeout), TimeoutError);
   const auto text = reported.get_future().get().message;
@@ -271,7 +271,7 @@ TEST(Server, ThousandJoinsComplete) {
   // Info level shows the server's own figure: "generation 0 complete: 1000 ranks joined in N ms".
   auto log = spdlog::get("rdzv");
   if (log) log->set_level(spdlog::level::info);
-  ServerThread server(options, ServerCallbacks{nullptr, [&] { ++completed; }, nullptr});
+  ServerThread server(options, ServerCallbacks{nullptr, [&] { ++completed; }, nullptr, nullptr});
   const auto joined = join_all(server.endpoint(), kN);
   if (log) log->set_level(spdlog::level::warn);
   EXPECT_EQ(completed.load(), 1);

@@ -5,6 +5,7 @@
 // spare is not held, and a spare's connection that closes leaves nothing held.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -53,6 +54,27 @@ TEST(Spares, AParkedSpareIsPromotedIntoTheGenerationThatHasIt) {
   // The promoted spare uses the generation like any member.
   spare.set("from-spare", "v", kTimeout);
   EXPECT_EQ(clients[0]->get("from-spare", kTimeout), "v");
+}
+
+TEST(Spares, AParkedSpareIsReportedOnceItWaits) {
+  std::atomic<int> reports{0};
+  std::atomic<std::uint32_t> reported{0};
+  ServerCallbacks callbacks;
+  callbacks.on_spare_parked = [&](std::uint32_t spare) {
+    reported = spare;
+    ++reports;
+  };
+  ServerThread server(slot_options(1), std::move(callbacks));
+  server.add_spare(7);
+  Client spare(server.endpoint(), kSecret, kTimeout);
+  auto assigned = std::async(std::launch::async, [&] { return spare.join(make_join(7), 60s); });
+  wait_parked(server, 1);
+  hvdrun::test::wait_until([&] { return reports.load() == 1; }, std::chrono::seconds(5));
+  EXPECT_EQ(reports.load(), 1);
+  EXPECT_EQ(reported.load(), 7u);
+  server.dismiss_spare(7, "not needed");
+  ASSERT_EQ(assigned.wait_for(10s), std::future_status::ready);
+  EXPECT_THROW(assigned.get(), NotMemberError);
 }
 
 TEST(Spares, ADismissedSpareIsToldItIsNotNeeded) {
