@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "hvdrun/error.h"
+#include "launcher/cli/cli_options.h"
 #include "launcher/cli/cli_parsed.h"
 #include "launcher/cli/cli_values.h"
 #include "launcher/cli/per_node.h"
