@@ -35,7 +35,8 @@ TEST(Discovery, TheJobGrowsToMaxNpWhenSlotsAppearAndShrinksWhenTheyGo) {
   wait_for_pids(dir.path, 2, seconds(20));
   write_file(dir.path / "hosts", "  localhost:5  \n\n");  // more than --max-np allows
   const pid_t newcomer = pid_of_slot(dir, 2, 3);
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_TRUE(job.wait_for_output("pid " + std::to_string(newcomer) + " starts as rank", 1))
+      << "the newcomer joined generation 1";
   write_file(dir.path / "hosts", "localhost:2\n");
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -203,7 +204,8 @@ TEST(Discovery, AHostThatKeepsFailingWaitsOutADoublingCooldownWhileStillListed) 
                   8));
   ASSERT_EQ(::kill(pid_of_slot(dir, 2, 3), SIGKILL), 0);
   const pid_t second = pid_of_slot(dir, 3, 4);  // the replacement, after the cooldown
-  std::this_thread::sleep_for(milliseconds(300));
+  ASSERT_TRUE(job.wait_for_output("pid " + std::to_string(second) + " starts as rank", 1))
+      << "the replacement joined";
   ASSERT_EQ(::kill(second, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   EXPECT_EQ(r.status, 0) << r.err;

@@ -20,6 +20,7 @@
 #include "common/unique_fd.h"
 #include "tests/integration/hvdrun_runner.h"
 #include "tests/support/files.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::itest {
 namespace {
@@ -84,7 +85,15 @@ TEST(HeldConnections, DoNotStopARestart) {
       held.push_back(connect_to(rendezvous_port));
       held.push_back(connect_to(horovod_port));
     }
-    std::this_thread::sleep_for(300ms);  // hvdrun accepts what it admits
+    // hvdrun accepts what it admits, and says where it stopped.
+    EXPECT_TRUE(test::wait_until(
+        [&] {
+          const std::string text = read_file(err);
+          return contains(text, "connections have not authenticated, the most that may wait") &&
+                 contains(text, "the limit max_connections=45");
+        },
+        60s))
+        << read_file(err);
   } else {
     ADD_FAILURE() << "no ports from rank 1";
   }

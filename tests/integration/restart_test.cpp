@@ -109,6 +109,8 @@ TEST(Restart, CtrlCDuringARestartEndsTheJob) {
   const auto workers = wait_until_restarting(hvdrun, pids);
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGINT);
+  // Taken in; then a second one, past the window in which a repeat counts once (100 ms).
+  ASSERT_TRUE(hvdrun.wait_for_output("interrupted (SIGINT), terminating", 1));
   std::this_thread::sleep_for(milliseconds(200));
   hvdrun.signal(SIGINT);
   auto r = hvdrun.finish(seconds(20));
@@ -126,7 +128,9 @@ TEST(Restart, OneCtrlCDuringARestartKeepsItsGracePeriod) {
                         "ignore-term", pids.path.string(), "1"});
   const auto workers = wait_for_pids(pids.path, 2, seconds(20));
   ASSERT_EQ(workers.size(), 2u);
-  std::this_thread::sleep_for(seconds(2));  // rank 1 failed 300 ms after start: 1.7 s into it
+  // The restart's grace period (6 s) runs; the Ctrl-C comes 2 s into it, or later.
+  ASSERT_TRUE(hvdrun.wait_for_output("restarting every rank (restart 1 of 3)", 1));
+  std::this_thread::sleep_for(seconds(2));
   const auto interrupted = std::chrono::steady_clock::now();
   hvdrun.signal(SIGINT);
   auto r = hvdrun.finish(seconds(30));

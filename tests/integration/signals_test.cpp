@@ -158,7 +158,8 @@ TEST(Signals, ASecondSigtermASecondLaterKillsEveryRankNow) {
   const auto workers = wait_for_pids(pids.path, 2, seconds(20));
   ASSERT_EQ(workers.size(), 2u);
   hvdrun.signal(SIGTERM);
-  std::this_thread::sleep_for(milliseconds(1300));
+  ASSERT_TRUE(hvdrun.wait_for_output("interrupted (SIGTERM), terminating", 1));
+  std::this_thread::sleep_for(milliseconds(1300));  // "clearly later"
   hvdrun.signal(SIGTERM);
   auto r = hvdrun.finish(seconds(20));
   EXPECT_EQ(r.status, 143) << r.err;

@@ -286,7 +286,7 @@ RunResult elastic_job_losing_node_3(std::vector<std::string> flags, int epochs) 
   salloc.insert(salloc.end(), args.begin(), args.end());
   HvdrunProcess job("/usr/bin/salloc", salloc, slurm_env(), "/dev/null");
   wait_for_pids(dir.path, 3, seconds(30));
-  std::this_thread::sleep_for(milliseconds(1000));  // the three train together
+  EXPECT_TRUE(job.wait_for_output("starts as rank", 3)) << "the three train together";
   const pid_t agent = agent_on(3);
   EXPECT_GT(agent, 0);
   if (agent > 0) {

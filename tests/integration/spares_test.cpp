@@ -125,14 +125,15 @@ TEST(Spares, NoSpareOutlivesAKilledHvdrun) {
 // yet): here the spare has no handler and would die of SIGUSR1.
 TEST(Spares, ForwardedSignalsReachTheMembersOnly) {
   TempDir dir;
-  const std::string script = "echo $$ > " + dir.path.string() +
-                             "/$HVDRUN_SLOT.pid; "
-                             "if [ \"$HVDRUN_SPARE\" = 1 ]; then exec sleep 30; fi; "
-                             "trap 'echo got USR1; exit 0' USR1; while :; do sleep 0.05; done";
+  // Each writes its pid once it is ready: a member once its trap is set.
+  const std::string pid_file = "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; ";
+  const std::string script = "if [ \"$HVDRUN_SPARE\" = 1 ]; then " + pid_file +
+                             "exec sleep 30; fi; "
+                             "trap 'echo got USR1; exit 0' USR1; " +
+                             pid_file + "while :; do sleep 0.05; done";
   HvdrunProcess job({"-H", "localhost:3", "-np", "2", "--min-np", "2", "--max-np", "2", "--spares",
                      "1", "sh", "-c", script});
-  const pid_t spare = pid_of_slot(dir, 2, 3);
-  std::this_thread::sleep_for(milliseconds(500));  // the members' trap is set
+  const pid_t spare = pid_of_slot(dir, 2, 3);  // and the members' traps are set
   job.signal(SIGUSR1);
   const auto r = job.finish(seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;

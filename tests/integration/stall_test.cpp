@@ -58,7 +58,7 @@ TEST(Stall, SigquitWritesEveryRanksStacksAndTheJobGoesOn) {
   TempDir output;
   HvdrunProcess hvdrun(
       {"--output-filename", output.path.string(), "-np", "2", STALL_WORKER, "4", "1", "2", "4"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // rank 1 asleep, rank 0 waits
+  ASSERT_TRUE(hvdrun.wait_for_output("rank 1 sleeps before allreduce 2", 1));
   hvdrun.signal(SIGQUIT);
   const auto r = hvdrun.finish(seconds(60));
   EXPECT_EQ(r.status, 0) << r.err;
@@ -123,7 +123,7 @@ TEST(Stall, AHeartbeatTimeoutCollectsTheStacksBeforeTheJobEnds) {
                         "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec \"$@\"", "sh",
                         STALL_WORKER, "2", "1", "2", "30"});
   const pid_t rank1 = pid_of_slot(dir, 1, 2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 1 asleep before #2
+  ASSERT_TRUE(hvdrun.wait_for_output("rank 1 sleeps before allreduce 2", 1));
   ASSERT_EQ(::kill(rank1, SIGSTOP), 0);
   const auto r = hvdrun.finish(seconds(60));
   EXPECT_EQ(r.status, 255) << r.err;  // as for a worker lost with its host

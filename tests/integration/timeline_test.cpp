@@ -61,7 +61,7 @@ TEST(Timeline, AnElasticJobThatLosesAWorkerIsDrawnWithBothGenerations) {
                                  "--blacklist-cooldown-range", "60", "60"},
                                 2));
   const pid_t victim = pid_of_slot(dir, 2);
-  std::this_thread::sleep_for(milliseconds(800));
+  ASSERT_TRUE(job.wait_for_output("starts as rank", 4)) << "the first generation trains";
   ASSERT_EQ(::kill(victim, SIGKILL), 0);
   const auto r = job.finish(seconds(90));
   ASSERT_EQ(r.status, 0) << r.err;

@@ -7,6 +7,7 @@
 
 #include "hvdrun/error.h"
 #include "tests/rendezvous/test_util.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::rdzv {
 namespace {
@@ -57,7 +58,9 @@ TEST(Generations, AMemberOfTheOldGenerationIsToldItEnded) {
           << e.what();
     }
   });
-  while (server.joined() == 0) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(
+      hvdrun::test::wait_until([&] { return server.joined() != 0; }, std::chrono::seconds(30)))
+      << "a worker joined";
   server.start_generation(slot_options(1).slots);
   joiner.join();
   Client next(server.endpoint(), kSecret, kTimeout);

@@ -98,7 +98,9 @@ TEST(Handover, AGenerationThatEndsBeforeItFormedIsFollowedToTheNext) {
   // Worker 0 re-joins generation 1, which cannot form: 1 and 2 are away.
   std::promise<Assignment> first;
   std::thread t0([&] { first.set_value(clients[0]->rejoin(make_join(0), kTimeout, kTimeout)); });
-  while (server.joined() == 0) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(
+      hvdrun::test::wait_until([&] { return server.joined() != 0; }, std::chrono::seconds(30)))
+      << "a worker joined";
   server.start_generation(members({0, 1}), Handover::kBroken, "second failure");
   std::thread t1([&] { clients[1]->rejoin(make_join(1), kTimeout, kTimeout); });
   auto a0 = first.get_future().get();
@@ -113,7 +115,9 @@ TEST(Handover, HostsUpdatedKeepsTheOldStoreUntilEveryMemberRejoined) {
   auto clients = join_workers(server, 2);
   clients[0]->set("before", "1", kTimeout);
   server.start_generation(members({0, 1, 7}), Handover::kHostsUpdated, "host b added");
-  while (!clients[1]->generation_end()) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(hvdrun::test::wait_until([&] { return clients[1]->generation_end().has_value(); },
+                                       std::chrono::seconds(30)))
+      << "generation 0 ended for worker 1";
   EXPECT_EQ(clients[1]->generation_end()->end.kind, EndKind::kHostsUpdated);
   // Generation 0 still works for its members: store and barrier.
   EXPECT_EQ(clients[1]->get("before", kTimeout), "1");

@@ -16,6 +16,7 @@
 #include "rendezvous/log.h"
 #include "rendezvous/memory_budget.h"
 #include "tests/rendezvous/test_util.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::rdzv {
 namespace {
@@ -160,9 +161,13 @@ TEST(Limits, AJoinThatGoesAwayStopsTheStartTimeout) {
     RawConn raw(server.endpoint().port);
     raw.authenticate(kSecret);
     raw.send(Message{0, make_join(0)});
-    while (server.joined() == 0) std::this_thread::sleep_for(5ms);
+    EXPECT_TRUE(
+        hvdrun::test::wait_until([&] { return server.joined() != 0; }, std::chrono::seconds(30)))
+        << "a worker joined";
   }
-  while (server.joined() != 0) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(
+      hvdrun::test::wait_until([&] { return server.joined() == 0; }, std::chrono::seconds(30)))
+      << "the join went with its connection";
   std::this_thread::sleep_for(600ms);
   std::vector<std::thread> ranks;
   for (std::uint32_t slot = 0; slot < 2; ++slot) {

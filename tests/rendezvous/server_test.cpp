@@ -8,6 +8,7 @@
 #include "hvdrun/error.h"
 #include "rendezvous/auth.h"
 #include "tests/rendezvous/test_util.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::rdzv {
 namespace {
@@ -182,7 +183,9 @@ TEST(Server, DuplicateSlotNamesTheSlotAndBothPids) {
     Client c(server.endpoint(), kSecret, kTimeout);
     EXPECT_EQ(c.join(make_join(0), kTimeout).assign.rank, 0);
   });
-  while (server.joined() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(
+      hvdrun::test::wait_until([&] { return server.joined() != 0; }, std::chrono::seconds(30)))
+      << "a worker joined";
   Client dup(server.endpoint(), kSecret, kTimeout);
   Join j = make_join(0);
   j.pid = 777;

@@ -1,7 +1,8 @@
 // Worker for the stall tests: `stall_worker N R K S [every]` runs N allreduces of 1024 floats;
 // rank R sleeps S seconds before its K-th (a rank stuck in its own code while the others wait
 // in the collective), or with `every` before each from the K-th on (a straggler), then goes
-// on. Exits 0 once all N agree.
+// on; before its first sleep it prints "rank R sleeps before allreduce K". Exits 0 once all N
+// agree.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
     std::vector<float> data(1024);
     for (int i = 1; i <= count; ++i) {
       if ((i == slow_at || (every && i > slow_at)) && hvdrun::rank() == slow_rank) {
+        if (i == slow_at) {
+          std::printf("rank %d sleeps before allreduce %d\n", slow_rank, slow_at);
+          std::fflush(stdout);
+        }
         std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
       }
       for (auto& v : data) v = 1.0f;
