@@ -27,8 +27,9 @@ void GenerationLog::end_reason_if_none(const std::string& reason) {
   if (current().end_reason.empty()) current().end_reason = reason;
 }
 
-std::string GenerationLog::describe(Clock::time_point launched) const {
+std::string GenerationLog::describe() const {
   if (generations_.size() < 2) return {};
+  const Clock::time_point launched = this->launched();
   const auto at = [&](Clock::time_point t) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2f s", std::chrono::duration<double>(t - launched).count());

@@ -33,6 +33,8 @@ class GenerationLog {
   std::size_t count() const noexcept { return generations_.size(); }
   // The current generation's number (0 for the first).
   std::size_t number() const noexcept { return generations_.size() - 1; }
+  // When the job launched: its first generation's start.
+  Clock::time_point launched() const noexcept { return generations_.front().started; }
 
   // Every rank of the current generation joined (the first time only counts).
   void formed(Clock::time_point at);
@@ -41,9 +43,9 @@ class GenerationLog {
   // Says why the current generation ended, if nothing said it yet.
   void end_reason_if_none(const std::string& reason);
 
-  // "generations:" and a line per generation, times from `launched`; empty when the job had
+  // "generations:" and a line per generation, times from the launch; empty when the job had
   // only one.
-  std::string describe(Clock::time_point launched) const;
+  std::string describe() const;
 
  private:
   std::vector<Generation> generations_;

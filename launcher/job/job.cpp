@@ -6,8 +6,6 @@
 
 #include <utility>
 
-#include "launcher/job/elastic_members.h"
-#include "launcher/job/static_membership.h"
 #include "launcher/output/logging.h"
 #include "launcher/plan/placement.h"
 #include "launcher/workers/worker_env.h"
@@ -36,25 +34,20 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       run_(start.run),
       sink_(sink),
       environment_(environment),
-      faces_(io, std::move(start.server), std::move(start.horovod), start.slots, *this),
+      rendezvous_(
+          {spec_, *this, *this, pools_, policy_, membership_, workers_, generations_, requests_}),
+      faces_(io, std::move(start.server), std::move(start.horovod), start.slots, rendezvous_),
       policy_(make_policy(spec_)),
       generations_(Clock::now(), start.slots.size()),
       host_start_(std::move(start.remote)),
       announce_timer_(io),
-      dumps_(io, stacks_dir(spec_, start.run_id),
-             [this](const std::string& why, Clock::time_point began, std::size_t ranks) {
-               publisher_.publish(&JobEvents::stacks_collected, why, began, ranks);
-             }),
       publisher_(std::move(start.components), *pools_, generations_),
-      membership_(spec_.elastic_job()
-                      ? std::unique_ptr<Membership>(std::make_unique<ElasticMembers>(
-                            io, parts(), spares_, start.slots, watchdog, start.local_hosts))
-                      : std::make_unique<StaticMembership>(
-                            parts(), static_cast<std::uint32_t>(start.slots.size()))),
-      spares_(parts(), membership_->elastic(), [this] { membership_->spares_short(); }),
-      progress_(io, faces_, publisher_, spares_),
-      teardown_(io, spec_, sink_, *pools_, workers_, spares_.table(), generations_, dumps_, *this,
-                *this) {
+      requests_(io, stacks_dir(spec_, start.run_id), faces_, *pools_, workers_, publisher_,
+                *policy_, *this, membership_),
+      membership_(start.membership(parts())),
+      progress_(io, faces_, publisher_, membership_->spares()),
+      teardown_(io, spec_, sink_, *pools_, workers_, membership_->spares().table(), generations_,
+                requests_.dumps(), *this, requests_) {
   for (const auto& slot : start.slots) {
     sink_.add_worker(first_worker(slot), slot.rank, slot.host);
     workers_.add(first_worker(slot), WorkerKey{static_cast<std::uint32_t>(slot.rank)}, slot);
@@ -68,12 +61,13 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
   rdzv.horovod_port = faces_.horovod_port();
   rdzv.run_id = std::move(start.run_id);
   rdzv.size = static_cast<int>(start.slots.size());
-  rdzv.stacks_dir = dumps_.hook_dir().string();
-  if (!dumps_.hook_error().empty()) {
-    launcher_log()->warn("no Python stacks for this job: {}", dumps_.hook_error());
+  const StackDumps& dumps = requests_.dumps();
+  rdzv.stacks_dir = dumps.hook_dir().string();
+  if (!dumps.hook_error().empty()) {
+    launcher_log()->warn("no Python stacks for this job: {}", dumps.hook_error());
   }
   pools_->set_addresses(start.plan, rdzv);
-  publisher_.attach(*this);
+  publisher_.attach(requests_);
 }
 
 Job::~Job() {
@@ -82,13 +76,12 @@ Job::~Job() {
 
 JobParts Job::parts() {
   return {spec_,    run_,         sink_,      environment_, faces_, *pools_,
-          workers_, generations_, publisher_, *policy_,     *this,  *this};
+          workers_, generations_, publisher_, *policy_,     *this,  requests_};
 }
 
 void Job::launch() {
   warn_if_stdin_not_read();
-  launched_ = Clock::now();
-  generations_.current().started = launched_;
+  generations_.current().started = Clock::now();
   teardown_.watch_signals();
   progress_.start();
   if (host_start_.remote().empty()) {
@@ -117,7 +110,7 @@ void Job::start_workers() {
   std::vector<WorkerId> ids;
   workers_.for_each([&](const WorkerRecord& r) { ids.push_back(r.id); });
   launch_workers(ids);
-  spares_.refill();
+  membership_->spares().refill();
   if (generations_.count() == 1) membership_->started();
 }
 
@@ -138,8 +131,8 @@ void Job::launch_workers(const std::vector<WorkerId>& ids) {
 }
 
 void Job::worker_exited(const WorkerId& id, ProcessEnd end) {
-  if (spares_.is_spare(id)) {
-    spares_.exited(id, std::move(end));
+  if (Spares& spares = membership_->spares(); spares.is_spare(id)) {
+    spares.exited(id, std::move(end));
     return;
   }
   WorkerRecord* record = workers_.find(id);
@@ -238,8 +231,8 @@ void Job::announce_failure() {
   announce_timer_.cancel();
   const auto& end = outcome_->end;
   const std::size_t others = state_.active() ? running() : 0;
-  happened("rank " + std::to_string(outcome_->rank) + " failed: the job ends",
-           {{"host", outcome_->host}, {"end", end.what_happened()}});
+  requests_.happened("rank " + std::to_string(outcome_->rank) + " failed: the job ends",
+                     {{"host", outcome_->host}, {"end", end.what_happened()}});
   note("rank " + std::to_string(outcome_->rank) + " (host " + outcome_->host +
        (end.pid ? ", pid " + std::to_string(end.pid) : "") + ") " + end.what_happened() +
        (outcome_->exhausted.empty() ? "" : " (" + outcome_->exhausted + ")") +
@@ -252,11 +245,12 @@ void Job::announce_failure() {
 
 void Job::maybe_finish() {
   // Every member ended: the spares are told they are not needed (stop_workers).
-  if (state_.is(JobState::kRunning) && workers_.running() == 0 && spares_.running() > 0) {
+  const Spares& spares = membership_->spares();
+  if (state_.is(JobState::kRunning) && workers_.running() == 0 && spares.running() > 0) {
     terminate();
   }
   if (state_.is(JobState::kConnecting) || state_.is(JobState::kFinished) || announce_pending_ ||
-      workers_.running() > 0 || spares_.running() > 0 || state_.is(JobState::kWaitingForSlots)) {
+      workers_.running() > 0 || spares.running() > 0 || state_.is(JobState::kWaitingForSlots)) {
     return;
   }
   if (state_.is(JobState::kRestarting)) return start_next_generation();
@@ -267,15 +261,6 @@ void Job::maybe_finish() {
   generations_.current().ended = Clock::now();
   generations_.end_reason_if_none(outcome_ ? "the job failed" : "every rank exited 0");
   enter(pools_->open_streams() == 0 ? JobState::kFinished : JobState::kDraining);
-}
-
-bool Job::end_job(const std::string& why) {
-  if (!(state_.active() || state_.is(JobState::kRestarting))) return false;
-  fail(Outcome::failed(Outcome::Kind::kJobError, why), why);
-  note(why + "; terminating " + plural(running(), "rank"));
-  terminate();
-  maybe_finish();
-  return true;
 }
 
 void Job::terminate() {
@@ -299,7 +284,7 @@ void Job::enter(JobState next) {
       membership_->stop();
       // A restart's workers already have their SIGTERM: its grace period goes on unchanged.
       if (previous != JobState::kRestarting) {
-        spares_.dismiss();
+        membership_->spares().dismiss();
         teardown_.stop_workers();
       }
       break;
@@ -315,7 +300,7 @@ void Job::enter(JobState next) {
 // kFinished's entry.
 void Job::finish() {
   announce_timer_.cancel();
-  dumps_.cancel();
+  requests_.dumps().cancel();
   membership_->stop();
   progress_.stop();  // the last second's samples (of workers still connected)
   teardown_.finish();
@@ -323,7 +308,7 @@ void Job::finish() {
   // after its preflight) and if this one was not interrupted.
   pools_->end_job(outcome_exit_status(outcome_), run_.another_run && !teardown_.interrupted_at());
   pools_->close();  // nothing a worker left behind survives
-  if (spec_.verbose) note("job finished in " + millis_since(launched_));
+  if (spec_.verbose) note("job finished in " + millis_since(generations_.launched()));
   publisher_.generation_ended();
   progress_.flush();
   publisher_.publish(&JobEvents::job_ended);
@@ -338,8 +323,8 @@ int Job::exit_status() const {
 void Job::print_summary() const {
   print_outcome_summary(outcome_, sink_);
   publisher_.summarize();
-  if (const std::string text = generations_.describe(launched_); !text.empty()) note(text);
-  if (const std::string text = spares_.describe(); !text.empty()) note(text);
+  if (const std::string text = generations_.describe(); !text.empty()) note(text);
+  if (const std::string text = membership_->spares().describe(); !text.empty()) note(text);
 }
 
 std::string Job::incomplete_output() const {

@@ -3,10 +3,10 @@
 // generations in one GenerationLog. It reports each event (a worker's end, a host lost, slots
 // changed, Horovod workers asking to re-form) to the job's Policy and carries out the Action it
 // gets back. Its parts own the rest: the Membership (who the next generation's workers are:
-// static or elastic), JobTeardown (signals, stopping the workers, the drain), SparePool (warm
-// spares), JobPublisher (the components). The rendezvous faces are built first, in its constructor,
-// and report to it through RendezvousEvents; the worker pools report through PoolEvents. Lives on
-// run_job's stack around io_context::run(); io thread only.
+// static or elastic, made by run/; it owns the warm spares), JobTeardown (signals, stopping the
+// workers, the drain), JobPublisher (the components), JobRequests (what the components ask),
+// JobRendezvous (what the rendezvous faces, built first, tell). The worker pools report to it
+// through PoolEvents. Lives on run_job's stack around io_context::run(); io thread only.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -27,18 +27,19 @@
 #include "launcher/job/job_outcome.h"
 #include "launcher/job/job_parts.h"
 #include "launcher/job/job_publisher.h"
+#include "launcher/job/job_rendezvous.h"
+#include "launcher/job/job_requests.h"
 #include "launcher/job/job_state.h"
 #include "launcher/job/job_teardown.h"
 #include "launcher/job/membership.h"
 #include "launcher/job/progress_sampler.h"
-#include "launcher/job/spare_pool.h"
+#include "launcher/job/spares.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/plan/run_plan.h"
 #include "launcher/policy/policy.h"
 #include "launcher/process/watchdog.h"
 #include "launcher/servers/rendezvous_faces.h"
 #include "launcher/spec/local_host.h"
-#include "launcher/stacks/stack_dumps.h"
 #include "launcher/workers/pools.h"
 
 namespace hvdrun::launcher {
@@ -58,12 +59,11 @@ struct JobStart {
   // The pools that run the workers, reporting to the job (none: WorkerPools, this machine's
   // processes and the SSH hosts'; a test's fake ones).
   std::function<std::unique_ptr<Pools>(PoolEvents&)> pools;
+  // Who the generations' workers are (members/make_membership.h), made from the job's parts.
+  std::function<std::unique_ptr<Membership>(const JobParts&)> membership;
 };
 
-class Job final : private RendezvousEvents,
-                  private PoolEvents,
-                  private JobControl,
-                  private JobCore {
+class Job final : private PoolEvents, private JobCore {
  public:
   Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, OutputSink& sink,
       const std::map<std::string, std::string>& environment);
@@ -94,40 +94,13 @@ class Job final : private RendezvousEvents,
  private:
   using Clock = std::chrono::steady_clock;
 
-  // RendezvousEvents
-  void rendezvous_failed(const rdzv::JobError& error) override;
-  void all_joined() override;
-  void worker_lost(std::uint32_t key, const std::string& why) override;
-  void horovod_in_use(const std::string& peer) override;
-  bool horovod_reform_asked(std::size_t waiting) override;
-  void spare_parked(std::uint32_t key) override { spares_.parked(key); }
-  void horovod_registered(const std::string& name,
-                          horovod::WorkerRegistration registration) override {
-    membership_->horovod_registered(name, std::move(registration));
-  }
-  bool is_job_host(const std::string& address) const override {
-    return pools_->is_host_address(address);
-  }
   // PoolEvents
   void host_ready(std::size_t host, remote::HostReady ready) override;
   void host_failed(std::size_t host, const remote::HostFailed& failed) override;
   void worker_exited(const WorkerId& id, ProcessEnd end) override;
   void stream_closed(const WorkerId& id) override;
-  void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override;
-  // JobControl (its components' requests; job_requests.cpp)
-  bool generation_running() const override { return state_.is(JobState::kRunning); }
-  std::uint32_t generation() const override { return faces_.generation(); }
-  std::vector<rdzv::MemberProgress> progress() const override { return faces_.progress(); }
-  bool straggler_found(std::uint32_t key, const std::string& verdict) override {
-    return membership_->straggler_found(key, verdict);
-  }
-  void limit_reached(Limit limit, const std::string& reason) override;
-  bool end_job(const std::string& why) override;
-  void collect_stacks(const std::string& why, const std::vector<int>& culprits,
-                      std::function<void()> then) override;
-  void suspect(std::optional<std::vector<int>> ranks) override { dumps_.suspect(std::move(ranks)); }
-  void happened(const std::string& what, const Args& args) override {
-    publisher_.publish(&JobEvents::happened, what, args);
+  void remote_stacks(const WorkerId& id, agent::StacksFrame stacks) override {
+    requests_.remote_stacks(id, std::move(stacks));
   }
   // JobCore (its parts' view of the lifecycle)
   const JobStateMachine& lifecycle() const override { return state_; }
@@ -155,8 +128,7 @@ class Job final : private RendezvousEvents,
   void restart(const WorkerRecord& failed);
   void restart_for(const std::string& reason);
   void start_next_generation();
-  // job_hosts.cpp: hosts that connect or fail, a worker whose host stopped answering.
-  void kill_lost(std::uint32_t key, const std::string& why);
+  // job_hosts.cpp: hosts that connect or fail.
   void warn_if_stdin_not_read() const;
 
   // First, for its parts' references; destroyed first (~Job): its events use the members below.
@@ -165,22 +137,23 @@ class Job final : private RendezvousEvents,
   const RunPlan& run_;
   OutputSink& sink_;
   const std::map<std::string, std::string>& environment_;
-  RendezvousFaces faces_;  // first: the workers' environment needs its ports
+  // What the faces tell (before them: they hold it; it uses the members below once the
+  // io_context runs).
+  JobRendezvous rendezvous_;
+  RendezvousFaces faces_;  // early: the workers' environment needs its ports
   std::unique_ptr<Policy> policy_;
   WorkerTable workers_;  // the current generation's
   GenerationLog generations_;
   JobStateMachine state_;
   std::optional<Outcome> outcome_;
-  Clock::time_point launched_ = Clock::now();
   HostStart host_start_;           // the remote hosts at the start: connected or left out
   bool announce_pending_ = false;  // the first failure's note waits for that rank's pipes
   boost::asio::steady_timer announce_timer_;  // bounds the wait for a failed rank's last output
-  StackDumps dumps_;                          // the ranks' stacks, on demand
   JobPublisher publisher_;                    // the components: told of every event
-  std::unique_ptr<Membership> membership_;    // who the next generation's workers are
-  SparePool spares_;                          // warm spares (elastic jobs)
-  ProgressSampler progress_;                  // every second: the collectives, the tick
-  JobTeardown teardown_;                      // signals, stopping the workers, the drain
+  JobRequests requests_;  // what the components and parts ask (JobControl); the ranks' stacks
+  std::unique_ptr<Membership> membership_;  // who the next generation's workers are
+  ProgressSampler progress_;                // every second: the collectives, the tick
+  JobTeardown teardown_;                    // signals, stopping the workers, the drain
 };
 
 }  // namespace hvdrun::launcher

@@ -13,7 +13,7 @@ void Job::restart(const WorkerRecord& failed) {
   generations_.current().end_reason = failed.who() + " " + what;
   const std::size_t others = running();
   const std::string cooled = membership_->restarting_after(failed);
-  happened("restart", {{"why", failed.who() + " " + what}});
+  requests_.happened("restart", {{"why", failed.who() + " " + what}});
   note(failed.who() + " " + what + cooled + "; restarting every rank (restart " +
        std::to_string(policy_->survived()) + " of " + std::to_string(spec_.max_restarts) + ")" +
        (others ? ": terminating " + plural(others, "other rank") : ""));

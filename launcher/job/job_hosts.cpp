@@ -1,7 +1,5 @@
 // The job's hosts (job.h): remote hosts that connect or fail (once the job runs, its
-// membership decides what that changes), a worker whose host stopped answering.
-#include <signal.h>
-
+// membership decides what that changes).
 #include <algorithm>
 
 #include "launcher/job/job.h"
@@ -36,8 +34,8 @@ void Job::host_ready(std::size_t host, remote::HostReady ready) {
     }
     if (!ready.host_key_note.empty()) note(ready.host_key_note);
   }
-  publisher_.publish(&JobEvents::host_connected, host, pools_->host_name(host), launched_,
-                     ready.local_addr);
+  publisher_.publish(&JobEvents::host_connected, host, pools_->host_name(host),
+                     generations_.launched(), ready.local_addr);
   pools_->host_connected(host, std::move(ready));
   if (later) return membership_->host_joined(host);
   if (host_start_.complete(pools_->connected_count())) start_workers();
@@ -61,37 +59,6 @@ void Job::host_failed(std::size_t host, const remote::HostFailed& failed) {
       "cannot start the ranks of host " + pools_->host_name(host) + ": " + failed.message;
   fail(Outcome::failed(Outcome::Kind::kHostFailed, why), why);
   if (state_.is(JobState::kConnecting)) enter(JobState::kFinished);  // nothing runs anywhere yet
-}
-
-// The rendezvous heard nothing from the worker for too long: it is killed, and its end is a
-// failure like any other. In a static job, which that failure ends, the ranks' stacks are
-// collected first (the lost one's among them: a rank stuck in its own code, or stopped).
-void Job::worker_lost(std::uint32_t key, const std::string& why) {
-  if (!state_.active()) return;
-  if (spares_.lost(key, why)) return;
-  WorkerRecord* record = workers_.find(WorkerKey{key});
-  if (!record || record->end()) return;
-  if (membership_->stacks_before_losing() && state_.is(JobState::kRunning)) {
-    collect_stacks("heartbeat timeout", {record->slot().rank},
-                   [this, key, why] { kill_lost(key, why); });
-    return;
-  }
-  kill_lost(key, why);
-}
-
-// The lost worker is killed, unless it ended meanwhile (then its own end is its failure).
-void Job::kill_lost(std::uint32_t key, const std::string& why) {
-  WorkerRecord* record = workers_.find(WorkerKey{key});
-  if (!state_.active() || !record || record->end()) return;
-  record->lost = "missed its heartbeats (" + why + "): killed";
-  pools_->signal(record->id, SIGKILL);
-  if (pools_->connected(record->id.host)) {
-    // Over a cut-off network neither the kill nor the end may get through: the worker ends
-    // here (a later report of its end is ignored).
-    const WorkerId lost = record->id;
-    worker_exited(lost, ProcessEnd::lost_connection("host " + pools_->host_name(lost.host) +
-                                                    " stopped answering"));
-  }
 }
 
 }  // namespace hvdrun::launcher

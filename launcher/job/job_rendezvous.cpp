@@ -1,55 +1,92 @@
-// The rendezvous faces' events (job.h, RendezvousEvents): the rendezvous failed (the start
-// timeout among them), every rank joined, and what elastic Horovod workers ask of the job.
-#include "launcher/job/job.h"
+// The rendezvous faces' events (job_rendezvous.h).
+#include "launcher/job/job_rendezvous.h"
+
+#include <signal.h>
+
 #include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {
 
-void Job::rendezvous_failed(const rdzv::JobError& error) {
-  if (state_.is(JobState::kFinished)) return;
-  if (state_.is(JobState::kRestarting)) {  // the generation it concerns is being replaced
+void JobRendezvous::rendezvous_failed(const rdzv::JobError& error) {
+  JobCore& core = parts_.core;
+  const JobStateMachine& state = core.lifecycle();
+  if (state.is(JobState::kFinished)) return;
+  if (state.is(JobState::kRestarting)) {  // the generation it concerns is being replaced
     launcher_log()->debug("rendezvous error while restarting, ignored: {}", error.message);
     return;
   }
-  if (!outcome_) {
+  if (!core.outcome()) {
     std::string text = error.message;
     if (error.code == rdzv::ErrorCode::kTimeout) {  // the start timeout
       text +=
           " (a missing rank has not called hvdrun::init(); raise --start-timeout if it is "
           "slow to start)";
     }
-    fail(Outcome::failed(Outcome::Kind::kJobError, text), text);
-    note("rendezvous failed; terminating " + plural(running(), "rank"));
-    if (error.code == rdzv::ErrorCode::kTimeout && state_.is(JobState::kRunning)) {
+    core.fail(Outcome::failed(Outcome::Kind::kJobError, text), text);
+    note("rendezvous failed; terminating " + plural(core.running(), "rank"));
+    if (error.code == rdzv::ErrorCode::kTimeout && state.is(JobState::kRunning)) {
       // Where the ranks that did not join are: before they are gone.
-      collect_stacks("start timeout", {}, [this] {
-        if (!state_.is(JobState::kRunning)) return;
-        terminate();
-        maybe_finish();
+      parts_.requests.collect_stacks("start timeout", {}, [&core] {
+        if (!core.lifecycle().is(JobState::kRunning)) return;
+        core.terminate();
+        core.maybe_finish();
       });
       return;
     }
   }
-  terminate();
-  maybe_finish();
+  core.terminate();
+  core.maybe_finish();
 }
 
-void Job::all_joined() {
-  generations_.formed(Clock::now());
-  workers_.clear_newcomers();
-  if (spec_.verbose) {
-    note("all " + plural(workers_.size(), "rank") + " joined the rendezvous, " +
-         millis_since(launched_) + " after start");
+void JobRendezvous::all_joined() {
+  parts_.generations.formed(GenerationLog::Clock::now());
+  parts_.workers.clear_newcomers();
+  if (parts_.spec.verbose) {
+    note("all " + plural(parts_.workers.size(), "rank") + " joined the rendezvous, " +
+         millis_since(parts_.generations.launched()) + " after start");
   }
 }
 
-void Job::horovod_in_use(const std::string& peer) {
-  if (const std::string text = policy_->horovod_in_use(peer); !text.empty()) note(text);
+void JobRendezvous::horovod_in_use(const std::string& peer) {
+  if (const std::string text = parts_.policy->horovod_in_use(peer); !text.empty()) note(text);
 }
 
-bool Job::horovod_reform_asked(std::size_t waiting) {
-  if (!state_.is(JobState::kRunning) || outcome_) return false;
-  return membership_->reform_asked(waiting);
+bool JobRendezvous::horovod_reform_asked(std::size_t waiting) {
+  if (!parts_.core.lifecycle().is(JobState::kRunning) || parts_.core.outcome()) return false;
+  return parts_.membership->reform_asked(waiting);
+}
+
+// The rendezvous heard nothing from the worker for too long: it is killed, and its end is a
+// failure like any other. In a static job, which that failure ends, the ranks' stacks are
+// collected first (the lost one's among them: a rank stuck in its own code, or stopped).
+void JobRendezvous::worker_lost(std::uint32_t key, const std::string& why) {
+  const JobStateMachine& state = parts_.core.lifecycle();
+  if (!state.active()) return;
+  if (parts_.membership->spares().lost(key, why)) return;
+  WorkerRecord* record = parts_.workers.find(WorkerKey{key});
+  if (!record || record->end()) return;
+  if (parts_.membership->stacks_before_losing() && state.is(JobState::kRunning)) {
+    parts_.requests.collect_stacks("heartbeat timeout", {record->slot().rank},
+                                   [this, key, why] { kill_lost(key, why); });
+    return;
+  }
+  kill_lost(key, why);
+}
+
+void JobRendezvous::kill_lost(std::uint32_t key, const std::string& why) {
+  WorkerRecord* record = parts_.workers.find(WorkerKey{key});
+  if (!parts_.core.lifecycle().active() || !record || record->end()) return;
+  record->lost = "missed its heartbeats (" + why + "): killed";
+  Pools& pools = *parts_.pools;
+  pools.signal(record->id, SIGKILL);
+  if (pools.connected(record->id.host)) {
+    // Over a cut-off network neither the kill nor the end may get through: the worker ends
+    // here (a later report of its end is ignored).
+    const WorkerId lost = record->id;
+    parts_.pool_events.worker_exited(
+        lost,
+        ProcessEnd::lost_connection("host " + pools.host_name(lost.host) + " stopped answering"));
+  }
 }
 
 }  // namespace hvdrun::launcher

@@ -2,7 +2,8 @@
 // change under it. The job core asks it, never the job's kind: a static job's membership keeps
 // the same slots (a restart starts them again as new incarnations, with fresh keys); an
 // elastic job's (elastic_members.h) re-forms its survivors with replacements, grows after
-// cooldowns and discovered hosts, and tells elastic Horovod's rank 0 of host changes. A part
+// cooldowns and discovered hosts, and tells elastic Horovod's rank 0 of host changes. It owns
+// the job's warm spares (spares.h). Made for the job by run/ (members/make_membership.h); a part
 // of the job (job.h). io thread only.
 #pragma once
 
@@ -11,20 +12,19 @@
 #include <string>
 
 #include "launcher/horovod/updates/worker_registration.h"
+#include "launcher/job/spares.h"
 #include "launcher/job/worker_table.h"
 #include "launcher/policy/policy.h"
 #include "rendezvous/server.h"
 
 namespace hvdrun::launcher {
 
-class ElasticMembership;
-
 class Membership {
  public:
   virtual ~Membership() = default;
 
-  // The members' bookkeeping of an elastic job (null: the slots never change).
-  virtual ElasticMembership* elastic() noexcept { return nullptr; }
+  // The job's warm spares (a static job's: none).
+  virtual Spares& spares() noexcept = 0;
   // What the policy is told of the members (JobFacts::live, the host update pending).
   virtual void describe(JobFacts& facts) const = 0;
 
@@ -63,8 +63,6 @@ class Membership {
                                   horovod::WorkerRegistration registration) = 0;
   virtual bool reform_asked(std::size_t waiting) = 0;
 
-  // Fewer warm spares wait than --spares: a cooldown's end may give them room.
-  virtual void spares_short() = 0;
   // The job stops changing (a restart or its end): no timer of the membership's is left.
   virtual void stop() = 0;
   // A generation runs: a wait for slots is over.

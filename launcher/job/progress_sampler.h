@@ -9,7 +9,7 @@
 
 #include "launcher/job/collective_groups.h"
 #include "launcher/job/job_publisher.h"
-#include "launcher/job/spare_pool.h"
+#include "launcher/job/spares.h"
 #include "launcher/servers/rendezvous_faces.h"
 
 namespace hvdrun::launcher {
@@ -18,7 +18,7 @@ class ProgressSampler {
  public:
   // Every reference is the job's and outlives this.
   ProgressSampler(boost::asio::io_context& io, RendezvousFaces& faces, JobPublisher& publisher,
-                  SparePool& spares)
+                  Spares& spares)
       : faces_(faces), publisher_(publisher), spares_(spares), timer_(io) {}
 
   // The job launched: a sample every second from now on.
@@ -35,7 +35,7 @@ class ProgressSampler {
 
   RendezvousFaces& faces_;
   JobPublisher& publisher_;
-  SparePool& spares_;
+  Spares& spares_;
   boost::asio::steady_timer timer_;
   CollectiveGroups groups_;  // the members' timed collectives, by collective
   bool stopped_ = false;

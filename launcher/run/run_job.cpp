@@ -12,6 +12,7 @@
 #include "hvdrun/error.h"
 #include "launcher/discovery/initial_hosts.h"
 #include "launcher/job/job.h"
+#include "launcher/members/make_membership.h"
 #include "launcher/output/logging.h"
 #include "launcher/plan/open_files.h"
 #include "launcher/plan/placement.h"
@@ -143,6 +144,7 @@ JobStart job_start(const JobSpec& spec, const RunPlan& run, LocalHosts& local_ho
                   make_run_id(),
                   local_hosts,
                   {},
+                  {},
                   {}};
 }
 
@@ -210,6 +212,9 @@ int run_once(const JobSpec& spec, const RunPlan& plan,
     time_limit = limit.get();
     start.components.push_back(std::move(limit));
   }
+  start.membership = [&](const JobParts& parts) {
+    return make_membership(io, parts, slots, watchdog, local_hosts);
+  };
   Job job(io, std::move(start), watchdog, sink, environment);
   if (spec.verbose) {
     note("rendezvous server up on " + bind + ":" + std::to_string(job.rendezvous_port()) +

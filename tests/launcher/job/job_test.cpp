@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/members/make_membership.h"
 #include "launcher/output/console.h"
 #include "launcher/plan/placement.h"
 #include "rendezvous/auth.h"
@@ -66,6 +67,7 @@ class JobHarness {
  public:
   explicit JobHarness(JobSpec spec) : spec_(std::move(spec)), plan_(plan_as_asked(spec_)) {
     std::vector<Slot> slots = place(spec_.hosts, spec_.num_proc);
+    first_slots_ = slots;
     rdzv::ServerOptions server;
     server.secret = rdzv::make_secret();
     server.slots = slots;
@@ -81,11 +83,15 @@ class JobHarness {
                    "job-test",
                    local_hosts_,
                    std::move(components),
+                   {},
                    {}};
     start.pools = [this](PoolEvents& pool_events) {
       auto fake = std::make_unique<test::FakePools>(io_, pool_events, spec_.hosts);
       pools = fake.get();
       return fake;
+    };
+    start.membership = [this](const JobParts& parts) {
+      return make_membership(io_, parts, first_slots_, watchdog_, local_hosts_);
     };
     job_ = std::make_unique<Job>(io_, std::move(start), watchdog_, sink_, environment_);
   }
@@ -119,6 +125,7 @@ class JobHarness {
   boost::asio::io_context io_{1};
   Console console_{io_};
   OutputSink sink_{OutputOptions{}, console_};
+  std::vector<Slot> first_slots_;  // the first generation's
   Watchdog watchdog_;
   LocalHosts local_hosts_;
   std::map<std::string, std::string> environment_;

@@ -119,7 +119,7 @@ TEST(GenerationLog, DescribesEveryGenerationOnceThereAreTwo) {
   using Clock = GenerationLog::Clock;
   const Clock::time_point t0{};
   GenerationLog log(t0, 4);
-  EXPECT_EQ(log.describe(t0), "");
+  EXPECT_EQ(log.describe(), "");
   log.formed(t0 + std::chrono::milliseconds(500));
   log.formed(t0 + std::chrono::milliseconds(900));  // the first time counts
   log.end(t0 + std::chrono::seconds(2), "rank 1 (host a) exited with code 3");
@@ -129,7 +129,7 @@ TEST(GenerationLog, DescribesEveryGenerationOnceThereAreTwo) {
   log.end_reason_if_none("ignored");
   EXPECT_EQ(log.count(), 2u);
   EXPECT_EQ(log.number(), 1u);
-  EXPECT_EQ(log.describe(t0),
+  EXPECT_EQ(log.describe(),
             "generations:\n"
             "    0: 4 ranks, started 0.00 s, formed 0.50 s, ended 2.00 s: rank 1 (host a) exited "
             "with code 3\n"

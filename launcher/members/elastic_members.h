@@ -4,8 +4,8 @@
 // survivors re-forming with replacements and promoted spares, the wait below --min-np (up to
 // --elastic-timeout), growth when a cooldown ends, hosts the discovery script adds or removes
 // (polled here), hosts that failed their preflight check joining in cooldown, a straggler's
-// host leaving, and elastic Horovod's rank 0 told of host changes. A part of the job (job.h).
-// io thread only.
+// host leaving, and elastic Horovod's rank 0 told of host changes; the warm spares (SparePool).
+// A part of the job (job.h). io thread only.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -20,7 +20,7 @@
 #include "launcher/horovod/updates/host_updates.h"
 #include "launcher/job/job_parts.h"
 #include "launcher/job/membership.h"
-#include "launcher/job/spare_pool.h"
+#include "launcher/members/spare_pool.h"
 #include "launcher/plan/elastic_membership.h"
 #include "launcher/process/watchdog.h"
 #include "launcher/spec/local_host.h"
@@ -31,12 +31,11 @@ class ElasticMembers final : public Membership {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `slots`: the first generation's (their keys are their ranks). `spares` is the job's and
-  // outlives this; it is not used before the job launches.
-  ElasticMembers(boost::asio::io_context& io, const JobParts& parts, SparePool& spares,
-                 const std::vector<Slot>& slots, Watchdog& watchdog, LocalHosts& local_hosts);
+  // `slots`: the first generation's (their keys are their ranks).
+  ElasticMembers(boost::asio::io_context& io, const JobParts& parts, const std::vector<Slot>& slots,
+                 Watchdog& watchdog, LocalHosts& local_hosts);
 
-  ElasticMembership* elastic() noexcept override { return &members_; }
+  Spares& spares() noexcept override { return spares_; }
   void describe(JobFacts& facts) const override;
   void started() override;
   void worker_ended(const WorkerRecord& record) override;
@@ -53,7 +52,6 @@ class ElasticMembers final : public Membership {
   void horovod_registered(const std::string& name,
                           horovod::WorkerRegistration registration) override;
   bool reform_asked(std::size_t waiting) override;
-  void spares_short() override { watch_cooldowns(); }
   void stop() override;
   void running() override { elastic_timer_.cancel(); }
 
@@ -80,8 +78,8 @@ class ElasticMembers final : public Membership {
   void cool_after_preflight(std::size_t host);
 
   JobParts parts_;
-  SparePool& spares_;
   ElasticMembership members_;
+  SparePool spares_;                                  // fills its shortfall when a cooldown ends
   std::optional<horovod::HostUpdates> host_updates_;  // survivors re-form: Horovod's rank 0
   std::set<std::string> preflight_cooled_;    // failed preflight, not discovered yet: cool down
   boost::asio::steady_timer elastic_timer_;   // --elastic-timeout while below --min-np

@@ -3,7 +3,7 @@
 // that failed their preflight check; elastic Horovod's registrations and requests to re-form.
 #include <algorithm>
 
-#include "launcher/job/elastic_members.h"
+#include "launcher/members/elastic_members.h"
 #include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {

@@ -1,5 +1,5 @@
 // Warm spares (spare_pool.h).
-#include "launcher/job/spare_pool.h"
+#include "launcher/members/spare_pool.h"
 
 #include <signal.h>
 
@@ -12,12 +12,12 @@ namespace hvdrun::launcher {
 void SparePool::refill() {
   const auto want = static_cast<std::size_t>(parts_.spec.elastic.spares);
   const JobCore& core = parts_.core;
-  if (!membership_ || want == 0 || ledger_.dismissed() || ledger_.given_up() || core.outcome() ||
+  if (want == 0 || ledger_.dismissed() || ledger_.given_up() || core.outcome() ||
       !core.lifecycle().is(JobState::kRunning) || parts_.workers.any_finished()) {
     return;
   }
   const auto now = ElasticMembership::Clock::now();
-  const auto added = membership_->add_spares(now, want);
+  const auto added = membership_.add_spares(now, want);
   std::vector<WorkerLaunch> launches;
   std::vector<WorkerId> ids;
   for (const auto& w : added) {
@@ -42,14 +42,14 @@ void SparePool::refill() {
     parts_.publisher.started(&JobEvents::spares_started, table_, ids);
     if (parts_.spec.verbose) note("started " + plural(added.size(), "spare"));
   }
-  if (membership_->spares() >= want) return;
+  if (membership_.spares() >= want) return;
   if (parts_.generations.count() > 1) {  // after a failure: its host cools down, as said
     if (parts_.spec.verbose) {
-      note(std::to_string(membership_->spares()) + " of --spares " + std::to_string(want) +
+      note(std::to_string(membership_.spares()) + " of --spares " + std::to_string(want) +
            " wait; more start as slots free up");
     }
   } else if (ledger_.first_shortfall(added.size())) {  // said once, at the first start
-    note("warning: " + std::to_string(membership_->spares()) + " of --spares " +
+    note("warning: " + std::to_string(membership_.spares()) + " of --spares " +
          std::to_string(want) +
          " wait: no free slot beyond --max-np (spares need slots of their own; give the "
          "hosts more)");
@@ -79,7 +79,7 @@ void SparePool::ended(WorkerRecord& spare) {
   const WorkerId id = spare.id;
   const std::uint32_t key = spare.key.value;
   parts_.publisher.worker(&JobEvents::worker_ended, spare);
-  membership_->remove(key);
+  membership_.remove(key);
   parts_.faces.dismiss_spare(key, "spare ended");
   const std::string what = spare.lost.empty() ? spare.end()->what_happened() : spare.lost;
   const std::string who =
@@ -106,7 +106,7 @@ void SparePool::ended(WorkerRecord& spare) {
   }
   refill();
   const bool refilled =
-      membership_->spares() >= static_cast<std::size_t>(parts_.spec.elastic.spares);
+      membership_.spares() >= static_cast<std::size_t>(parts_.spec.elastic.spares);
   note(who + " " + what + " while it waited; " +
        (refilled ? "another started" : "another starts when a slot is free"));
 }
@@ -124,7 +124,7 @@ bool SparePool::lost(std::uint32_t key, const std::string& why) {
   if (!spare) return false;
   if (spare->end()) return true;
   spare->lost = "missed its heartbeats (" + why + "): killed";
-  membership_->remove(key);  // never promoted now, whenever its end comes
+  membership_.remove(key);  // never promoted now, whenever its end comes
   parts_.faces.dismiss_spare(key, "spare lost");
   parts_.pools.signal(spare->id, SIGKILL);
   if (parts_.pools.connected(spare->id.host)) {  // a cut-off host may never report the end
@@ -139,7 +139,7 @@ void SparePool::drop_host(std::size_t host) {
   table_.for_each([&](WorkerRecord& r) {
     if (r.id.host != host || r.end()) return;
     r.removed = true;  // its end, when it comes, is expected
-    membership_->remove(r.key.value);
+    membership_.remove(r.key.value);
     parts_.faces.dismiss_spare(r.key.value, "spare not needed: its host was lost");
     parts_.pools.signal(r.id, SIGKILL);
   });

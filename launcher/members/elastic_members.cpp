@@ -1,6 +1,6 @@
 // An elastic job's membership (elastic_members.h): re-formations, the wait for slots, growth
 // after cooldowns, discovered and preflight-failed hosts, stragglers, Horovod host updates.
-#include "launcher/job/elastic_members.h"
+#include "launcher/members/elastic_members.h"
 
 #include <signal.h>
 
@@ -25,12 +25,12 @@ horovod::HostUpdate host_update(SlotsChange change) {
 }  // namespace
 
 ElasticMembers::ElasticMembers(boost::asio::io_context& io, const JobParts& parts,
-                               SparePool& spares, const std::vector<Slot>& slots,
-                               Watchdog& watchdog, LocalHosts& local_hosts)
+                               const std::vector<Slot>& slots, Watchdog& watchdog,
+                               LocalHosts& local_hosts)
     : parts_(parts),
-      spares_(spares),
       members_(parts.run.hosts, *parts.spec.elastic.max_np, parts.spec.elastic.cooldown_min,
                parts.spec.elastic.cooldown_max),
+      spares_(parts, members_, [this] { watch_cooldowns(); }),
       elastic_timer_(io),
       cooldown_timer_(io) {
   const JobSpec& spec = parts_.spec;

@@ -1,5 +1,5 @@
 // SpareLedger: the warm spares' bookkeeping, fed by the test with its own times.
-#include "launcher/job/spare_ledger.h"
+#include "launcher/members/spare_ledger.h"
 
 #include <gtest/gtest.h>
 

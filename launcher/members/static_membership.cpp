@@ -1,5 +1,5 @@
 // A static job's generations (static_membership.h).
-#include "launcher/job/static_membership.h"
+#include "launcher/members/static_membership.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,5 +1,5 @@
 // SpareLedger (spare_ledger.h).
-#include "launcher/job/spare_ledger.h"
+#include "launcher/members/spare_ledger.h"
 
 #include "launcher/output/logging.h"
 
