@@ -36,6 +36,12 @@ void KvStore::add_waiter(std::shared_ptr<Wait> wait) {
   waiters_[std::move(k)].push_back(std::move(wait));
 }
 
+std::size_t KvStore::waiting() const noexcept {
+  std::size_t count = 0;
+  for (const auto& [key, waits] : waiters_) count += waits.size();
+  return count;
+}
+
 void KvStore::remove_waiter(const Wait& wait) {
   auto it = waiters_.find(Key{wait.generation, wait.key});
   if (it == waiters_.end()) return;

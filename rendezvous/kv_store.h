@@ -29,6 +29,8 @@ class KvStore {
   const std::string* find(std::uint32_t generation, const std::string& key) const;
   void add_waiter(std::shared_ptr<Wait> wait);
   void remove_waiter(const Wait& wait);
+  // The gets waiting for a key now.
+  std::size_t waiting() const noexcept;
   std::size_t size() const noexcept { return values_.size(); }
   std::size_t bytes() const noexcept { return bytes_; }
   // Forgets every value of generations before `generation` (their waiters are gone with

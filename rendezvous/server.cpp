@@ -86,6 +86,10 @@ std::size_t Server::parked_spares() const noexcept {
   return impl_->parked_spares();
 }
 
+std::size_t Server::pending_gets() const noexcept {
+  return impl_->pending_gets();
+}
+
 void Server::close() {
   impl_->close();
 }

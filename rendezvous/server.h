@@ -146,6 +146,8 @@ class Server {
   void dismiss_spare(std::uint32_t key, const std::string& why);
   // The spares whose Join is held now.
   std::size_t parked_spares() const noexcept;
+  // The blocking gets that wait for their key now.
+  std::size_t pending_gets() const noexcept;
   // The current generation's members, by rank, with their last progress reports; empty while
   // it forms (a member that has not joined has nothing to say).
   std::vector<MemberProgress> progress() const;

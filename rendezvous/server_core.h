@@ -60,6 +60,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void add_spare(std::uint32_t key);
   void dismiss_spare(std::uint32_t key, const std::string& why);
   std::size_t parked_spares() const noexcept { return parked_.size(); }
+  // See Server::pending_gets.
+  std::size_t pending_gets() const noexcept { return kv_.waiting(); }
   const ServerOptions& options() const noexcept { return options_; }
   // What the server holds for all its clients together (kv_limits_for()'s max_held_bytes).
   MemoryBudget& budget() noexcept { return budget_; }

@@ -165,12 +165,14 @@ pid_t child_named(pid_t parent, const std::string& name) {
 
 TEST(Slurm, AKilledNodeAgentFailsAStaticJobNamingItsNode) {
   REQUIRE_SLURM();
+  TempDir dir;
   HvdrunProcess job("/usr/bin/salloc",
-                    {"-N", "3", "-n", "3", HVDRUN_BINARY, "/bin/sh", "-c", "exec sleep 60"},
+                    {"-N", "3", "-n", "3", HVDRUN_BINARY, "/bin/sh", "-c",
+                     "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec sleep 60"},
                     slurm_env(), "/dev/null");
   const pid_t agent = wait_agent_on(3, seconds(20));
   ASSERT_GT(agent, 0);
-  std::this_thread::sleep_for(milliseconds(500));  // its worker runs
+  ASSERT_EQ(wait_for_pids(dir.path, 3, seconds(40)).size(), 3u);  // its worker runs
   ASSERT_EQ(::kill(agent, SIGKILL), 0);
   const auto r = job.finish(seconds(60));
   EXPECT_NE(r.status, 0) << r.err;
@@ -183,12 +185,13 @@ TEST(Slurm, AKilledNodeAgentFailsAStaticJobNamingItsNode) {
 // nothing is left on any node.
 TEST(Slurm, ScancelLeavesNothingOnAnyNode) {
   REQUIRE_SLURM();
+  TempDir dir;
   HvdrunProcess job("/usr/bin/salloc",
                     {"-N", "3", "-n", "3", "-J", "hvdrun-scancel-test", HVDRUN_BINARY, "/bin/sh",
-                     "-c", "exec sleep 60"},
+                     "-c", "echo $$ > " + dir.path.string() + "/$HVDRUN_SLOT.pid; exec sleep 60"},
                     slurm_env(), "/dev/null");
   ASSERT_GT(wait_agent_on(3, seconds(20)), 0);
-  std::this_thread::sleep_for(milliseconds(500));
+  ASSERT_EQ(wait_for_pids(dir.path, 3, seconds(40)).size(), 3u);  // the job runs
   ASSERT_EQ(std::system("SLURM_CONF=/tmp/hvds-slurm/slurm.conf scancel -n hvdrun-scancel-test"), 0);
   const auto r = job.finish(seconds(60));
   EXPECT_NE(r.status, 0) << r.err;

@@ -78,7 +78,7 @@ TEST(Handover, APendingGetOfTheEndedGenerationEndsAtOnceAndTheConnectionLives) {
     EXPECT_EQ(::write(interrupt.get(), &one, sizeof one), 8);
   });
   std::thread breaker([&] {
-    std::this_thread::sleep_for(100ms);
+    hvdrun::test::wait_until([&] { return server.pending_gets() == 1; }, std::chrono::seconds(30));
     server.start_generation(members({0, 1}), Handover::kBroken, "a peer failed");
   });
   const auto start = std::chrono::steady_clock::now();

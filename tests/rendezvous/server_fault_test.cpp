@@ -212,8 +212,9 @@ TEST(ServerFaults, CloseFailsPendingWaits) {
     Client c(server.endpoint(), kSecret, kTimeout);
     EXPECT_THROW(c.join(make_join(0), kTimeout), WorkerFailedError);
   });
-  hvdrun::test::wait_until([&] { return server.joined() != 0; }, std::chrono::seconds(2));
-  std::this_thread::sleep_for(100ms);  // let the get reach the server
+  EXPECT_TRUE(hvdrun::test::wait_until(
+      [&] { return server.joined() != 0 && server.pending_gets() == 1; }, std::chrono::seconds(30)))
+      << "the join and the get reached the server";
   server.close();
   waiter.join();
   joiner.join();
@@ -226,7 +227,9 @@ TEST(ServerFaults, ServerDestroyedWithConnectedClients) {
   Client idle(endpoint, kSecret, kTimeout);
   Client waiting(endpoint, kSecret, kTimeout);
   std::thread waiter([&] { EXPECT_THROW(waiting.get("k", kTimeout), Error); });
-  std::this_thread::sleep_for(100ms);  // let the get reach the server
+  EXPECT_TRUE(hvdrun::test::wait_until([&] { return server->pending_gets() == 1; },
+                                       std::chrono::seconds(30)))
+      << "the get reached the server";
   server.reset();  // Server destroyed on its io thread; sessions unwind after it
   waiter.join();
   EXPECT_THROW(idle.get("k", 1s), NetworkError);

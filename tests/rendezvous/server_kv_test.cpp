@@ -7,6 +7,7 @@
 
 #include "hvdrun/error.h"
 #include "tests/rendezvous/test_util.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::rdzv {
 namespace {
@@ -41,7 +42,9 @@ TEST(ServerKv, BlockingGetIsWokenByALaterSet) {
       if (c.get("late", kTimeout) == "value") ++got;
     });
   }
-  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(hvdrun::test::wait_until([&] { return server.pending_gets() == 3; },
+                                       std::chrono::seconds(30)))
+      << "the three gets wait at the server";
   EXPECT_EQ(got.load(), 0);
   const auto start = std::chrono::steady_clock::now();
   setter.set("late", "value", kTimeout);

@@ -61,6 +61,9 @@ class ServerThread {
   std::size_t parked_spares() {
     return io_.on_io([](Server& s) { return s.parked_spares(); });
   }
+  std::size_t pending_gets() {
+    return io_.on_io([](Server& s) { return s.pending_gets(); });
+  }
 
  private:
   hvdrun::test::IoThread<Server> io_;
