@@ -10,6 +10,7 @@
 #include "launcher/horovod/kv_scopes.h"
 #include "tests/horovod/horovod_http_client.h"
 #include "tests/horovod/kv_server_thread.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::launcher::horovod::test {
 namespace {
@@ -193,7 +194,8 @@ TEST(KvServer, CloseStopsAcceptingAndClosesOpenConnections) {
   const auto port = server.port();
   RawConnection idle(port);
   idle.send("GET /s/k HTTP/1.1\r\n");  // an unfinished request
-  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(hvdrun::test::wait_until([&] { return server.stats().open_connections == 1; }, 30s))
+      << "the server took the connection";
   server.close();
   EXPECT_TRUE(idle.wait_closed(2s));
   const auto r = http_request(port, "GET", "/s/k");

@@ -24,6 +24,7 @@
 #include "launcher/remote/agent_transport.h"
 #include "launcher/remote/srun_step.h"
 #include "launcher/ssh/ssh_socket.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::launcher::remote {
 namespace {
@@ -215,7 +216,9 @@ TEST(AgentListener, StrangersThatKeepComingDoNotKeepTheAgentOut) {
       std::this_thread::sleep_for(1ms);
     }
   });
-  std::this_thread::sleep_for(100ms);  // the slots are full and turning over
+  // The slots are full and turning over.
+  EXPECT_TRUE(hvdrun::test::wait_until(
+      [&] { return listener.unproven() == AuthenticatedAcceptor::Limits{}.max_unproven; }, 30s));
   ConnectingAgent agent(listener.port(), "node-a", kAgentSecret);
   ssh::SocketCanceller canceller;
   const auto connection = listener.wait_for("node-a", Clock::now() + 20s, canceller);

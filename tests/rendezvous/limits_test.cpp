@@ -6,6 +6,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -32,6 +33,26 @@ using test::slot_options;
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
+
+// The rendezvous logger's lines from construction to destruction: made before the server and
+// gone after it (the logger's sinks do not change while the server logs).
+class LogLines {
+ public:
+  LogLines() { logger()->sinks().push_back(sink_); }
+  ~LogLines() { logger()->sinks().pop_back(); }
+  LogLines(const LogLines&) = delete;
+  LogLines& operator=(const LogLines&) = delete;
+
+  bool has(const std::string& text) const {
+    const auto lines = sink_->last_formatted();
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& line) { return contains(line, text); });
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_ =
+      std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1000);
+};
 
 TEST(Limits, DefaultsGrowWithTheJob) {
   const KvLimits small = kv_limits_for(slot_options(4));
@@ -84,13 +105,16 @@ TEST(Limits, AKvSetOverTheKeyLimitIsRefused) {
 TEST(Limits, AClientThatDoesNotReadIsDisconnected) {
   ServerOptions options = slot_options(1);
   options.max_unsent_bytes = 1 << 20;
+  const LogLines log;
   ServerThread server(options);
   Client setter(server.endpoint(), kSecret, kTimeout);
   setter.set("big", std::string(64 << 10, 'v'), kTimeout);
   RawConn raw(server.endpoint().port);
   raw.authenticate(kSecret);
   for (int i = 0; i < 400; ++i) raw.send(Message{0, KvGet{"big", 1000}});
-  std::this_thread::sleep_for(300ms);  // the server answers all 400 into a full socket
+  // The server answers into a full socket, until it gives that connection up.
+  EXPECT_TRUE(hvdrun::test::wait_until(
+      [&] { return log.has("bytes of replies unread, over the limit"); }, 30s));
   int replies = 0;
   while (raw.receive()) ++replies;  // what the kernel held, then the close
   EXPECT_LT(replies, 400);
@@ -105,6 +129,7 @@ TEST(Limits, ManyConnectionsTogetherStayWithinOneBudget) {
   ServerOptions options = slot_options(1);
   options.max_held_bytes = 16u << 20;
   EXPECT_EQ(kv_limits_for(options).max_unsent_bytes, std::size_t{64} << 20);
+  const LogLines log;
   ServerThread server(options);
   Client setter(server.endpoint(), kSecret, kTimeout);
   setter.set("big", std::string(256 << 10, 'v'), kTimeout);
@@ -114,7 +139,9 @@ TEST(Limits, ManyConnectionsTogetherStayWithinOneBudget) {
     raws.back()->authenticate(kSecret);
     for (int i = 0; i < 120; ++i) raws.back()->send(Message{0, KvGet{"big", 1000}});
   }
-  std::this_thread::sleep_for(500ms);  // the server answers into full sockets
+  // The server answers into full sockets, until it closes a connection for its budget.
+  EXPECT_TRUE(hvdrun::test::wait_until(
+      [&] { return log.has("would make the server hold more than"); }, 30s));
   int complete = 0;
   for (auto& raw : raws) {
     int replies = 0;

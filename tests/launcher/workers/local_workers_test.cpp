@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 
 #include "launcher/output/logging.h"
 #include "tests/support/files.h"
+#include "tests/support/wait_until.h"
 
 namespace hvdrun::launcher {
 namespace {
@@ -55,7 +58,19 @@ TEST(LocalWorkers, OnePassReportsAForeignSignalBeforeANonZeroExit) {
       std::move(launches), false);
   // The exec reports (read by the io thread) say all three started; then all are zombies.
   io.run_for(std::chrono::milliseconds(200));
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const auto pids = workers.running_pids();
+  ASSERT_EQ(pids.size(), 3u);
+  EXPECT_TRUE(hvdrun::test::wait_until(
+      [&] {
+        return std::all_of(pids.begin(), pids.end(), [](const auto& worker) {
+          siginfo_t info{};
+          return ::waitid(P_PID, static_cast<id_t>(worker.second), &info,
+                          WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                 info.si_pid == worker.second;
+        });
+      },
+      std::chrono::seconds(30)))
+      << "the three ended";
   workers.reap();
   ASSERT_EQ(order.size(), 3u);
   EXPECT_EQ(order[0], 2);
