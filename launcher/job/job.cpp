@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <stdexcept>
 #include <utility>
 
 #include "launcher/output/logging.h"
@@ -20,6 +21,14 @@ std::filesystem::path stacks_dir(const JobSpec& spec, const std::string& run_id)
   if (spec.output_dir) return std::filesystem::path(*spec.output_dir) / "stacks";
   std::error_code ec;
   return std::filesystem::temp_directory_path(ec) / (run_id + "-stacks");
+}
+
+// The membership `make` makes from the job's parts (JobStart::membership, required).
+std::unique_ptr<Membership> made_membership(
+    const std::function<std::unique_ptr<Membership>(const JobParts&)>& make,
+    const JobParts& parts) {
+  if (!make) throw std::logic_error("a job needs its membership: JobStart::membership is unset");
+  return make(parts);
 }
 
 }  // namespace
@@ -44,7 +53,7 @@ Job::Job(boost::asio::io_context& io, JobStart start, Watchdog& watchdog, Output
       publisher_(std::move(start.components), *pools_, generations_),
       requests_(io, stacks_dir(spec_, start.run_id), faces_, *pools_, workers_, publisher_,
                 *policy_, *this, membership_),
-      membership_(start.membership(parts())),
+      membership_(made_membership(start.membership, parts())),
       progress_(io, faces_, publisher_, membership_->spares()),
       teardown_(io, spec_, sink_, *pools_, workers_, membership_->spares().table(), generations_,
                 requests_.dumps(), *this, requests_) {

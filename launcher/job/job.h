@@ -59,7 +59,8 @@ struct JobStart {
   // The pools that run the workers, reporting to the job (none: WorkerPools, this machine's
   // processes and the SSH hosts'; a test's fake ones).
   std::function<std::unique_ptr<Pools>(PoolEvents&)> pools;
-  // Who the generations' workers are (members/make_membership.h), made from the job's parts.
+  // Who the generations' workers are (members/make_membership.h), made from the job's parts;
+  // required.
   std::function<std::unique_ptr<Membership>(const JobParts&)> membership;
 };
 

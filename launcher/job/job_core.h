@@ -1,5 +1,5 @@
-// JobCore: the job's lifecycle as the job's own parts see it (its teardown, spare pool and
-// membership): the state and the outcome, the only moves that change them, and the policy's
+// JobCore: the job's lifecycle as the job's own parts see it (its teardown, requests,
+// rendezvous events, and its membership with the spares): the state and the outcome, the only moves that change them, and the policy's
 // actions carried out. Parts never keep a copy of either. io thread only.
 #pragma once
 

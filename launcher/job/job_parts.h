@@ -1,4 +1,4 @@
-// JobParts: what the job's parts (its spare pool, its membership) work with: the job's own
+// JobParts: what the job's membership (and that one's spares) works with: the job's own
 // tables, faces, pools and policy, and JobCore, its lifecycle. All of them are the job's and
 // outlive its parts. io thread only.
 #pragma once

@@ -3,6 +3,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+
 #include "launcher/output/logging.h"
 
 namespace hvdrun::launcher {
@@ -78,11 +80,19 @@ void JobRendezvous::kill_lost(std::uint32_t key, const std::string& why) {
   if (!parts_.core.lifecycle().active() || !record || record->end()) return;
   record->lost = "missed its heartbeats (" + why + "): killed";
   Pools& pools = *parts_.pools;
-  pools.signal(record->id, SIGKILL);
-  if (pools.connected(record->id.host)) {
-    // Over a cut-off network neither the kill nor the end may get through: the worker ends
-    // here (a later report of its end is ignored).
-    const WorkerId lost = record->id;
+  const WorkerId lost = record->id;
+  const auto local = pools.local_pids();
+  const auto here = std::find_if(local.begin(), local.end(),
+                                 [&](const auto& worker) { return worker.first == lost; });
+  pools.signal(lost, SIGKILL);
+  // The worker ends here (a later report of its end is ignored): the first failure is its,
+  // not that of a peer whose connection to it broke, whichever end is reported first; and over
+  // a cut-off network neither the kill nor the end may get through.
+  if (here != local.end()) {
+    ProcessEnd end = ProcessEnd::signaled(SIGKILL);
+    end.pid = here->second;
+    parts_.pool_events.worker_exited(lost, std::move(end));
+  } else if (pools.connected(lost.host)) {
     parts_.pool_events.worker_exited(
         lost,
         ProcessEnd::lost_connection("host " + pools.host_name(lost.host) + " stopped answering"));

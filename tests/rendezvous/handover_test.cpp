@@ -78,7 +78,9 @@ TEST(Handover, APendingGetOfTheEndedGenerationEndsAtOnceAndTheConnectionLives) {
     EXPECT_EQ(::write(interrupt.get(), &one, sizeof one), 8);
   });
   std::thread breaker([&] {
-    hvdrun::test::wait_until([&] { return server.pending_gets() == 1; }, std::chrono::seconds(30));
+    EXPECT_TRUE(hvdrun::test::wait_until([&] { return server.pending_gets() == 1; },
+                                         std::chrono::seconds(30)))
+        << "the get waits at the server";
     server.start_generation(members({0, 1}), Handover::kBroken, "a peer failed");
   });
   const auto start = std::chrono::steady_clock::now();
