@@ -132,7 +132,8 @@ TEST(Signals, ASigtermPendingWhenTheJobStartsEndsIt) {
   EXPECT_LT(r.seconds, 20.0);
 }
 
-// A thousand SIGUSR1 are each forwarded, but said in a few lines, the last with how many more.
+// A thousand SIGUSR1 are each forwarded, but said in a few lines. (How many the kernel merges
+// varies; what each line then says of the ones held is NoteRate's unit test.)
 TEST(Signals, AFloodOfWarningsIsAFewLines) {
   TempDir pids;  // each worker writes its pid once its trap is set
   HvdrunProcess hvdrun(
@@ -145,9 +146,6 @@ TEST(Signals, AFloodOfWarningsIsAFewLines) {
   const std::size_t lines = count_of(r.err, "hvdrun: forwarded SIGUSR1");
   EXPECT_GE(lines, 1u) << r.err;
   EXPECT_LE(lines, 6u) << r.err;
-  if (lines > 1) {
-    EXPECT_TRUE(contains(r.err, " more like it since the last such line)")) << r.err;
-  }
 }
 
 // A second SIGTERM clearly later than the first still means "now".
