@@ -42,39 +42,47 @@ class NotesSaid {
       std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100);
 };
 
-TEST(NoteRate, TheFirstIsSaidAtOnceThenOneAnIntervalWithHowManyWereHeld) {
-  const NotesSaid said;
-  NoteRate rate(1s);
-  const auto t0 = NoteRate::Clock::now();
-  rate.note("usr1", "forwarded 1", t0);
-  rate.note("usr1", "forwarded 2", t0 + 100ms);
-  rate.note("other", "something else", t0 + 150ms);  // a kind of its own
-  rate.note("usr1", "forwarded 3", t0 + 200ms);
-  rate.note("usr1", "forwarded 4", t0 + 1100ms);  // an interval after the last said
-  rate.note("usr1", "forwarded 5", t0 + 1200ms);
-  rate.note("usr1", "forwarded 6", t0 + 1300ms);
-  rate.flush();
+// A flood of forwarded signals told to one NoteRate of a 1 s interval, at times of the test's
+// choosing, and the notes it said.
+class NoteRateFlood : public ::testing::Test {
+ protected:
+  // Forwarded signal `n` (its note's kind is "usr1"), `after` the flood's start.
+  void forwarded(int n, std::chrono::milliseconds after) {
+    rate_.note("usr1", "forwarded " + std::to_string(n), t0_ + after);
+  }
+
+  const NotesSaid said_;
+  NoteRate rate_{1s};
+  const NoteRate::Clock::time_point t0_ = NoteRate::Clock::now();
+};
+
+TEST_F(NoteRateFlood, TheFirstIsSaidAtOnceThenOneAnIntervalWithHowManyWereHeld) {
+  forwarded(1, 0ms);
+  forwarded(2, 100ms);
+  rate_.note("other", "something else", t0_ + 150ms);  // a kind of its own
+  forwarded(3, 200ms);
+  forwarded(4, 1100ms);  // an interval after the last said
+  forwarded(5, 1200ms);
+  forwarded(6, 1300ms);
+  rate_.flush();
   const std::vector<std::string> expected = {
       "forwarded 1",
       "something else",
       "forwarded 4 (and 2 more like it since the last such line)",
       "forwarded 6 (and 1 more like it since the last such line)",
   };
-  EXPECT_EQ(said.lines(), expected);
+  EXPECT_EQ(said_.lines(), expected);
 }
 
 // Of a flood whose signals the kernel merged into two, the second is the flush's: it is said
 // alone, for nothing else was held.
-TEST(NoteRate, AFlushOfOneHeldNoteSaysItAlone) {
-  const NotesSaid said;
-  NoteRate rate(1s);
-  const auto t0 = NoteRate::Clock::now();
-  rate.note("usr1", "forwarded 1", t0);
-  rate.note("usr1", "forwarded 2", t0 + 10ms);
-  rate.flush();
-  rate.flush();  // nothing held any more
+TEST_F(NoteRateFlood, AFlushOfOneHeldNoteSaysItAlone) {
+  forwarded(1, 0ms);
+  forwarded(2, 10ms);
+  rate_.flush();
+  rate_.flush();  // nothing held any more
   const std::vector<std::string> expected = {"forwarded 1", "forwarded 2"};
-  EXPECT_EQ(said.lines(), expected);
+  EXPECT_EQ(said_.lines(), expected);
 }
 
 }  // namespace
